@@ -53,7 +53,8 @@
 //	go run ./cmd/report -count 10 -raw new.txt  # on the branch
 //	go run golang.org/x/perf/cmd/benchstat@latest old.txt new.txt
 //
-// report exits with status 2 for bad flags and 1 when the benchmarks fail or
-// the input holds no benchmark results; when go test fails part way, the
-// tables for the benchmarks that did run are still printed, under a warning.
+// report exits with status 2 for bad flags and 1 when the benchmarks fail
+// (go test exits non-zero, or the -in file has "--- FAIL" or "FAIL" lines) or
+// there are no benchmark results; when benchmarks fail part way, the tables
+// for those that did run are still printed, under a warning.
 package main

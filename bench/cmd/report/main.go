@@ -81,6 +81,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, now func(
 	for _, s := range p.skipped {
 		fmt.Fprintln(stderr, "report: skipped malformed result", s)
 	}
+	if len(p.failed) > 0 {
+		// More specific than go test's exit status.
+		testErr = fmt.Errorf("benchmarks failed: %s", strings.Join(p.failed, "; "))
+	}
 	if len(p.results) == 0 {
 		return errors.Join(testErr, errors.New("no benchmark results"))
 	}
@@ -98,7 +102,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, now func(
 	}
 	slices.Sort(m.procs)
 	if testErr != nil {
-		fmt.Fprintf(stdout, "> **Warning:** go test failed (%v); these tables are incomplete.\n\n", testErr)
+		fmt.Fprintf(stdout, "> **Warning:** %v; these tables are incomplete.\n\n", testErr)
 	}
 	if err := writeMarkdown(stdout, m, buildTables(p.results)); err != nil {
 		return err

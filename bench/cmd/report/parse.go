@@ -30,6 +30,7 @@ type parsed struct {
 	config  map[string]string // the first value of each "key: value" line
 	results []result          // in the order of the input
 	skipped []string          // malformed result lines, with their line numbers
+	failed  []string          // the "--- FAIL: X" lines, or "FAIL" when go test failed without one
 }
 
 // parse reads the standard Go benchmark format (golang.org/design/14313):
@@ -37,8 +38,9 @@ type parsed struct {
 //
 //	BenchmarkName-PROCS  iterations  value unit  value unit ...
 //
-// Other lines (PASS, ok, logs, --- FAIL) are ignored. Lines that start like a
-// result but do not parse are listed in skipped rather than dropped silently.
+// Failures ("--- FAIL: X" lines, or a "FAIL" line) are listed in failed.
+// Other lines (PASS, ok, logs) are ignored. Lines that start like a result
+// but do not parse are listed in skipped rather than dropped silently.
 //
 // The -PROCS suffix is removed from names only when every result line has
 // one, because go test leaves it out when GOMAXPROCS is 1 and a name may end
@@ -48,8 +50,17 @@ func parse(r io.Reader) (*parsed, error) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64*1024), 4*1024*1024)
 	allSuffixed := true
+	sawFAIL := false // a FAIL line for a package
 	for lineNo := 1; sc.Scan(); lineNo++ {
 		line := sc.Text()
+		if trimmed := strings.TrimSpace(line); strings.HasPrefix(trimmed, "--- FAIL:") {
+			p.failed = append(p.failed, trimmed)
+			continue
+		}
+		if line == "FAIL" || strings.HasPrefix(line, "FAIL\t") {
+			sawFAIL = true
+			continue
+		}
 		if key, value, ok := configLine(line); ok {
 			if _, seen := p.config[key]; !seen {
 				p.config[key] = value
@@ -78,6 +89,9 @@ func parse(r io.Reader) (*parsed, error) {
 	}
 	if err := sc.Err(); err != nil {
 		return nil, err
+	}
+	if sawFAIL && len(p.failed) == 0 {
+		p.failed = []string{"FAIL"} // a build failure, a panic or a timeout
 	}
 	for i := range p.results {
 		p.results[i].procs = 1

@@ -292,3 +292,38 @@ func TestFindBenchDir(t *testing.T) {
 		t.Errorf("isBenchModule: want true for %s only", dir)
 	}
 }
+
+func TestRunInFailed(t *testing.T) {
+	in := filepath.Join(t.TempDir(), "failed.txt")
+	out := "goos: linux\n" +
+		"BenchmarkScope/corral-2 \t 100 \t 1000 ns/op\n" +
+		"--- FAIL: BenchmarkZ\n" +
+		"    --- FAIL: BenchmarkZ/corral\n" +
+		"        z_test.go:7: boom\n" +
+		"FAIL\n" +
+		"exit status 1\n" +
+		"FAIL\tgithub.com/corral-go/corral/bench\t0.5s\n"
+	if err := os.WriteFile(in, []byte(out), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	err := run(context.Background(), []string{"-in", in}, &stdout, &stderr, time.Now)
+	const wantErr = "benchmarks failed: --- FAIL: BenchmarkZ; --- FAIL: BenchmarkZ/corral"
+	if err == nil || err.Error() != wantErr {
+		t.Errorf("run = %v; want %q", err, wantErr)
+	}
+	const wantHead = "> **Warning:** " + wantErr + "; these tables are incomplete.\n\n"
+	if !strings.HasPrefix(stdout.String(), wantHead) || !strings.Contains(stdout.String(), "| corral | 1,000 | — | — | — | 1.00x |\n") {
+		t.Errorf("stdout = %q; want the warning %q and the corral row", stdout.String(), wantHead)
+	}
+}
+
+func TestParseBuildFailure(t *testing.T) {
+	p, err := parse(strings.NewReader("# example.com/x\n./x_test.go:3:1: syntax error\nFAIL\texample.com/x [build failed]\nFAIL\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"FAIL"}; !reflect.DeepEqual(p.failed, want) || len(p.results) != 0 {
+		t.Errorf("failed = %q, results = %v; want %q and none", p.failed, p.results, want)
+	}
+}
