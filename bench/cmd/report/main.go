@@ -197,7 +197,9 @@ func runBenchmarks(ctx context.Context, cfg config, stderr io.Writer, now func()
 		return nil, meta{}, err
 	}
 	m := meta{date: now()}
-	if v, err := exec.CommandContext(ctx, goTool, "env", "GOVERSION").Output(); err == nil {
+	goEnv := exec.CommandContext(ctx, goTool, "env", "GOVERSION")
+	goEnv.Dir = dir // the toolchain go test will use there
+	if v, err := goEnv.Output(); err == nil {
 		m.goVersion = strings.TrimSpace(string(v))
 	}
 	args := testArgs(cfg)
