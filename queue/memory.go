@@ -1,0 +1,708 @@
+package queue
+
+import (
+	"container/heap"
+	"context"
+	"fmt"
+	"iter"
+	"sync"
+	"time"
+)
+
+// Memory is the in-memory Backend, the default of [New]. It keeps payload
+// values (no encoding) and loses everything when the process exits.
+//
+// A Memory outlives the consumers that drain it: jobs left by a closed
+// consumer are delivered to the next one. Its time-based behaviour (delays,
+// leases, the dedup horizon) follows the time package, so it runs on virtual
+// time inside a testing/synctest bubble when created there.
+//
+// A Memory serves one Queue: Open fails if called twice. Memory is safe for
+// concurrent use.
+type Memory struct {
+	mu     sync.Mutex // guards every field below
+	opened bool
+	cfg    Config
+
+	ids    map[string]*entry // stored jobs by ID
+	keys   map[string]*keyFIFO
+	all    list // stored jobs in enqueue order
+	ready  seqHeap
+	timed  timeHeap // delayed jobs by readyAt
+	leased timeHeap // leased jobs by lease end
+	seq    uint64   // enqueue order
+	gen    uint64   // delivery generation
+
+	seen     map[string]time.Time // ID -> enqueue time, within the horizon
+	seenFIFO []seenID             // seen in enqueue order, for pruning
+	seenHead int
+
+	dead []*DeadMessage
+
+	free     *entry    // recycled entries
+	recvWait []*waiter // receivers waiting for a ready job
+	roomWait []*waiter // blocked producers waiting for room
+	idle     []*waiter // recycled waiters
+	keyFree  []*keyFIFO
+}
+
+type seenID struct {
+	id string
+	at time.Time
+}
+
+// entry states.
+const (
+	stateQueued  = iota // behind a busy ordering key
+	stateReady          // in ready
+	stateDelayed        // in timed
+	stateLeased         // in leased
+)
+
+type entry struct {
+	msg        Message
+	state      int
+	seq        uint64 // enqueue order
+	gen        uint64 // generation of the current lease
+	attempt    int
+	readyAt    time.Time
+	leaseEnd   time.Time
+	leaseStart time.Time
+	history    []Attempt
+	heapIdx    int
+	prev, next *entry // all
+	kprev      *entry // key FIFO
+	knext      *entry
+	key        *keyFIFO
+}
+
+type keyFIFO struct{ head, tail *entry }
+
+type list struct {
+	head, tail *entry
+	n          int
+}
+
+func (l *list) push(e *entry) {
+	e.prev, e.next = l.tail, nil
+	if l.tail != nil {
+		l.tail.next = e
+	} else {
+		l.head = e
+	}
+	l.tail = e
+	l.n++
+}
+
+func (l *list) remove(e *entry) {
+	if e.prev != nil {
+		e.prev.next = e.next
+	} else {
+		l.head = e.next
+	}
+	if e.next != nil {
+		e.next.prev = e.prev
+	} else {
+		l.tail = e.prev
+	}
+	e.prev, e.next = nil, nil
+	l.n--
+}
+
+type seqHeap []*entry
+
+func (h seqHeap) Len() int           { return len(h) }
+func (h seqHeap) Less(i, j int) bool { return h[i].seq < h[j].seq }
+func (h seqHeap) Swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].heapIdx, h[j].heapIdx = i, j
+}
+func (h *seqHeap) Push(x any) { e := x.(*entry); e.heapIdx = len(*h); *h = append(*h, e) }
+func (h *seqHeap) Pop() any {
+	old := *h
+	e := old[len(old)-1]
+	old[len(old)-1] = nil
+	*h = old[:len(old)-1]
+	e.heapIdx = -1
+	return e
+}
+
+// timeHeap orders by readyAt (delayed) or leaseEnd (leased), then seq.
+type timeHeap struct {
+	es    []*entry
+	lease bool
+}
+
+func (h *timeHeap) at(e *entry) time.Time {
+	if h.lease {
+		return e.leaseEnd
+	}
+	return e.readyAt
+}
+func (h *timeHeap) Len() int { return len(h.es) }
+func (h *timeHeap) Less(i, j int) bool {
+	a, b := h.at(h.es[i]), h.at(h.es[j])
+	if a.Equal(b) {
+		return h.es[i].seq < h.es[j].seq
+	}
+	return a.Before(b)
+}
+func (h *timeHeap) Swap(i, j int) {
+	h.es[i], h.es[j] = h.es[j], h.es[i]
+	h.es[i].heapIdx, h.es[j].heapIdx = i, j
+}
+func (h *timeHeap) Push(x any) { e := x.(*entry); e.heapIdx = len(h.es); h.es = append(h.es, e) }
+func (h *timeHeap) Pop() any {
+	e := h.es[len(h.es)-1]
+	h.es[len(h.es)-1] = nil
+	h.es = h.es[:len(h.es)-1]
+	e.heapIdx = -1
+	return e
+}
+
+type waiter struct {
+	c     chan struct{} // capacity 1: a wake-up
+	timer *time.Timer
+}
+
+// NewMemory returns an empty in-memory backend.
+func NewMemory() *Memory {
+	m := &Memory{
+		ids:  make(map[string]*entry),
+		keys: make(map[string]*keyFIFO),
+		seen: make(map[string]time.Time),
+	}
+	m.leased.lease = true
+	return m
+}
+
+// carriesValues marks backends that keep payload values in process.
+func (m *Memory) carriesValues() {}
+
+// Open implements Backend.
+func (m *Memory) Open(ctx context.Context, cfg Config) error {
+	if cfg.Capacity < 0 || cfg.DedupHorizon < 0 || cfg.Overflow < Block || cfg.Overflow > DropOldest {
+		return fmt.Errorf("queue: invalid config %+v", cfg)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.opened {
+		return fmt.Errorf("queue: memory backend already opened")
+	}
+	m.opened = true
+	m.cfg = cfg
+	return nil
+}
+
+// Enqueue implements Backend.
+func (m *Memory) Enqueue(ctx context.Context, msg Message) (EnqueueResult, error) {
+	m.mu.Lock()
+	var res EnqueueResult
+	for {
+		now := time.Now()
+		if m.taken(msg.ID, now) {
+			m.mu.Unlock()
+			return res, ErrDuplicate
+		}
+		if m.cfg.Capacity == 0 || m.all.n < m.cfg.Capacity {
+			break
+		}
+		switch m.cfg.Overflow {
+		case Reject:
+			m.mu.Unlock()
+			return res, ErrFull
+		case DropNewest:
+			m.mu.Unlock()
+			return res, ErrDropped
+		case DropOldest:
+			victim := m.all.head
+			for victim != nil && victim.state == stateLeased {
+				victim = victim.next
+			}
+			if victim == nil {
+				m.mu.Unlock()
+				return res, ErrFull
+			}
+			res.Evicted = append(res.Evicted, victim.msg.ID)
+			m.bury(victim, ReasonOverflow, Attempt{Number: victim.attempt, Start: now, End: now, Error: "queue: evicted by overflow (drop oldest)"}, now)
+			continue
+		}
+		// Block.
+		if err := m.wait(ctx, &m.roomWait, time.Time{}); err != nil {
+			m.mu.Unlock()
+			return res, err
+		}
+	}
+	now := time.Now()
+	if m.cfg.DedupHorizon > 0 {
+		m.seen[msg.ID] = now
+		m.seenFIFO = append(m.seenFIFO, seenID{msg.ID, now})
+	}
+	m.store(msg, msg.NotBefore, now)
+	m.mu.Unlock()
+	return res, nil
+}
+
+// store adds msg as a new job, ready at notBefore. m.mu held.
+func (m *Memory) store(msg Message, notBefore, now time.Time) {
+	e := m.newEntry()
+	e.msg = msg
+	e.msg.Attempt = 0
+	if e.msg.EnqueuedAt.IsZero() {
+		e.msg.EnqueuedAt = now
+	}
+	m.seq++
+	e.seq = m.seq
+	m.ids[msg.ID] = e
+	m.all.push(e)
+	if msg.Key != "" {
+		k := m.keys[msg.Key]
+		if k == nil {
+			k = m.newKey()
+			m.keys[msg.Key] = k
+		}
+		e.key = k
+		e.kprev = k.tail
+		if k.tail != nil {
+			k.tail.knext = e
+		} else {
+			k.head = e
+		}
+		k.tail = e
+		if k.head != e {
+			e.state = stateQueued
+			return
+		}
+	}
+	m.schedule(e, notBefore, now)
+}
+
+// taken reports whether id is stored or seen within the horizon. m.mu held.
+func (m *Memory) taken(id string, now time.Time) bool {
+	if _, ok := m.ids[id]; ok {
+		return true
+	}
+	if m.cfg.DedupHorizon <= 0 {
+		return false
+	}
+	// Prune the horizon in enqueue order.
+	for m.seenHead < len(m.seenFIFO) {
+		s := m.seenFIFO[m.seenHead]
+		if now.Sub(s.at) < m.cfg.DedupHorizon {
+			break
+		}
+		if at, ok := m.seen[s.id]; ok && at.Equal(s.at) {
+			delete(m.seen, s.id)
+		}
+		m.seenFIFO[m.seenHead] = seenID{}
+		m.seenHead++
+	}
+	if m.seenHead > 0 && m.seenHead*2 >= len(m.seenFIFO) {
+		n := copy(m.seenFIFO, m.seenFIFO[m.seenHead:])
+		clear(m.seenFIFO[n:])
+		m.seenFIFO = m.seenFIFO[:n]
+		m.seenHead = 0
+	}
+	at, ok := m.seen[id]
+	return ok && now.Sub(at) < m.cfg.DedupHorizon
+}
+
+func (m *Memory) newEntry() *entry {
+	e := m.free
+	if e != nil {
+		m.free = e.next
+		gen := e.gen
+		hist := e.history[:0]
+		*e = entry{gen: gen, history: hist}
+	} else {
+		e = &entry{}
+	}
+	e.heapIdx = -1
+	return e
+}
+
+func (m *Memory) newKey() *keyFIFO {
+	if n := len(m.keyFree); n > 0 {
+		k := m.keyFree[n-1]
+		m.keyFree = m.keyFree[:n-1]
+		return k
+	}
+	return &keyFIFO{}
+}
+
+// schedule makes e ready at notBefore (now if zero or past). m.mu held.
+func (m *Memory) schedule(e *entry, notBefore, now time.Time) {
+	if notBefore.After(now) {
+		e.state = stateDelayed
+		e.readyAt = notBefore
+		heap.Push(&m.timed, e)
+		m.signal(&m.recvWait) // a receiver recomputes its wake-up time
+		return
+	}
+	e.state = stateReady
+	heap.Push(&m.ready, e)
+	m.signal(&m.recvWait)
+}
+
+// signal wakes one waiter of ws. m.mu held.
+func (m *Memory) signal(ws *[]*waiter) {
+	if n := len(*ws); n > 0 {
+		w := (*ws)[0]
+		copy(*ws, (*ws)[1:])
+		(*ws)[n-1] = nil
+		*ws = (*ws)[:n-1]
+		select {
+		case w.c <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// wait releases m.mu until signalled, deadline (if not zero) or ctx, and
+// reacquires it. It returns the ctx cause if ctx ended.
+func (m *Memory) wait(ctx context.Context, ws *[]*waiter, deadline time.Time) error {
+	var w *waiter
+	if n := len(m.idle); n > 0 {
+		w = m.idle[n-1]
+		m.idle = m.idle[:n-1]
+	} else {
+		w = &waiter{c: make(chan struct{}, 1)}
+	}
+	*ws = append(*ws, w)
+	var tc <-chan time.Time
+	if !deadline.IsZero() {
+		d := time.Until(deadline)
+		if w.timer == nil {
+			w.timer = time.NewTimer(d)
+		} else {
+			w.timer.Reset(d)
+		}
+		tc = w.timer.C
+	}
+	m.mu.Unlock()
+	var err error
+	select {
+	case <-w.c:
+	case <-tc:
+	case <-ctx.Done():
+		err = context.Cause(ctx)
+	}
+	if w.timer != nil {
+		w.timer.Stop()
+	}
+	m.mu.Lock()
+	// Leave the wait list if still on it. A waiter no longer on the list
+	// was signalled; if it is leaving because of ctx, it passes the
+	// wake-up on so that no one else misses it.
+	woken := true
+	for i, x := range *ws {
+		if x == w {
+			n := copy((*ws)[i:], (*ws)[i+1:])
+			(*ws)[i+n] = nil
+			*ws = (*ws)[:i+n]
+			woken = false
+			break
+		}
+	}
+	select {
+	case <-w.c:
+	default:
+	}
+	if woken && err != nil {
+		m.signal(ws)
+	}
+	m.idle = append(m.idle, w)
+	return err
+}
+
+// promote moves due delayed jobs to ready and expires leases. m.mu held.
+func (m *Memory) promote(now time.Time) {
+	for m.timed.Len() > 0 && !m.timed.es[0].readyAt.After(now) {
+		e := heap.Pop(&m.timed).(*entry)
+		e.state = stateReady
+		heap.Push(&m.ready, e)
+	}
+	for m.leased.Len() > 0 && !m.leased.es[0].leaseEnd.After(now) {
+		e := heap.Pop(&m.leased).(*entry)
+		e.gen++ // the lease holder's delivery is now stale
+		e.history = append(e.history, Attempt{Number: e.attempt, Start: e.leaseStart, End: now, Error: ErrLeaseExpired.Error()})
+		e.state = stateReady
+		heap.Push(&m.ready, e)
+	}
+}
+
+// next returns the earliest time something becomes ready. m.mu held.
+func (m *Memory) next() time.Time {
+	var t time.Time
+	if m.timed.Len() > 0 {
+		t = m.timed.es[0].readyAt
+	}
+	if m.leased.Len() > 0 {
+		if l := m.leased.es[0].leaseEnd; t.IsZero() || l.Before(t) {
+			t = l
+		}
+	}
+	return t
+}
+
+// Receive implements Backend.
+func (m *Memory) Receive(ctx context.Context, lease time.Duration, d *Delivery) error {
+	if lease <= 0 {
+		return fmt.Errorf("queue: lease %v must be positive", lease)
+	}
+	m.mu.Lock()
+	for {
+		if err := ctx.Err(); err != nil {
+			m.mu.Unlock()
+			return context.Cause(ctx)
+		}
+		now := time.Now()
+		m.promote(now)
+		if m.ready.Len() > 0 {
+			e := heap.Pop(&m.ready).(*entry)
+			e.state = stateLeased
+			e.attempt++
+			e.gen++
+			e.leaseStart = now
+			e.leaseEnd = now.Add(lease)
+			heap.Push(&m.leased, e)
+			d.Message = e.msg
+			d.Attempt = e.attempt
+			d.Token = e
+			d.Seq = e.gen
+			if m.ready.Len() > 0 {
+				m.signal(&m.recvWait)
+			}
+			m.mu.Unlock()
+			return nil
+		}
+		if err := m.wait(ctx, &m.recvWait, m.next()); err != nil {
+			m.mu.Unlock()
+			return err
+		}
+	}
+}
+
+// leasedEntry returns the entry d holds a current lease on. m.mu held.
+func (m *Memory) leasedEntry(d *Delivery) (*entry, error) {
+	e, ok := d.Token.(*entry)
+	if !ok || e == nil {
+		return nil, fmt.Errorf("queue: delivery not from this backend")
+	}
+	m.promote(time.Now())
+	if e.gen != d.Seq || e.state != stateLeased {
+		return nil, ErrLeaseLost
+	}
+	return e, nil
+}
+
+// Extend implements Backend.
+func (m *Memory) Extend(ctx context.Context, d *Delivery, lease time.Duration) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	e, err := m.leasedEntry(d)
+	if err != nil {
+		return err
+	}
+	e.leaseEnd = time.Now().Add(lease)
+	heap.Fix(&m.leased, e.heapIdx)
+	return nil
+}
+
+// Ack implements Backend.
+func (m *Memory) Ack(ctx context.Context, d *Delivery) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	e, err := m.leasedEntry(d)
+	if err != nil {
+		return err
+	}
+	heap.Remove(&m.leased, e.heapIdx)
+	m.remove(e, time.Now())
+	return nil
+}
+
+// Nack implements Backend.
+func (m *Memory) Nack(ctx context.Context, d *Delivery, delay time.Duration, a Attempt) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	e, err := m.leasedEntry(d)
+	if err != nil {
+		return err
+	}
+	heap.Remove(&m.leased, e.heapIdx)
+	e.gen++
+	e.history = append(e.history, a)
+	now := time.Now()
+	var at time.Time
+	if delay > 0 {
+		at = now.Add(delay)
+	}
+	m.schedule(e, at, now)
+	return nil
+}
+
+// Release implements Backend.
+func (m *Memory) Release(ctx context.Context, d *Delivery) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	e, err := m.leasedEntry(d)
+	if err != nil {
+		return err
+	}
+	heap.Remove(&m.leased, e.heapIdx)
+	e.gen++
+	e.attempt--
+	now := time.Now()
+	m.schedule(e, time.Time{}, now)
+	return nil
+}
+
+// Bury implements Backend.
+func (m *Memory) Bury(ctx context.Context, d *Delivery, reason Reason, a Attempt) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	e, err := m.leasedEntry(d)
+	if err != nil {
+		return err
+	}
+	m.bury(e, reason, a, time.Now())
+	return nil
+}
+
+// bury moves e to the dead letters. m.mu held.
+func (m *Memory) bury(e *entry, reason Reason, a Attempt, now time.Time) {
+	switch e.state {
+	case stateReady:
+		heap.Remove(&m.ready, e.heapIdx)
+	case stateDelayed:
+		heap.Remove(&m.timed, e.heapIdx)
+	case stateLeased:
+		heap.Remove(&m.leased, e.heapIdx)
+	}
+	dm := &DeadMessage{Message: e.msg, Reason: reason, At: now}
+	dm.Attempt = e.attempt
+	dm.History = append(make([]Attempt, 0, len(e.history)+1), e.history...)
+	dm.History = append(dm.History, a)
+	m.dead = append(m.dead, dm)
+	m.remove(e, now)
+}
+
+// remove forgets the stored entry e (not in any heap), unblocks its key and
+// recycles it. m.mu held.
+func (m *Memory) remove(e *entry, now time.Time) {
+	delete(m.ids, e.msg.ID)
+	m.all.remove(e)
+	if k := e.key; k != nil {
+		// e may be anywhere in its key FIFO (DropOldest evicts waiting ones).
+		wasHead := k.head == e
+		if e.kprev != nil {
+			e.kprev.knext = e.knext
+		} else {
+			k.head = e.knext
+		}
+		if e.knext != nil {
+			e.knext.kprev = e.kprev
+		} else {
+			k.tail = e.kprev
+		}
+		if k.head == nil {
+			delete(m.keys, e.msg.Key)
+			m.keyFree = append(m.keyFree, k)
+		} else if wasHead {
+			m.schedule(k.head, k.head.msg.NotBefore, now)
+		}
+	}
+	e.gen++
+	*e = entry{gen: e.gen, history: e.history[:0], next: m.free, heapIdx: -1}
+	m.free = e
+	m.signal(&m.roomWait)
+}
+
+// DeadLetters implements Backend. The listing is a snapshot taken when the
+// iteration starts.
+func (m *Memory) DeadLetters(ctx context.Context) iter.Seq2[DeadMessage, error] {
+	return func(yield func(DeadMessage, error) bool) {
+		m.mu.Lock()
+		snap := make([]DeadMessage, len(m.dead))
+		for i, d := range m.dead {
+			snap[i] = *d
+			snap[i].History = append([]Attempt(nil), d.History...)
+		}
+		m.mu.Unlock()
+		for _, d := range snap {
+			if err := ctx.Err(); err != nil {
+				yield(DeadMessage{}, context.Cause(ctx))
+				return
+			}
+			if !yield(d, nil) {
+				return
+			}
+		}
+	}
+}
+
+func (m *Memory) findDead(id string) int {
+	for i, d := range m.dead {
+		if d.ID == id {
+			return i
+		}
+	}
+	return -1
+}
+
+// Redrive implements Backend. The redriven job skips the dedup horizon and
+// capacity's Block (it fails with ErrFull instead) but not its own ID.
+func (m *Memory) Redrive(ctx context.Context, id string) error {
+	m.mu.Lock()
+	i := m.findDead(id)
+	if i < 0 {
+		m.mu.Unlock()
+		return ErrNotFound
+	}
+	if _, ok := m.ids[id]; ok {
+		m.mu.Unlock()
+		return ErrDuplicate
+	}
+	if m.cfg.Capacity > 0 && m.all.n >= m.cfg.Capacity {
+		m.mu.Unlock()
+		return ErrFull
+	}
+	msg := m.dead[i].Message
+	m.dead = append(m.dead[:i], m.dead[i+1:]...)
+	// A redriven job is a new job: fresh attempts, new enqueue time, no
+	// delay or start-by deadline; the dedup horizon does not apply to it.
+	msg.EnqueuedAt, msg.NotBefore, msg.StartBy = time.Time{}, time.Time{}, time.Time{}
+	m.store(msg, time.Time{}, time.Now())
+	m.mu.Unlock()
+	return nil
+}
+
+// Purge implements Backend.
+func (m *Memory) Purge(ctx context.Context, id string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	i := m.findDead(id)
+	if i < 0 {
+		return ErrNotFound
+	}
+	m.dead = append(m.dead[:i], m.dead[i+1:]...)
+	return nil
+}
+
+// Stats implements Backend.
+func (m *Memory) Stats(ctx context.Context) (BackendStats, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.promote(time.Now())
+	s := BackendStats{
+		InFlight: m.leased.Len(),
+		Delayed:  m.timed.Len(),
+		Dead:     len(m.dead),
+	}
+	s.Ready = m.all.n - s.InFlight - s.Delayed
+	if m.all.head != nil {
+		s.Oldest = m.all.head.msg.EnqueuedAt
+	}
+	return s, nil
+}

@@ -1,0 +1,414 @@
+package queue
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"iter"
+	"strconv"
+	"sync/atomic"
+	"time"
+)
+
+// Queue is a typed job queue on a Backend. Producers call Enqueue; a
+// [Consumer] started with Consume handles the jobs. A Queue outlives its
+// consumers: Close a consumer and Consume again to resume where it stopped.
+//
+// A Queue is safe for concurrent use. It starts no goroutine of its own.
+type Queue[T any] struct {
+	backend Backend
+	values  bool // backend keeps payload values: no codec
+	codec   Codec[T]
+	hooks   Hooks
+	maxWait time.Duration
+
+	idPrefix string
+	idSeq    atomic.Uint64
+
+	c counters
+}
+
+// counters are the queue's cumulative counts (this process's view).
+type counters struct {
+	enqueued, duplicates, rejected, dropped, acked, retried atomic.Uint64
+	dead                                                    [numReasons]atomic.Uint64
+}
+
+const numReasons = 5
+
+func reasonIndex(r Reason) int {
+	switch r {
+	case ReasonAttempts:
+		return 0
+	case ReasonPermanent:
+		return 1
+	case ReasonPanic:
+		return 2
+	case ReasonOverflow:
+		return 3
+	case ReasonExpired:
+		return 4
+	}
+	return 0
+}
+
+// Option configures a Queue in New.
+type Option interface{ apply(*options) }
+
+type options struct {
+	backend Backend
+	cfg     Config
+	hooks   Hooks
+	maxWait time.Duration
+	codec   any
+}
+
+type optionFunc func(*options)
+
+func (f optionFunc) apply(o *options) { f(o) }
+
+// WithBackend stores the jobs in b instead of a new [Memory].
+func WithBackend(b Backend) Option { return optionFunc(func(o *options) { o.backend = b }) }
+
+// WithCapacity bounds the number of stored jobs (ready, delayed and in
+// flight; dead letters are not counted). The default, 0, is unbounded.
+func WithCapacity(n int) Option { return optionFunc(func(o *options) { o.cfg.Capacity = n }) }
+
+// WithOverflow sets what Enqueue does at capacity. The default is [Block].
+func WithOverflow(p Overflow) Option { return optionFunc(func(o *options) { o.cfg.Overflow = p }) }
+
+// WithDedupHorizon keeps a job's ID taken for d after its enqueue, even
+// once the job was acked or dead-lettered: enqueueing it again within d
+// returns ErrDuplicate. Without it (d = 0) an ID is taken only while its job
+// is stored.
+func WithDedupHorizon(d time.Duration) Option {
+	return optionFunc(func(o *options) { o.cfg.DedupHorizon = d })
+}
+
+// WithMaxWait gives every job a start-by deadline d after its enqueue (or
+// after its NotBefore, if later) unless Enqueue sets one with [StartBy]. A
+// job not started by then is dead-lettered with [ReasonExpired].
+func WithMaxWait(d time.Duration) Option { return optionFunc(func(o *options) { o.maxWait = d }) }
+
+// WithHooks sets functions called on job events (see [Hooks]).
+func WithHooks(h Hooks) Option { return optionFunc(func(o *options) { o.hooks = h }) }
+
+// WithCodec sets how payloads are encoded for backends that store bytes.
+// The default codec passes []byte and string payloads through as bytes and
+// encodes everything else as JSON. The in-memory backend does not encode.
+func WithCodec[T any](c Codec[T]) Option { return optionFunc(func(o *options) { o.codec = c }) }
+
+// Hooks are optional functions called on job events, to wire logging,
+// metrics or tracing. They run synchronously on the goroutine where the
+// event happens (the producer's or a worker's), may run concurrently with
+// each other, and must not block. A nil hook is skipped.
+type Hooks struct {
+	// OnEnqueue is called after a job was stored.
+	OnEnqueue func(Event)
+	// OnStart is called before the handler runs.
+	OnStart func(Event)
+	// OnSuccess is called after the job was acked.
+	OnSuccess func(Event)
+	// OnRetry is called after a failed job was scheduled again, with
+	// the error and the delay.
+	OnRetry func(Event)
+	// OnDead is called after a job was dead-lettered, with the reason.
+	OnDead func(Event)
+}
+
+// Event describes a job event for a hook.
+type Event struct {
+	ID      string
+	Key     string
+	Attempt int
+	// Err is the handler's error (OnRetry, OnDead), if any.
+	Err error
+	// Delay is the redelivery delay (OnRetry).
+	Delay time.Duration
+	// Reason is why the job was dead-lettered (OnDead).
+	Reason Reason
+}
+
+// New returns a queue of jobs with payload T. Without [WithBackend] the
+// jobs are kept in memory by a new [Memory].
+func New[T any](opts ...Option) (*Queue[T], error) {
+	var o options
+	for _, opt := range opts {
+		opt.apply(&o)
+	}
+	if o.cfg.Capacity < 0 {
+		return nil, fmt.Errorf("queue: negative capacity %d", o.cfg.Capacity)
+	}
+	if o.cfg.DedupHorizon < 0 || o.maxWait < 0 {
+		return nil, errors.New("queue: negative duration")
+	}
+	if o.backend == nil {
+		o.backend = NewMemory()
+	}
+	q := &Queue[T]{backend: o.backend, hooks: o.hooks, maxWait: o.maxWait}
+	if _, ok := o.backend.(interface{ carriesValues() }); ok {
+		q.values = true
+	}
+	switch c := o.codec.(type) {
+	case nil:
+		q.codec = defaultCodec[T]{}
+	case Codec[T]:
+		q.codec = c
+	default:
+		return nil, fmt.Errorf("queue: codec %T is not a Codec for %T", c, *new(T))
+	}
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	q.idPrefix = hex.EncodeToString(b[:]) + "-"
+	if err := o.backend.Open(context.Background(), o.cfg); err != nil {
+		return nil, err
+	}
+	return q, nil
+}
+
+// EnqueueOption sets a property of one job in Enqueue.
+type EnqueueOption interface{ applyJob(*Message) }
+
+type idOption string
+
+func (o idOption) applyJob(m *Message) { m.ID = string(o) }
+
+// WithID sets the job's ID, its deduplication key. Without it, Enqueue
+// generates a unique ID.
+func WithID(id string) EnqueueOption { return idOption(id) }
+
+type keyOption string
+
+func (o keyOption) applyJob(m *Message) { m.Key = string(o) }
+
+// WithKey sets the job's ordering key: jobs with the same key are handled
+// one at a time in enqueue order, retries included.
+func WithKey(key string) EnqueueOption { return keyOption(key) }
+
+type notBeforeOption time.Time
+
+func (o notBeforeOption) applyJob(m *Message) { m.NotBefore = time.Time(o) }
+
+// NotBefore delays the job's first delivery until t.
+func NotBefore(t time.Time) EnqueueOption { return notBeforeOption(t) }
+
+type delayOption time.Duration
+
+func (o delayOption) applyJob(m *Message) {
+	if o > 0 {
+		m.NotBefore = time.Now().Add(time.Duration(o))
+	}
+}
+
+// WithDelay delays the job's first delivery by d from now.
+func WithDelay(d time.Duration) EnqueueOption { return delayOption(d) }
+
+type startByOption time.Time
+
+func (o startByOption) applyJob(m *Message) { m.StartBy = time.Time(o) }
+
+// StartBy sets the job's start-by deadline: if it is first delivered after
+// t it is dead-lettered with [ReasonExpired] instead of handled.
+func StartBy(t time.Time) EnqueueOption { return startByOption(t) }
+
+// Enqueue stores a job with payload and returns its ID.
+//
+// It returns ErrDuplicate (and the ID) if the ID is taken; under the
+// overflow policies at capacity: Block waits for room or ctx, Reject returns
+// ErrFull, DropNewest returns ErrDropped, and DropOldest dead-letters the
+// oldest waiting job to make room. The payload must not be mutated after
+// Enqueue (see [Job]).
+func (q *Queue[T]) Enqueue(ctx context.Context, payload T, opts ...EnqueueOption) (string, error) {
+	m := Message{EnqueuedAt: time.Now()}
+	for _, o := range opts {
+		o.applyJob(&m)
+	}
+	if m.ID == "" {
+		m.ID = q.newID()
+	}
+	if m.StartBy.IsZero() && q.maxWait > 0 {
+		from := m.EnqueuedAt
+		if m.NotBefore.After(from) {
+			from = m.NotBefore
+		}
+		m.StartBy = from.Add(q.maxWait)
+	}
+	if q.values {
+		m.Value = payload
+	} else {
+		b, err := q.codec.Marshal(payload)
+		if err != nil {
+			return m.ID, fmt.Errorf("queue: encode payload: %w", err)
+		}
+		m.Body = b
+	}
+	res, err := q.backend.Enqueue(ctx, m)
+	for _, id := range res.Evicted {
+		q.c.dead[reasonIndex(ReasonOverflow)].Add(1)
+		if h := q.hooks.OnDead; h != nil {
+			h(Event{ID: id, Reason: ReasonOverflow, Err: errEvicted})
+		}
+	}
+	switch {
+	case err == nil:
+		q.c.enqueued.Add(1)
+		if h := q.hooks.OnEnqueue; h != nil {
+			h(Event{ID: m.ID, Key: m.Key})
+		}
+	case errors.Is(err, ErrDuplicate):
+		q.c.duplicates.Add(1)
+	case errors.Is(err, ErrFull):
+		q.c.rejected.Add(1)
+	case errors.Is(err, ErrDropped):
+		q.c.dropped.Add(1)
+	}
+	return m.ID, err
+}
+
+var errEvicted = errors.New("queue: evicted by overflow (drop oldest)")
+
+func (q *Queue[T]) newID() string {
+	n := q.idSeq.Add(1)
+	var buf [40]byte
+	b := append(buf[:0], q.idPrefix...)
+	b = strconv.AppendUint(b, n, 36)
+	return string(b)
+}
+
+// decode returns the payload of m.
+func (q *Queue[T]) decode(m *Message) (T, error) {
+	if q.values {
+		v, ok := m.Value.(T)
+		if !ok && m.Value != nil {
+			var zero T
+			return zero, fmt.Errorf("queue: payload is %T, want %T", m.Value, zero)
+		}
+		return v, nil
+	}
+	return q.codec.Unmarshal(m.Body)
+}
+
+func (q *Queue[T]) job(m *Message) (Job[T], error) {
+	p, err := q.decode(m)
+	return Job[T]{
+		ID: m.ID, Payload: p, Key: m.Key, NotBefore: m.NotBefore, StartBy: m.StartBy,
+		Attempt: m.Attempt, EnqueuedAt: m.EnqueuedAt,
+	}, err
+}
+
+// DeadLetters lists the dead letters, oldest first. A backend error ends
+// the listing with a non-nil error; a payload that cannot be decoded is
+// yielded with its error and a zero payload.
+func (q *Queue[T]) DeadLetters(ctx context.Context) iter.Seq2[DeadLetter[T], error] {
+	return func(yield func(DeadLetter[T], error) bool) {
+		for dm, err := range q.backend.DeadLetters(ctx) {
+			if err != nil {
+				yield(DeadLetter[T]{}, err)
+				return
+			}
+			j, err := q.job(&dm.Message)
+			if !yield(DeadLetter[T]{Job: j, Reason: dm.Reason, History: dm.History, At: dm.At}, err) {
+				return
+			}
+		}
+	}
+}
+
+// Redrive puts the dead letter with id back into the queue as a new job
+// with a fresh attempt count. It returns ErrNotFound if there is no such
+// dead letter.
+func (q *Queue[T]) Redrive(ctx context.Context, id string) error {
+	err := q.backend.Redrive(ctx, id)
+	if err == nil {
+		q.c.enqueued.Add(1)
+		if h := q.hooks.OnEnqueue; h != nil {
+			h(Event{ID: id})
+		}
+	}
+	return err
+}
+
+// Purge deletes the dead letter with id. It returns ErrNotFound if there is
+// no such dead letter.
+func (q *Queue[T]) Purge(ctx context.Context, id string) error {
+	return q.backend.Purge(ctx, id)
+}
+
+// Stats is a snapshot of a queue: the backend's gauges and this process's
+// counters since New.
+type Stats struct {
+	// Ready, InFlight, Delayed and Dead are the backend's gauges.
+	Ready, InFlight, Delayed, Dead int
+	// Lag is the age of the oldest stored job (0 if none).
+	Lag time.Duration
+
+	// Enqueued counts accepted jobs (redriven ones included).
+	Enqueued uint64
+	// Duplicates, Rejected and Dropped count Enqueue calls that returned
+	// ErrDuplicate, ErrFull and ErrDropped.
+	Duplicates, Rejected, Dropped uint64
+	// Acked counts jobs handled successfully.
+	Acked uint64
+	// Retried counts failed attempts scheduled for redelivery.
+	Retried uint64
+	// DeadLettered counts jobs dead-lettered, by reason.
+	DeadLettered map[Reason]uint64
+}
+
+// Stats returns a snapshot of the queue.
+func (q *Queue[T]) Stats(ctx context.Context) (Stats, error) {
+	bs, err := q.backend.Stats(ctx)
+	if err != nil {
+		return Stats{}, err
+	}
+	s := Stats{
+		Ready: bs.Ready, InFlight: bs.InFlight, Delayed: bs.Delayed, Dead: bs.Dead,
+		Enqueued:   q.c.enqueued.Load(),
+		Duplicates: q.c.duplicates.Load(),
+		Rejected:   q.c.rejected.Load(),
+		Dropped:    q.c.dropped.Load(),
+		Acked:      q.c.acked.Load(),
+		Retried:    q.c.retried.Load(),
+		DeadLettered: map[Reason]uint64{
+			ReasonAttempts:  q.c.dead[0].Load(),
+			ReasonPermanent: q.c.dead[1].Load(),
+			ReasonPanic:     q.c.dead[2].Load(),
+			ReasonOverflow:  q.c.dead[3].Load(),
+			ReasonExpired:   q.c.dead[4].Load(),
+		},
+	}
+	if !bs.Oldest.IsZero() {
+		s.Lag = time.Since(bs.Oldest)
+	}
+	return s, nil
+}
+
+// defaultCodec passes []byte and string through and uses JSON otherwise.
+type defaultCodec[T any] struct{}
+
+func (defaultCodec[T]) Marshal(v T) ([]byte, error) {
+	switch p := any(v).(type) {
+	case []byte:
+		return append([]byte(nil), p...), nil
+	case string:
+		return []byte(p), nil
+	}
+	return json.Marshal(v)
+}
+
+func (defaultCodec[T]) Unmarshal(data []byte) (T, error) {
+	var v T
+	switch p := any(&v).(type) {
+	case *[]byte:
+		*p = append([]byte(nil), data...)
+		return v, nil
+	case *string:
+		*p = string(data)
+		return v, nil
+	}
+	err := json.Unmarshal(data, &v)
+	return v, err
+}
