@@ -1,0 +1,327 @@
+package backoff_test
+
+import (
+	"fmt"
+	"math"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/corral-go/corral/backoff"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// The core module keeps its tests on the standard library; these are the few helpers needed.
+
+func equal(t *testing.T, want, got any, msg ...any) {
+	t.Helper()
+	if !reflect.DeepEqual(want, got) {
+		t.Fatalf("%s\nwant %v\n got %v", describe(msg), want, got)
+	}
+}
+
+func describe(msg []any) string {
+	if len(msg) == 0 {
+		return "mismatch"
+	}
+	if f, ok := msg[0].(string); ok {
+		return fmt.Sprintf(f, msg[1:]...)
+	}
+	return fmt.Sprint(msg...)
+}
+
+func check(t *testing.T, ok bool, format string, args ...any) {
+	t.Helper()
+	if !ok {
+		t.Fatalf(format, args...)
+	}
+}
+
+func near(t *testing.T, want, got, delta float64, msg string) {
+	t.Helper()
+	if math.Abs(want-got) > delta {
+		t.Fatalf("%s: got %v, want %v ± %v", msg, got, want, delta)
+	}
+}
+
+func panicsWith(t *testing.T, want string, f func()) {
+	t.Helper()
+	defer func() {
+		t.Helper()
+		if r := recover(); r != want {
+			t.Fatalf("panic value %#v, want %q", r, want)
+		}
+	}()
+	f()
+}
+
+const ms = time.Millisecond
+
+func TestSchedulesWithoutJitter(t *testing.T) {
+	equal(t, []time.Duration{time.Second, time.Second, time.Second},
+		backoff.Constant(time.Second).Delays(3))
+	equal(t, []time.Duration{time.Second, 2 * time.Second, 3 * time.Second, 3500 * ms, 3500 * ms},
+		backoff.Linear(time.Second, 3500*ms).Delays(5))
+	equal(t, []time.Duration{100 * ms, 200 * ms, 400 * ms, 800 * ms, time.Second, time.Second},
+		backoff.Exponential(100*ms, 2, time.Second).Delays(6))
+	equal(t, []time.Duration{100 * ms, 150 * ms, 225 * ms, 337500 * time.Microsecond, 400 * ms},
+		backoff.Exponential(100*ms, 1.5, 400*ms).Delays(5))
+	equal(t, []time.Duration{0, 0}, backoff.Policy{}.Delays(2), "zero policy")
+	equal(t, []time.Duration{0, 0}, backoff.Exponential(0, 2, time.Second).Delays(2), "zero base stays zero")
+	equal(t, []time.Duration{5 * ms, 5 * ms}, backoff.Exponential(5*ms, 1, time.Second).Delays(2), "factor 1")
+	equal(t, []time.Duration{5 * ms, 5 * ms}, backoff.Linear(5*ms, 5*ms).Delays(2), "cap == base")
+	equal(t, []time.Duration{}, backoff.Constant(time.Second).Delays(0))
+}
+
+func TestHugeAttemptNumbersSaturateAtTheCap(t *testing.T) {
+	cases := []backoff.Policy{
+		backoff.Exponential(100*ms, 2, time.Minute),
+		backoff.Exponential(1, 2, math.MaxInt64),
+		backoff.Exponential(1, 1.01, math.MaxInt64),
+		backoff.Exponential(time.Second, math.MaxFloat64, time.Hour),
+		backoff.Linear(time.Millisecond, time.Second),
+		backoff.Linear(math.MaxInt64/3, math.MaxInt64),
+	}
+	for _, p := range cases {
+		for _, n := range []int{10_000, 1 << 40, math.MaxInt} {
+			equal(t, p.Cap(), p.Delay(n, 0), "%v attempt %d", p, n)
+		}
+	}
+	// attempt 10,000 with factor 2 gives the cap, not an overflowed or negative value.
+	equal(t, 30*time.Second, backoff.Exponential(time.Millisecond, 2, 30*time.Second).Delay(10_000, 0))
+	// Below the cap, growth is monotone right up to it.
+	p := backoff.Exponential(1, 2, math.MaxInt64)
+	for n := 0; n < 63; n++ {
+		equal(t, time.Duration(1)<<n, p.Delay(n, 0))
+	}
+	equal(t, time.Duration(math.MaxInt64), p.Delay(63, 0))
+	// A negative attempt counts as the first.
+	equal(t, 100*ms, backoff.Exponential(100*ms, 2, time.Second).Delay(-5, 0))
+}
+
+func TestFullJitterStaysInRangeAndIsUniform(t *testing.T) {
+	const seeds = 20_000
+	tmax := 800 * ms // the un-jittered delay of retry 3
+	var sum float64
+	var low, high int
+	for s := range uint64(seeds) {
+		p := backoff.Exponential(100*ms, 2, time.Second, backoff.WithJitter(backoff.FullJitter), backoff.WithSeed(s))
+		d := p.Delay(3, 0)
+		check(t, d >= 0 && d <= tmax, "delay %v", d)
+		sum += float64(d)
+		if d < tmax/10 {
+			low++
+		}
+		if d > tmax*9/10 {
+			high++
+		}
+	}
+	mean := time.Duration(sum / seeds)
+	near(t, float64(tmax/2), float64(mean), float64(tmax)/50, "mean")
+	near(t, seeds/10, float64(low), seeds/50, "lowest decile")
+	near(t, seeds/10, float64(high), seeds/50, "highest decile")
+}
+
+func TestEqualJitterKeepsHalf(t *testing.T) {
+	var sum float64
+	const seeds = 20_000
+	for s := range uint64(seeds) {
+		p := backoff.Exponential(100*ms, 2, time.Second, backoff.WithJitter(backoff.EqualJitter), backoff.WithSeed(s))
+		for n, tn := range []time.Duration{100 * ms, 200 * ms, 400 * ms, 800 * ms, time.Second, time.Second} {
+			d := p.Delay(n, 0)
+			check(t, d >= tn/2 && d <= tn, "retry %d delay %v", n, d)
+			if n == 4 {
+				sum += float64(d)
+			}
+		}
+	}
+	near(t, float64(750*ms), sum/seeds, float64(10*ms), "mean at the cap")
+}
+
+func TestDecorrelatedJitterFollowsThePreviousDelay(t *testing.T) {
+	base, cap := 10*ms, 500*ms
+	for s := range uint64(2000) {
+		p := backoff.Exponential(base, 2, cap, backoff.WithJitter(backoff.DecorrelatedJitter), backoff.WithSeed(s))
+		seq := p.Sequence()
+		prev := base
+		for n := range 30 {
+			d := seq.Next()
+			check(t, d >= base && d <= min(cap, 3*prev), "seed %d retry %d: %v after %v", s, n, d, prev)
+			equal(t, d, p.Delay(n, prev), "Delay and Sequence agree")
+			prev = d
+		}
+	}
+	// A previous delay outside [base, cap] is clamped into it.
+	p := backoff.Exponential(base, 2, cap, backoff.WithJitter(backoff.DecorrelatedJitter))
+	for range 1000 {
+		d := p.Delay(7, math.MaxInt64)
+		check(t, d >= base && d <= cap, "%v", d)
+		d = p.Delay(7, -time.Hour)
+		check(t, d >= base && d <= 3*base, "%v", d)
+	}
+}
+
+func TestSeededSchedulesAreReproducible(t *testing.T) {
+	for _, j := range []backoff.Jitter{backoff.FullJitter, backoff.EqualJitter, backoff.DecorrelatedJitter} {
+		p := backoff.Exponential(100*ms, 2, 10*time.Second, backoff.WithJitter(j), backoff.WithSeed(42))
+		a, b := p.Delays(20), p.Delays(20)
+		equal(t, a, b, "%v", j)
+		q := backoff.Exponential(100*ms, 2, 10*time.Second, backoff.WithJitter(j), backoff.WithSeed(43))
+		check(t, !reflect.DeepEqual(a, q.Delays(20)), "%v: another seed, same schedule", j)
+		// Reset rewinds a sequence.
+		seq := p.Sequence()
+		first := []time.Duration{seq.Next(), seq.Next(), seq.Next()}
+		seq.Reset()
+		equal(t, first, []time.Duration{seq.Next(), seq.Next(), seq.Next()})
+		equal(t, a[:3], first)
+	}
+}
+
+func TestUnseededJitterVaries(t *testing.T) {
+	p := backoff.Exponential(time.Second, 2, time.Hour, backoff.WithJitter(backoff.FullJitter))
+	seen := map[time.Duration]bool{}
+	for range 100 {
+		seen[p.Delay(5, 0)] = true
+	}
+	check(t, len(seen) > 90, "only %d distinct delays in 100", len(seen))
+}
+
+func TestSpreadOnlyAdds(t *testing.T) {
+	equal(t, 3*time.Second, backoff.Constant(time.Second).Spread(3*time.Second, 0), "no jitter: exact")
+	equal(t, time.Duration(0), backoff.Constant(time.Second).Spread(-time.Second, 0))
+	for s := range uint64(5000) {
+		p := backoff.Constant(time.Second, backoff.WithJitter(backoff.FullJitter), backoff.WithSeed(s))
+		d := p.Spread(3*time.Second, 2)
+		check(t, d >= 3*time.Second && d <= 3300*ms, "%v", d)
+		equal(t, d, p.Spread(3*time.Second, 2), "seeded spread is reproducible")
+	}
+	p := backoff.Constant(time.Second, backoff.WithJitter(backoff.EqualJitter))
+	equal(t, time.Duration(math.MaxInt64), p.Spread(math.MaxInt64, 0), "saturates")
+}
+
+func TestBadInputPanics(t *testing.T) {
+	cases := map[string]func(){
+		"backoff: negative delay -1s":                           func() { backoff.Constant(-time.Second) },
+		"backoff: negative base -1s":                            func() { backoff.Linear(-time.Second, time.Second) },
+		"backoff: cap 1s below base 2s":                         func() { backoff.Exponential(2*time.Second, 2, time.Second) },
+		"backoff: factor must be a finite number >= 1, got 0.5": func() { backoff.Exponential(time.Second, 0.5, time.Minute) },
+		"backoff: factor must be a finite number >= 1, got NaN": func() { backoff.Exponential(time.Second, math.NaN(), time.Minute) },
+		"backoff: factor must be a finite number >= 1, got +Inf": func() {
+			backoff.Exponential(time.Second, math.Inf(1), time.Minute)
+		},
+		"backoff: unknown jitter Jitter(9)": func() { backoff.WithJitter(9) },
+		"backoff: negative count -1":        func() { backoff.Constant(time.Second).Delays(-1) },
+	}
+	for msg, f := range cases {
+		panicsWith(t, msg, f)
+	}
+}
+
+func TestString(t *testing.T) {
+	equal(t, "constant(1s)", backoff.Constant(time.Second).String())
+	equal(t, "linear(base=1s, cap=5s, jitter=equal)",
+		backoff.Linear(time.Second, 5*time.Second, backoff.WithJitter(backoff.EqualJitter)).String())
+	equal(t, "exponential(base=100ms, factor=2, cap=10s, jitter=full)",
+		backoff.Exponential(100*ms, 2, 10*time.Second, backoff.WithJitter(backoff.FullJitter)).String())
+	equal(t, "decorrelated", backoff.DecorrelatedJitter.String())
+	equal(t, "none", backoff.NoJitter.String())
+}
+
+func TestNextDoesNotAllocate(t *testing.T) {
+	for _, j := range []backoff.Jitter{backoff.NoJitter, backoff.FullJitter, backoff.EqualJitter, backoff.DecorrelatedJitter} {
+		for _, seed := range []bool{false, true} {
+			opts := []backoff.Option{backoff.WithJitter(j)}
+			if seed {
+				opts = append(opts, backoff.WithSeed(1))
+			}
+			p := backoff.Exponential(100*ms, 2, 10*time.Second, opts...)
+			seq := p.Sequence()
+			allocs := testing.AllocsPerRun(1000, func() { _ = seq.Next() })
+			equal(t, 0.0, allocs, "%v seeded=%v", j, seed)
+		}
+	}
+}
+
+// A Policy is a value: goroutines share one, each with its own Sequence.
+func TestPolicySharedByGoroutines(t *testing.T) {
+	p := backoff.Exponential(ms, 2, 100*ms, backoff.WithJitter(backoff.DecorrelatedJitter), backoff.WithSeed(7))
+	want := p.Delays(50)
+	var wg sync.WaitGroup
+	got := make([][]time.Duration, 8)
+	for i := range got {
+		wg.Go(func() {
+			seq := p.Sequence()
+			for range 50 {
+				got[i] = append(got[i], seq.Next())
+			}
+		})
+	}
+	wg.Wait()
+	for i := range got {
+		equal(t, want, got[i])
+	}
+}
+
+func FuzzDelay(f *testing.F) {
+	f.Add(uint8(2), int64(100*ms), int64(10*time.Second), 2.0, uint8(1), uint64(1), 10_000, int64(0))
+	f.Add(uint8(1), int64(1), int64(math.MaxInt64), 1.0, uint8(3), uint64(9), math.MaxInt, int64(math.MaxInt64))
+	f.Add(uint8(2), int64(0), int64(0), 1e300, uint8(2), uint64(0), -1, int64(-1))
+	f.Add(uint8(0), int64(5), int64(5), 1.5, uint8(0), uint64(3), 3, int64(4))
+	f.Fuzz(func(t *testing.T, kind uint8, base, cap int64, factor float64, jitter uint8, seed uint64, n int, prev int64) {
+		valid := base >= 0 && cap >= base && jitter <= uint8(backoff.DecorrelatedJitter)
+		if kind%3 == 2 {
+			valid = valid && factor >= 1 && !math.IsInf(factor, 1)
+		}
+		var p backoff.Policy
+		build := func() {
+			opts := []backoff.Option{backoff.WithJitter(backoff.Jitter(jitter))}
+			if seed%2 == 1 {
+				opts = append(opts, backoff.WithSeed(seed))
+			}
+			switch kind % 3 {
+			case 0:
+				p = backoff.Constant(time.Duration(base), opts...)
+				cap = base
+			case 1:
+				p = backoff.Linear(time.Duration(base), time.Duration(cap), opts...)
+			default:
+				p = backoff.Exponential(time.Duration(base), factor, time.Duration(cap), opts...)
+			}
+		}
+		if !valid {
+			defer func() {
+				r := recover()
+				if kind%3 == 0 && base >= 0 && jitter <= 3 {
+					return // Constant has no cap or factor to reject
+				}
+				msg, _ := r.(string)
+				if !strings.HasPrefix(msg, "backoff: ") {
+					t.Fatalf("invalid input did not panic with a backoff: message: %v", r)
+				}
+			}()
+			build()
+			return
+		}
+		build()
+		check := func(d time.Duration, what string) {
+			if d < 0 || d > time.Duration(cap) {
+				t.Fatalf("%v: %s = %v, want in [0, %v]", p, what, d, time.Duration(cap))
+			}
+		}
+		check(p.Delay(n, time.Duration(prev)), "Delay(n, prev)")
+		check(p.Delay(10_000, 0), "Delay(10000, 0)")
+		check(p.Delay(math.MaxInt, 0), "Delay(MaxInt, 0)")
+		seq := p.Sequence()
+		for i := range 70 {
+			check(seq.Next(), "Next #"+string(rune('0'+i%10)))
+		}
+		if s := p.Spread(time.Duration(prev), n); s < max(time.Duration(prev), 0) {
+			t.Fatalf("Spread(%v) = %v went down", time.Duration(prev), s)
+		}
+	})
+}
