@@ -1,0 +1,120 @@
+package scope
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// ErrGoexit is the error of a task that called runtime.Goexit (as t.FailNow does) instead of
+// returning. It is reported inside a *TaskError: a task that exits this way has failed.
+var ErrGoexit = errors.New("scope: task called runtime.Goexit")
+
+// ErrTimeout matches, with errors.Is, the cancellation cause of a scope whose Timeout expired.
+// That cause also matches context.DeadlineExceeded.
+var ErrTimeout = errors.New("scope: timeout")
+
+// TaskError is a task's failure: it says which task failed and wraps what it returned. It is
+// the cancellation cause the siblings of a failed task see through context.Cause, and an
+// element of the error Run returns.
+type TaskError struct {
+	// Name is the task's name if it was started with GoNamed, else "".
+	Name string
+	// Index is the task's start index: the number of tasks handed to the scope (started or
+	// skipped) before it.
+	Index int
+	// Err is the error the task returned, or ErrGoexit.
+	Err error
+}
+
+func (e *TaskError) Error() string {
+	if e.Err == ErrGoexit {
+		return "scope: task " + taskLabel(e.Name, e.Index) + " called runtime.Goexit"
+	}
+	return "scope: task " + taskLabel(e.Name, e.Index) + " failed: " + e.Err.Error()
+}
+
+// Unwrap returns the task's error.
+func (e *TaskError) Unwrap() error { return e.Err }
+
+// PanicError is a task's panic: the recovered value, the stack of the task's goroutine at the
+// panic, and which task it was.
+//
+// By default Run re-panics with a *PanicError once every task has returned; if several tasks
+// panicked, the first is re-raised and carries the others, and any other task failures, so
+// that none is lost (Error prints them all; errors.Is and errors.As search them all). With the
+// ReturnPanics option a *PanicError is a failure like any other and is returned by Run.
+type PanicError struct {
+	// Name is the task's name if it was started with GoNamed, else "".
+	Name string
+	// Index is the task's start index (see TaskError.Index).
+	Index int
+	// Value is the value the task panicked with.
+	Value any
+	// Stack is the panicking goroutine's stack, as printed by runtime/debug.Stack.
+	Stack []byte
+
+	others []error // later failures, attached to the re-raised panic by Run
+}
+
+func (e *PanicError) Error() string {
+	var b strings.Builder
+	b.WriteString("scope: task ")
+	b.WriteString(taskLabel(e.Name, e.Index))
+	b.WriteString(" panicked: ")
+	fmt.Fprint(&b, e.Value)
+	b.WriteString("\n\n")
+	b.Write(e.Stack)
+	for _, o := range e.others {
+		b.WriteString("\nand ")
+		b.WriteString(o.Error())
+	}
+	return b.String()
+}
+
+// Unwrap returns the panic value if it is an error, followed by the other failures of the
+// scope that a re-raised *PanicError carries.
+func (e *PanicError) Unwrap() []error {
+	var errs []error
+	if err, ok := e.Value.(error); ok {
+		errs = append(errs, err)
+	}
+	return append(errs, e.others...)
+}
+
+func taskLabel(name string, index int) string {
+	if name != "" {
+		return strconv.Quote(name)
+	}
+	return "#" + strconv.Itoa(index)
+}
+
+// timeoutError is the cancellation cause of a scope whose Timeout expired.
+type timeoutError struct{ d time.Duration }
+
+func (e *timeoutError) Error() string { return "scope: timed out after " + e.d.String() }
+
+func (e *timeoutError) Is(target error) bool {
+	return target == ErrTimeout || target == context.DeadlineExceeded
+}
+
+// doneError is the cancellation cause of a scope that a policy completed on a task's success,
+// or that a Map consumer stopped.
+type doneError struct{ msg string }
+
+func (e *doneError) Error() string { return e.msg }
+
+// bodyError is the cancellation cause when Run's body returned an error or panicked.
+type bodyError struct{ err error }
+
+func (e *bodyError) Error() string {
+	if e.err == nil {
+		return "scope: body panicked or called runtime.Goexit"
+	}
+	return "scope: body failed: " + e.err.Error()
+}
+
+func (e *bodyError) Unwrap() error { return e.err }

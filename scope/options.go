@@ -1,0 +1,70 @@
+package scope
+
+import "time"
+
+// An Option configures a scope. Options are applied in order; a later option of the same kind
+// wins.
+type Option interface{ apply(*options) }
+
+type options struct {
+	limit        int
+	limitSet     bool
+	timeout      time.Duration
+	timeoutSet   bool
+	policy       Policy
+	returnPanics bool
+	stuckGrace   time.Duration
+	stuckReport  func(running []string)
+}
+
+type optionFunc func(*options)
+
+func (f optionFunc) apply(o *options) { f(o) }
+
+// Limit bounds the number of tasks of the scope that run at once to n. When n tasks are
+// running, Go blocks until one returns or the scope is cancelled (then the task is skipped),
+// and TryGo returns false. Limit(0) means no limit, the default of Run. A negative n panics.
+//
+// A bounded scope runs its tasks on at most n reused goroutines.
+func Limit(n int) Option {
+	if n < 0 {
+		panic("scope: negative limit")
+	}
+	return optionFunc(func(o *options) { o.limit, o.limitSet = n, true })
+}
+
+// Timeout cancels the scope d after Run starts. The cancellation cause matches ErrTimeout and
+// context.DeadlineExceeded and says how long the timeout was. A d <= 0 cancels the scope at once.
+func Timeout(d time.Duration) Option {
+	return optionFunc(func(o *options) { o.timeout = d; o.timeoutSet = true })
+}
+
+// WithPolicy sets the completion policy of the scope; the default is FailFast. A nil Policy
+// panics.
+func WithPolicy(p Policy) Option {
+	if p == nil {
+		panic("scope: nil policy")
+	}
+	return optionFunc(func(o *options) { o.policy = p })
+}
+
+// ReturnPanics makes a task panic a failure like a returned error: a *PanicError handed to the
+// policy and returned by Run, instead of being re-raised in the goroutine that called Run.
+func ReturnPanics() Option {
+	return optionFunc(func(o *options) { o.returnPanics = true })
+}
+
+// OnStuck reports tasks that do not stop: when the scope has been cancelled and its body has
+// returned, and tasks are still running grace later, Run calls report once, in its own
+// goroutine, with the names of the named tasks still running (GoNamed; unnamed tasks appear as
+// "#index"), in start order. Run then goes on waiting for them. A nil report or a negative
+// grace panics.
+func OnStuck(grace time.Duration, report func(running []string)) Option {
+	if report == nil {
+		panic("scope: nil stuck report")
+	}
+	if grace < 0 {
+		panic("scope: negative grace")
+	}
+	return optionFunc(func(o *options) { o.stuckGrace, o.stuckReport = grace, report })
+}
