@@ -1,0 +1,36 @@
+// Package pool runs tasks on a bounded set of reused goroutines with a bounded queue, and
+// makes what happens at the bounds explicit.
+//
+// A Pool has at most N workers and at most Q queued tasks. When both are full, the pool's
+// overflow Policy decides: Block (wait, cancellable by the submitter's context, first come
+// first served), Reject (ErrFull), DropNewest (refuse the incoming task), DropOldest (evict the
+// oldest queued task) or CallerRuns (run it in the submitting goroutine). Nothing is lost
+// silently: every dropped task is counted in Stats and passed to the drop hook, and its Handle
+// or Group learns why.
+//
+//	p := pool.New(8, 1024, pool.WithOverflow(pool.Reject))
+//	defer p.Close(context.Background())
+//	if err := p.Submit(ctx, func(ctx context.Context) error { return work(ctx) }); err != nil {
+//		// errors.Is(err, pool.ErrFull): shed load
+//	}
+//
+// Task contexts. A task runs with a context that carries the values of the context it was
+// submitted with and ends when that context ends or when the pool is shut down (Close gave up
+// waiting). A task whose context is already done when a worker picks it up is skipped, not
+// run ("expired in queue").
+//
+// Results. Submit takes a func(ctx) error and does not allocate; its failures are counted and
+// go to the error hook. Call returns a Handle whose Wait gives the task's value and error.
+// Group gives structured, fail-fast semantics over the shared pool; a task may wait on a group
+// of its own pool without deadlocking it.
+//
+// Failures. A task's panic is recovered: the task fails with a *PanicError (value and stack)
+// and the worker carries on. A task that calls runtime.Goexit fails too; its worker is replaced.
+//
+// Shutdown. Close(ctx) stops intake, runs the queue dry and waits for every task and worker.
+// If ctx ends first, it abandons what is still queued (reported as dropped, reason Shutdown),
+// cancels running tasks and says how many in its error. Idle workers exit after an idle
+// timeout, so an idle pool holds no goroutines; after Close, none at all.
+//
+// Everything in this package is safe for concurrent use.
+package pool

@@ -1,0 +1,211 @@
+package pool
+
+import (
+	"context"
+	"errors"
+	"sync"
+)
+
+// A Group is a structured view of a shared Pool: it owns the tasks started with its Go method,
+// and its Wait returns once they have all finished. It fails fast: the first task failure (an
+// error, a panic as *PanicError, or a task the pool dropped) cancels the group's context, with
+// that failure as the cause, so that the group's other tasks stop early; tasks of the pool
+// outside the group are not affected. Tasks of a cancelled group that have not started are
+// skipped.
+//
+// Wait never deadlocks on its own pool, even when called from a task of that pool with a
+// single worker: Wait runs the group's still-queued tasks itself, in the calling goroutine.
+// For the same reason Go never blocks on a full pool: when the pool has no room (whatever its
+// policy), Go runs the task in the calling goroutine before returning.
+//
+// A Group is safe for concurrent use: tasks of the group may call Go. Go must not be called
+// after Wait has returned.
+type Group struct {
+	p      *Pool
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	wg     sync.WaitGroup // one count per accepted task, until it resolves
+
+	// Guarded by Pool.mu.
+	pending []*gtask // queued tasks, in order, for Wait to claim (stale entries skipped)
+	waited  bool     // Wait has returned
+
+	mu       sync.Mutex // guards the fields below
+	failures []error    // in the order they happened: the first is the root cause
+	echoes   int        // tasks that ended only because the group's context did
+}
+
+// gtask is one task of a group.
+type gtask struct {
+	g     *Group
+	fn    func(context.Context) error
+	enq   int64
+	state uint8 // guarded by Pool.mu
+}
+
+const (
+	gQueued  uint8 = iota // in the pool's queue
+	gTaken                // left the queue: given to a worker, evicted or abandoned
+	gClaimed              // taken by Wait to run inline; its queue entry is a tombstone
+)
+
+func (gt *gtask) resolve(err error) {
+	gt.g.record(err)
+	gt.g.wg.Done()
+}
+
+// Group returns a new Group whose tasks run on p with a context derived from ctx. Cancelling
+// ctx cancels the group's tasks.
+func (p *Pool) Group(ctx context.Context) *Group {
+	gctx, cancel := context.WithCancelCause(ctx)
+	return &Group{p: p, ctx: gctx, cancel: cancel}
+}
+
+// Go starts fn as a task of the group. fn's context carries the values of the group's
+// context and ends when the group is cancelled (first failure, or its parent context ending)
+// or when the pool is shut down.
+//
+// If the group is already cancelled, fn is skipped (counted in Stats.Skipped). If the pool is
+// closed, fn fails with ErrClosed. If the pool is full, fn runs in the calling goroutine.
+func (g *Group) Go(fn func(ctx context.Context) error) {
+	if fn == nil {
+		panic("pool: Group.Go of a nil func")
+	}
+	p := g.p
+	gt := &gtask{g: g, fn: fn}
+	t := task{ctx: g.ctx, fn: fn, res: gt}
+	g.wg.Add(1)
+	p.mu.Lock()
+	if g.waited {
+		p.mu.Unlock()
+		g.wg.Done()
+		panic("pool: Group.Go called after Wait returned")
+	}
+	p.st.submitted++
+	if g.ctx.Err() != nil {
+		p.st.skipped++
+		p.mu.Unlock()
+		gt.resolve(&dropError{reason: Expired, cause: context.Cause(g.ctx)})
+		return
+	}
+	if p.closed {
+		p.st.rejected++
+		p.mu.Unlock()
+		gt.resolve(ErrClosed)
+		return
+	}
+	how, w := p.placeLocked(t)
+	switch how {
+	case placedQueue:
+		gt.state = gQueued
+		gt.enq = p.ring[(p.head+p.n-1)%len(p.ring)].enq
+		g.pending = append(g.pending, gt)
+	case placedNowhere:
+		gt.state = gTaken
+		p.st.inline++
+		p.startedLocked(0)
+		p.inline++
+		p.mu.Unlock()
+		p.runInline(t)
+		return
+	default:
+		gt.state = gTaken
+	}
+	p.mu.Unlock()
+	p.afterPlace(how, w, t)
+}
+
+// Wait runs the group's still-queued tasks in the calling goroutine, waits for the others to
+// finish, and returns nil if every task succeeded. Otherwise it returns the failures: the
+// first failure (the root cause, which cancelled the group) first, followed by every later
+// failure that was not merely an echo of that cancellation (a task returning the context's
+// error); errors.Is and errors.As see each of them. If the group's parent context ended and
+// some task was skipped or stopped because of it, but no task failed, Wait returns
+// context.Cause of the group's context.
+//
+// When Wait returns, the group's context is cancelled.
+func (g *Group) Wait() error {
+	p := g.p
+	for {
+		p.mu.Lock()
+		var gt *gtask
+		for len(g.pending) > 0 {
+			c := g.pending[0]
+			g.pending[0] = nil
+			g.pending = g.pending[1:]
+			if c.state == gQueued {
+				gt = c
+				break
+			}
+		}
+		if gt == nil {
+			g.pending = nil
+			p.mu.Unlock()
+			break
+		}
+		gt.state = gClaimed
+		p.queued--
+		if g.ctx.Err() != nil {
+			p.st.skipped++
+			p.mu.Unlock()
+			p.report(task{ctx: g.ctx, res: gt}, Expired, context.Cause(g.ctx))
+			continue
+		}
+		p.st.inline++
+		p.startedLocked(p.now() - gt.enq)
+		p.inline++
+		p.mu.Unlock()
+		p.runInline(task{ctx: g.ctx, fn: gt.fn, res: gt})
+	}
+	g.wg.Wait()
+	p.mu.Lock()
+	g.waited = true
+	p.mu.Unlock()
+	err := g.result()
+	g.cancel(errGroupDone)
+	return err
+}
+
+var errGroupDone = errors.New("pool: group wait returned")
+
+// record notes a task's final error.
+func (g *Group) record(err error) {
+	if err == nil {
+		return
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.ctx.Err() != nil && g.isEcho(err) {
+		g.echoes++
+		return
+	}
+	g.failures = append(g.failures, err)
+	if len(g.failures) == 1 {
+		g.cancel(err)
+	}
+}
+
+// isEcho reports whether err only says that the group's context ended.
+func (g *Group) isEcho(err error) bool {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) ||
+		errors.Is(err, ErrExpired) {
+		return true
+	}
+	cause := context.Cause(g.ctx)
+	return cause != nil && errors.Is(err, cause)
+}
+
+func (g *Group) result() error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	switch len(g.failures) {
+	case 0:
+		if g.echoes > 0 {
+			return context.Cause(g.ctx)
+		}
+		return nil
+	case 1:
+		return g.failures[0]
+	}
+	return errors.Join(g.failures...)
+}

@@ -1,0 +1,733 @@
+package pool
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"runtime/debug"
+	"sync"
+	"time"
+)
+
+// A Pool runs tasks on at most N reused goroutines (workers), with at most Q tasks waiting in
+// its queue. What happens when both are full is decided by the pool's overflow Policy.
+//
+// A Pool is safe for concurrent use by any number of goroutines. It must be created with New
+// and must not be copied. Its owner calls Close, which returns only after every task that
+// started has returned and every worker goroutine has exited.
+type Pool struct {
+	size     int // N: most workers; immutable
+	capacity int // Q: most queued tasks; immutable
+	opts     options
+	epoch    time.Time       // time origin for the durations in Stats
+	life     context.Context // ends when Close gives up waiting (or returns)
+	kill     context.CancelCauseFunc
+
+	mu      sync.Mutex    // guards every field below
+	ring    []task        // FIFO queue; grows up to capacity, never shrinks
+	head, n int           // ring[head] is the oldest of n entries (claimed group tasks included)
+	queued  int           // entries in ring that may still run
+	idle    []*worker     // parked workers, most recently parked last
+	live    int           // worker goroutines
+	inline  int           // tasks running in a caller's goroutine (CallerRuns, Group)
+	whead   *waiter       // blocked submitters, oldest first (Block)
+	wtail   *waiter       //
+	nwait   int           //
+	closed  bool          // set once by Close, never reset
+	drained bool          // closed && live == 0 && inline == 0; done is closed
+	done    chan struct{} // made by the first Close
+	st      counters
+}
+
+// task is one queued or running task. Its zero value (fn == nil) is "no task".
+type task struct {
+	ctx context.Context // the submitter's context
+	fn  func(context.Context) error
+	res resolver // who learns the result: nil for Submit
+	enq int64    // when it was queued (Pool.now)
+}
+
+// A resolver learns a task's final error: the task's own, a *PanicError, or why it did not run.
+// resolve is called exactly once per accepted task, never under Pool.mu.
+type resolver interface{ resolve(err error) }
+
+// waiter is a submitter blocked under the Block policy.
+type waiter struct {
+	t     task
+	ready chan struct{} // receives once, after done is set
+	next  *waiter       // guarded by Pool.mu
+	done  bool          // guarded by Pool.mu: admitted or refused
+	err   error         // written before done is set; read after ready
+}
+
+// worker is the state of one worker goroutine.
+type worker struct {
+	wake     chan struct{} // capacity 1: one send per park
+	next     task          // written under Pool.mu by whoever wakes the worker
+	exit     bool          // written under Pool.mu by Close before the wake
+	parked   bool          // guarded by Pool.mu: w is in Pool.idle
+	parkedAt int64         // guarded by Pool.mu
+
+	// Owned by the worker goroutine.
+	timer  *time.Timer
+	armed  bool // timer is running (or fired and not yet received)
+	key    context.Context
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	stop   func() bool
+}
+
+// New returns a pool of at most workers goroutines and a queue of at most queue tasks. A queue
+// of 0 means hand-off only: a task is accepted only if a worker can take it at once (or the
+// policy says otherwise). New starts no goroutine: workers start on demand.
+//
+// New panics if workers < 1 or queue < 0.
+func New(workers, queue int, opts ...Option) *Pool {
+	if workers < 1 {
+		panic("pool: workers must be at least 1")
+	}
+	if queue < 0 {
+		panic("pool: negative queue capacity")
+	}
+	p := &Pool{size: workers, capacity: queue, epoch: time.Now()}
+	p.opts.idle = defaultIdleTimeout
+	for _, o := range opts {
+		if o != nil {
+			o.apply(&p.opts)
+		}
+	}
+	p.life, p.kill = context.WithCancelCause(context.Background())
+	return p
+}
+
+// now is the time since the pool was created, read from the monotonic clock.
+func (p *Pool) now() int64 { return int64(time.Since(p.epoch)) }
+
+// Submit hands fn to the pool and returns once the pool has accepted it (queued it, given it to
+// a worker, or run it under CallerRuns) or refused it. It returns nil if fn was accepted;
+// otherwise ErrClosed, context.Cause(ctx) (ctx ended before fn was accepted), ErrFull (Reject)
+// or ErrDropped (DropNewest, or DropOldest with a queue of 0).
+//
+// fn runs with a context that carries ctx's values and ends when ctx ends or when Close gives
+// up waiting for it (with a cause matching ErrClosed). If ctx is done when a worker picks fn up,
+// fn does not run: it is skipped and reported to the drop hook with reason Expired. What fn
+// returns is counted in Stats and, if it is an error or fn panics, passed to the error hook.
+//
+// Submit does not allocate. Each worker derives a task context from ctx and caches it, so
+// submitting many tasks with the same ctx (or with context.Background or context.TODO, which
+// need no derivation) costs no allocation per task; a ctx never seen by that worker costs the
+// derivation (a context.WithCancelCause and a context.AfterFunc). The task's context must not
+// be used after fn returns.
+func (p *Pool) Submit(ctx context.Context, fn func(ctx context.Context) error) error {
+	if fn == nil {
+		panic("pool: Submit of a nil func")
+	}
+	return p.submit(ctx, fn, nil)
+}
+
+// placement says where placeLocked put a task.
+type placement uint8
+
+const (
+	placedNowhere placement = iota // the pool is full
+	placedIdle                     // given to a parked worker: wake it
+	placedSpawn                    // a new worker must be started with it
+	placedQueue                    // queued
+)
+
+// placeLocked gives t to an idle worker, a new worker, or the queue. It counts t as started
+// unless it was queued.
+func (p *Pool) placeLocked(t task) (placement, *worker) {
+	if n := len(p.idle); n > 0 { // then the queue is empty
+		w := p.idle[n-1]
+		p.idle[n-1] = nil
+		p.idle = p.idle[:n-1]
+		w.parked = false
+		w.next = t
+		p.startedLocked(0)
+		return placedIdle, w
+	}
+	if p.live < p.size {
+		p.live++
+		p.startedLocked(0)
+		return placedSpawn, nil
+	}
+	if p.n < p.capacity && p.whead == nil {
+		t.enq = p.now()
+		p.push(t)
+		p.queued++
+		return placedQueue, nil
+	}
+	return placedNowhere, nil
+}
+
+// afterPlace finishes a placement once Pool.mu is released.
+func (p *Pool) afterPlace(how placement, w *worker, t task) {
+	switch how {
+	case placedIdle:
+		w.wake <- struct{}{}
+	case placedSpawn:
+		p.spawn(t)
+	}
+}
+
+func (p *Pool) submit(ctx context.Context, fn func(context.Context) error, res resolver) error {
+	if ctx.Done() != nil && ctx.Err() != nil {
+		p.mu.Lock()
+		p.st.submitted++
+		p.st.rejected++
+		p.mu.Unlock()
+		return context.Cause(ctx)
+	}
+	t := task{ctx: ctx, fn: fn, res: res}
+	p.mu.Lock()
+	p.st.submitted++
+	if p.closed {
+		p.st.rejected++
+		p.mu.Unlock()
+		return ErrClosed
+	}
+	how, w := p.placeLocked(t)
+	if how != placedNowhere {
+		p.mu.Unlock()
+		p.afterPlace(how, w, t)
+		return nil
+	}
+	return p.overflow(t) // unlocks
+}
+
+// overflow applies the policy to t, which found the pool full. Pool.mu is held on entry and
+// released before overflow returns.
+func (p *Pool) overflow(t task) error {
+	switch p.opts.policy {
+	case Reject:
+		p.st.rejected++
+		p.mu.Unlock()
+		return ErrFull
+	case DropOldest:
+		for p.n > 0 {
+			old := p.pop()
+			if !takeLocked(&old) {
+				continue // claimed by its group: already gone
+			}
+			p.queued--
+			p.st.evicted++
+			t.enq = p.now()
+			p.push(t)
+			p.queued++
+			p.mu.Unlock()
+			p.report(old, Evicted, nil)
+			return nil
+		}
+		if p.capacity > 0 { // only claimed group tasks were queued
+			t.enq = p.now()
+			p.push(t)
+			p.queued++
+			p.mu.Unlock()
+			return nil
+		}
+		fallthrough // nothing to evict
+	case DropNewest:
+		p.st.refused++
+		p.mu.Unlock()
+		if p.opts.onDrop != nil {
+			p.opts.onDrop(t.ctx, Refused)
+		}
+		return ErrDropped
+	case CallerRuns:
+		p.st.inline++
+		p.startedLocked(0)
+		p.inline++
+		p.mu.Unlock()
+		p.runInline(t)
+		return nil
+	}
+	// Block.
+	w := &waiter{t: t, ready: make(chan struct{}, 1)}
+	if p.wtail == nil {
+		p.whead = w
+	} else {
+		p.wtail.next = w
+	}
+	p.wtail = w
+	p.nwait++
+	p.mu.Unlock()
+	select {
+	case <-w.ready:
+		return w.err
+	case <-t.ctx.Done():
+	}
+	p.mu.Lock()
+	if !w.done {
+		p.unlinkWaiterLocked(w)
+		p.st.rejected++
+		p.mu.Unlock()
+		return context.Cause(t.ctx)
+	}
+	p.mu.Unlock()
+	<-w.ready // admitted (or refused by Close) just before ctx ended
+	return w.err
+}
+
+func (p *Pool) unlinkWaiterLocked(w *waiter) {
+	var prev *waiter
+	for c := p.whead; c != nil; prev, c = c, c.next {
+		if c != w {
+			continue
+		}
+		if prev == nil {
+			p.whead = c.next
+		} else {
+			prev.next = c.next
+		}
+		if p.wtail == c {
+			p.wtail = prev
+		}
+		c.next = nil
+		p.nwait--
+		return
+	}
+}
+
+// popWaiterLocked removes the oldest blocked submitter, marking it done with err.
+func (p *Pool) popWaiterLocked(err error) *waiter {
+	w := p.whead
+	if w == nil {
+		return nil
+	}
+	p.whead = w.next
+	if p.whead == nil {
+		p.wtail = nil
+	}
+	w.next = nil
+	p.nwait--
+	w.err = err
+	w.done = true
+	return w
+}
+
+func (w *waiter) signal() {
+	if w != nil {
+		w.ready <- struct{}{}
+	}
+}
+
+// admitLocked moves the oldest blocked submitter's task into the queue if there is room.
+// The returned waiter must be signalled once Pool.mu is released.
+func (p *Pool) admitLocked(now int64) *waiter {
+	if p.whead == nil || p.n >= p.capacity {
+		return nil
+	}
+	w := p.popWaiterLocked(nil)
+	w.t.enq = now
+	p.push(w.t)
+	p.queued++
+	return w
+}
+
+// takeLocked marks a task leaving the queue. It reports false for a group task that its
+// group's Wait has already claimed (the entry is then only a tombstone).
+func takeLocked(t *task) bool {
+	if gt, ok := t.res.(*gtask); ok {
+		if gt.state != gQueued {
+			return false
+		}
+		gt.state = gTaken
+	}
+	return true
+}
+
+// report tells the drop hook and t's resolver that t will not run.
+func (p *Pool) report(t task, r Reason, cause error) {
+	if p.opts.onDrop != nil {
+		p.opts.onDrop(t.ctx, r)
+	}
+	if t.res != nil {
+		t.res.resolve(&dropError{reason: r, cause: cause})
+	}
+}
+
+func (p *Pool) push(t task) {
+	if p.n == len(p.ring) {
+		c := 2 * len(p.ring)
+		c = max(c, 16)
+		c = min(c, p.capacity)
+		r := make([]task, c)
+		for i := 0; i < p.n; i++ {
+			r[i] = p.ring[(p.head+i)%len(p.ring)]
+		}
+		p.ring, p.head = r, 0
+	}
+	i := p.head + p.n
+	if i >= len(p.ring) {
+		i -= len(p.ring)
+	}
+	p.ring[i] = t
+	p.n++
+}
+
+func (p *Pool) pop() task {
+	t := p.ring[p.head]
+	p.ring[p.head] = task{}
+	p.head++
+	if p.head == len(p.ring) {
+		p.head = 0
+	}
+	p.n--
+	return t
+}
+
+func (p *Pool) startedLocked(wait int64) {
+	p.st.started++
+	p.st.running++
+	p.st.wait.add(wait)
+}
+
+func (p *Pool) finishedLocked(err error, panicked bool, ran int64) {
+	p.st.running--
+	p.st.run.add(ran)
+	switch {
+	case panicked:
+		p.st.panicked++
+	case err != nil:
+		p.st.failed++
+	default:
+		p.st.completed++
+	}
+}
+
+// maybeDoneLocked closes done once a closed pool has no goroutine left running its tasks.
+func (p *Pool) maybeDoneLocked() {
+	if p.closed && !p.drained && p.live == 0 && p.inline == 0 {
+		p.drained = true
+		close(p.done)
+	}
+}
+
+// call runs fn, recovering a panic into a *PanicError. If fn calls runtime.Goexit, call does
+// not return (the caller's deferred functions see that).
+func call(ctx context.Context, fn func(context.Context) error) (err error, panicked bool) {
+	normal := false
+	defer func() {
+		if !normal {
+			if v := recover(); v != nil {
+				err, panicked = &PanicError{Value: v, Stack: debug.Stack()}, true
+			}
+		}
+	}()
+	err = fn(ctx)
+	normal = true
+	return err, false
+}
+
+// finish delivers a finished task's result to its resolver or to the error hook.
+func (p *Pool) finish(t *task, err error) {
+	if t.res != nil {
+		t.res.resolve(err)
+	} else if err != nil && p.opts.onError != nil {
+		p.opts.onError(t.ctx, err)
+	}
+}
+
+func (p *Pool) spawn(t task) {
+	w := &worker{wake: make(chan struct{}, 1)}
+	go p.work(w, t)
+}
+
+// work is a worker goroutine's body. t, if not zero, was already counted as started.
+func (p *Pool) work(w *worker, t task) {
+	var start int64
+	normal := false
+	defer func() {
+		if !normal { // t called runtime.Goexit, which ends this goroutine
+			p.goexited(w, &t, start)
+		}
+	}()
+	start = p.now()
+	for {
+		var now int64
+		if t.fn != nil {
+			err, panicked := call(w.taskCtx(p, t.ctx), t.fn)
+			p.finish(&t, err)
+			now = p.now()
+			p.mu.Lock()
+			p.finishedLocked(err, panicked, now-start)
+		} else {
+			now = p.now()
+			p.mu.Lock()
+		}
+		t = task{}
+		// Pool.mu is held: find the next task.
+		for p.n > 0 {
+			next := p.pop()
+			adm := p.admitLocked(now)
+			if !takeLocked(&next) {
+				p.mu.Unlock()
+				adm.signal()
+				p.mu.Lock()
+				continue
+			}
+			p.queued--
+			if next.ctx.Done() != nil && next.ctx.Err() != nil {
+				p.st.skipped++
+				p.mu.Unlock()
+				adm.signal()
+				p.report(next, Expired, context.Cause(next.ctx))
+				p.mu.Lock()
+				continue
+			}
+			p.startedLocked(now - next.enq)
+			p.mu.Unlock()
+			adm.signal()
+			t = next
+			break
+		}
+		if t.fn == nil && p.whead != nil { // hand-off queue (capacity 0): take a waiter's task
+			wt := p.popWaiterLocked(nil)
+			p.startedLocked(0)
+			p.mu.Unlock()
+			t = wt.t
+			wt.signal()
+		}
+		if t.fn != nil {
+			start = now
+			continue
+		}
+		// Nothing to do: park, or exit.
+		if p.closed || p.opts.idle == 0 {
+			p.exitLocked(w)
+			normal = true
+			return
+		}
+		w.parked = true
+		w.parkedAt = now
+		p.idle = append(p.idle, w)
+		p.mu.Unlock()
+		if !p.park(w) {
+			normal = true
+			return
+		}
+		t = w.next
+		w.next = task{}
+		start = p.now()
+	}
+}
+
+// park waits for a wake-up. It reports false if the worker exited (idle timeout or Close).
+func (p *Pool) park(w *worker) bool {
+	if !w.armed {
+		if w.timer == nil {
+			w.timer = time.NewTimer(p.opts.idle)
+		} else {
+			w.timer.Reset(p.opts.idle)
+		}
+		w.armed = true
+	}
+	for {
+		select {
+		case <-w.wake:
+			if w.exit {
+				p.mu.Lock()
+				p.exitLocked(w)
+				return false
+			}
+			return true
+		case <-w.timer.C:
+			w.armed = false
+			p.mu.Lock()
+			if !w.parked { // a wake-up is on its way
+				p.mu.Unlock()
+				continue
+			}
+			idle := time.Duration(p.now() - w.parkedAt)
+			if idle >= p.opts.idle {
+				for i, c := range p.idle {
+					if c == w {
+						p.idle = append(p.idle[:i], p.idle[i+1:]...)
+						p.idle[len(p.idle):cap(p.idle)][0] = nil
+						break
+					}
+				}
+				w.parked = false
+				p.exitLocked(w)
+				return false
+			}
+			p.mu.Unlock()
+			w.timer.Reset(p.opts.idle - idle)
+			w.armed = true
+		}
+	}
+}
+
+// exitLocked ends a worker: Pool.mu is held on entry and released.
+func (p *Pool) exitLocked(w *worker) {
+	p.live--
+	p.maybeDoneLocked()
+	p.mu.Unlock()
+	w.release()
+}
+
+// goexited accounts for a task that called runtime.Goexit on worker w, and starts a
+// replacement worker if there is queued work.
+func (p *Pool) goexited(w *worker, t *task, start int64) {
+	p.finish(t, errGoexit)
+	now := p.now()
+	p.mu.Lock()
+	p.finishedLocked(errGoexit, false, now-start)
+	if p.n > 0 || p.whead != nil {
+		p.mu.Unlock()
+		w.release()
+		p.spawn(task{}) // takes over w's place in live
+		return
+	}
+	p.exitLocked(w)
+}
+
+// release frees what the worker holds: its cached task context and its timer.
+func (w *worker) release() {
+	if w.stop != nil {
+		w.stop()
+		w.cancel(errTaskReturned)
+		w.key, w.ctx, w.cancel, w.stop = nil, nil, nil, nil
+	}
+	if w.timer != nil {
+		w.timer.Stop()
+	}
+}
+
+var errTaskReturned = errors.New("pool: task returned")
+
+// taskCtx returns the context a task submitted with parent runs with: parent's values and
+// cancellation, plus the pool's lifetime. The last derived context is cached per worker.
+func (w *worker) taskCtx(p *Pool, parent context.Context) context.Context {
+	if parent == context.Background() || parent == context.TODO() {
+		return p.life
+	}
+	if w.key != nil && w.key == parent { // key's type is comparable, so == cannot panic
+		return w.ctx
+	}
+	if w.stop != nil {
+		w.stop()
+		w.cancel(errTaskReturned)
+		w.key = nil
+	}
+	w.ctx, w.cancel, w.stop = p.derive(parent)
+	if reflect.TypeOf(parent).Comparable() {
+		w.key = parent
+	}
+	return w.ctx
+}
+
+// derive returns a context with parent's values that ends when parent ends or the pool's
+// lifetime ends (with the pool's cause).
+func (p *Pool) derive(parent context.Context) (context.Context, context.CancelCauseFunc, func() bool) {
+	ctx, cancel := context.WithCancelCause(parent)
+	life := p.life
+	stop := context.AfterFunc(life, func() { cancel(context.Cause(life)) })
+	return ctx, cancel, stop
+}
+
+// runInline runs t in the calling goroutine. t was already counted as started and in
+// Pool.inline.
+func (p *Pool) runInline(t task) {
+	start := p.now()
+	ctx := p.life
+	var cancel context.CancelCauseFunc
+	var stop func() bool
+	if t.ctx != context.Background() && t.ctx != context.TODO() {
+		ctx, cancel, stop = p.derive(t.ctx)
+	}
+	var err error
+	var panicked bool
+	normal := false
+	defer func() {
+		if stop != nil {
+			stop()
+			cancel(errTaskReturned)
+		}
+		if !normal {
+			err, panicked = errGoexit, false
+		}
+		p.finish(&t, err)
+		now := p.now()
+		p.mu.Lock()
+		p.finishedLocked(err, panicked, now-start)
+		p.inline--
+		p.maybeDoneLocked()
+		p.mu.Unlock()
+	}()
+	err, panicked = call(ctx, t.fn)
+	normal = true
+}
+
+// Close stops intake and waits for the pool to drain: later submits return ErrClosed, blocked
+// submitters get ErrClosed, queued tasks still run, and Close returns nil once every task has
+// returned and every worker goroutine has exited.
+//
+// If ctx ends first, Close gives up on the queue: the tasks still queued are abandoned (each is
+// reported to the drop hook with reason Shutdown and its Handle or Group sees an error matching
+// both ErrDropped and ErrClosed), the contexts of running tasks are cancelled with a cause
+// matching ErrClosed, and Close waits for the running tasks to return. It then returns an error
+// that says how many tasks were abandoned and cancelled and wraps context.Cause(ctx).
+//
+// Close is idempotent and safe to call concurrently with submits and with other Close calls;
+// each call waits as described. Close must not be called from a task of the same pool (it
+// would wait for itself).
+func (p *Pool) Close(ctx context.Context) error {
+	var waiters []*waiter
+	var idle []*worker
+	p.mu.Lock()
+	if !p.closed {
+		p.closed = true
+		p.done = make(chan struct{})
+		for p.whead != nil {
+			waiters = append(waiters, p.popWaiterLocked(ErrClosed))
+			p.st.rejected++
+		}
+		idle = p.idle
+		p.idle = nil
+		for _, w := range idle {
+			w.parked = false
+			w.exit = true
+		}
+		p.maybeDoneLocked()
+	}
+	done := p.done
+	p.mu.Unlock()
+	for _, w := range waiters {
+		w.signal()
+	}
+	for _, w := range idle {
+		w.wake <- struct{}{}
+	}
+
+	select {
+	case <-done:
+		p.kill(ErrClosed)
+		return nil
+	case <-ctx.Done():
+	}
+	cause := context.Cause(ctx)
+	var abandoned []task
+	p.mu.Lock()
+	for p.n > 0 {
+		t := p.pop()
+		if takeLocked(&t) {
+			abandoned = append(abandoned, t)
+		}
+	}
+	p.ring, p.head = nil, 0
+	p.queued = 0
+	p.st.shutdown += uint64(len(abandoned))
+	running := p.st.running
+	p.mu.Unlock()
+	p.kill(&shutdownError{cause: cause})
+	for _, t := range abandoned {
+		p.report(t, Shutdown, ErrClosed)
+	}
+	<-done
+	if len(abandoned) == 0 && running == 0 {
+		return nil
+	}
+	return &closeError{abandoned: len(abandoned), cancelled: running, cause: cause}
+}
