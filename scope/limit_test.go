@@ -1,0 +1,132 @@
+package scope_test
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/corral-go/corral/scope"
+)
+
+// gauge tracks how many tasks run at once and the most it has seen.
+type gauge struct{ cur, max atomic.Int32 }
+
+func (g *gauge) enter() {
+	n := g.cur.Add(1)
+	for {
+		m := g.max.Load()
+		if n <= m || g.max.CompareAndSwap(m, n) {
+			return
+		}
+	}
+}
+
+func (g *gauge) leave() { g.cur.Add(-1) }
+
+func TestLimitBoundsConcurrency(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var g gauge
+		var ran atomic.Int32
+		start := time.Now()
+		err := scope.Run(t.Context(), func(s *scope.Scope) error {
+			for range 20 {
+				s.Go(func(ctx context.Context) error {
+					g.enter()
+					defer g.leave()
+					time.Sleep(time.Second)
+					ran.Add(1)
+					return nil
+				})
+			}
+			return nil
+		}, scope.Limit(3))
+		noErr(t, err)
+		equal(t, int32(20), ran.Load())
+		equal(t, int32(3), g.max.Load(), "max concurrent tasks")
+		equal(t, 7*time.Second, time.Since(start), "20 one-second tasks, 3 at a time")
+	})
+}
+
+func TestLimitGoBlocksUntilSlotFrees(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		release := make(chan struct{})
+		var returned atomic.Bool
+		_ = scope.Run(t.Context(), func(s *scope.Scope) error {
+			s.Go(func(ctx context.Context) error { <-release; return nil })
+			go func() { // not a task: a goroutine watching Go block (joined below)
+				s.Go(func(ctx context.Context) error { return nil })
+				returned.Store(true)
+			}()
+			synctest.Wait()
+			isTrue(t, !returned.Load(), "Go returned while the only slot was taken")
+			close(release)
+			synctest.Wait()
+			isTrue(t, returned.Load(), "Go still blocked after the slot freed")
+			return nil
+		}, scope.Limit(1))
+	})
+}
+
+func TestLimitGoUnblocksOnCancel(t *testing.T) {
+	// conc#107, conc#88: the wait for a slot must end when the scope is cancelled.
+	synctest.Test(t, func(t *testing.T) {
+		var ran atomic.Int32
+		var skipped int
+		err := scope.Run(t.Context(), func(s *scope.Scope) error {
+			s.Go(func(ctx context.Context) error { <-ctx.Done(); return ctx.Err() })
+			s.Go(func(ctx context.Context) error { // queued behind the first: fails later
+				time.Sleep(time.Second)
+				return errA
+			})
+			// The limit is 2 and both slots are taken: these Go calls block until errA
+			// cancels the scope, then skip.
+			for range 3 {
+				s.Go(func(ctx context.Context) error { ran.Add(1); return nil })
+			}
+			skipped = s.Skipped()
+			return nil
+		}, scope.Limit(2))
+		errIs(t, err, errA)
+		equal(t, int32(0), ran.Load())
+		equal(t, 3, skipped)
+	})
+}
+
+func TestTryGoDoesNotBlock(t *testing.T) {
+	release := make(chan struct{})
+	var ran atomic.Int32
+	err := scope.Run(t.Context(), func(s *scope.Scope) error {
+		task := func(ctx context.Context) error { <-release; ran.Add(1); return nil }
+		isTrue(t, s.TryGo(task), "first TryGo under Limit(2)")
+		isTrue(t, s.TryGo(task), "second TryGo under Limit(2)")
+		isTrue(t, !s.TryGo(task), "third TryGo under Limit(2) must fail")
+		close(release)
+		equal(t, 0, s.Skipped(), "a refused TryGo is not a skip")
+		return nil
+	}, scope.Limit(2))
+	noErr(t, err)
+	equal(t, int32(2), ran.Load())
+}
+
+func TestLimitZeroMeansNoLimit(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		start := time.Now()
+		var g gauge
+		err := scope.Run(t.Context(), func(s *scope.Scope) error {
+			for range 50 {
+				s.Go(func(ctx context.Context) error {
+					g.enter()
+					defer g.leave()
+					time.Sleep(time.Second)
+					return nil
+				})
+			}
+			return nil
+		}, scope.Limit(0))
+		noErr(t, err)
+		equal(t, int32(50), g.max.Load())
+		equal(t, time.Second, time.Since(start))
+	})
+}

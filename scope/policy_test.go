@@ -1,0 +1,179 @@
+package scope_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/corral-go/corral/scope"
+)
+
+func TestSuperviseKeepsSiblingsRunning(t *testing.T) {
+	var finished atomic.Int32
+	err := scope.Run(t.Context(), func(s *scope.Scope) error {
+		failed := make(chan struct{})
+		s.Go(func(ctx context.Context) error { defer close(failed); return errA })
+		s.Go(func(ctx context.Context) error {
+			<-failed
+			if ctx.Err() != nil {
+				return errors.New("cancelled by a sibling's failure")
+			}
+			finished.Add(1)
+			return errB
+		})
+		return nil
+	}, scope.WithPolicy(scope.Supervise()))
+	equal(t, int32(1), finished.Load())
+	errs := unwrapAll(err)
+	equal(t, 2, len(errs))
+	errIs(t, err, errA)
+	errIs(t, err, errB)
+}
+
+func TestFirstReturnsTheWinner(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var loserCause error
+		start := time.Now()
+		v, err := scope.First(t.Context(), []func(context.Context) (string, error){
+			func(ctx context.Context) (string, error) { return "", errA }, // fails at once
+			func(ctx context.Context) (string, error) {
+				select {
+				case <-time.After(time.Hour):
+					return "slow", nil
+				case <-ctx.Done():
+					loserCause = context.Cause(ctx)
+					return "", ctx.Err()
+				}
+			},
+			func(ctx context.Context) (string, error) { time.Sleep(2 * time.Second); return "fast", nil },
+		})
+		noErr(t, err, "a failure before the winner is not reported")
+		equal(t, "fast", v)
+		equal(t, 2*time.Second, time.Since(start))
+		errMsg(t, loserCause, "scope: completed by task #2")
+	})
+}
+
+func TestFirstReportsEveryFailureWhenNoneSucceeds(t *testing.T) {
+	v, err := scope.First(t.Context(), []func(context.Context) (int, error){
+		func(ctx context.Context) (int, error) { return 1, errA },
+		func(ctx context.Context) (int, error) { return 2, errB },
+		func(ctx context.Context) (int, error) { return 3, errC },
+	})
+	equal(t, 0, v)
+	equal(t, 3, len(unwrapAll(err)))
+	for _, e := range []error{errA, errB, errC} {
+		errIs(t, err, e)
+	}
+	_, err = scope.First[int](t.Context(), nil)
+	errMsg(t, err, "scope: First of no tasks")
+}
+
+func TestFirstSuccessPolicyWithRun(t *testing.T) {
+	var h []*scope.Handle[int]
+	err := scope.Run(t.Context(), func(s *scope.Scope) error {
+		h = append(h, scope.Spawn(s, func(ctx context.Context) (int, error) { return 0, errA }))
+		h = append(h, scope.Spawn(s, func(ctx context.Context) (int, error) { return 7, nil }))
+		return nil
+	}, scope.WithPolicy(scope.FirstSuccess()))
+	noErr(t, err)
+	v, err := h[1].Wait()
+	noErr(t, err)
+	equal(t, 7, v)
+}
+
+// quorum is a user-defined policy: the scope completes once n tasks have succeeded, and fails
+// once more than tolerate tasks have failed.
+type quorum struct {
+	n, tolerate  int
+	succ, failed int
+}
+
+func (q *quorum) Decide(failure error) (cancel, report bool) {
+	if failure == nil {
+		q.succ++
+		return q.succ == q.n, false
+	}
+	q.failed++
+	return q.failed > q.tolerate, true
+}
+
+func TestCustomPolicy(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		run := func(outcomes ...error) (error, time.Duration) {
+			start := time.Now()
+			err := scope.Run(t.Context(), func(s *scope.Scope) error {
+				for i, o := range outcomes {
+					s.Go(func(ctx context.Context) error {
+						select {
+						case <-time.After(time.Duration(i+1) * time.Second):
+							return o
+						case <-ctx.Done():
+							return ctx.Err()
+						}
+					})
+				}
+				return nil
+			}, scope.WithPolicy(&quorum{n: 2, tolerate: 1}))
+			return err, time.Since(start)
+		}
+		err, d := run(errA, nil, nil, nil, nil)
+		noErr(t, err, "quorum reached: earlier failures dropped")
+		equal(t, 3*time.Second, d)
+
+		err, d = run(errA, nil, errB, nil, nil)
+		equal(t, 3*time.Second, d, "second failure cancels")
+		errs := unwrapAll(err)
+		equal(t, 2, len(errs))
+		errIs(t, errs[0], errB, "the failure that cancelled is the root cause")
+		errIs(t, errs[1], errA)
+	})
+}
+
+func TestTimeoutInSynctest(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		start := time.Now()
+		var cause error
+		var woke time.Duration
+		err := scope.Run(t.Context(), func(s *scope.Scope) error {
+			s.Go(func(ctx context.Context) error {
+				<-ctx.Done()
+				woke = time.Since(start)
+				cause = context.Cause(ctx)
+				return ctx.Err()
+			})
+			s.Go(func(ctx context.Context) error { time.Sleep(time.Second); return nil })
+			return nil
+		}, scope.Timeout(1500*time.Millisecond))
+		equal(t, 1500*time.Millisecond, woke)
+		equal(t, 1500*time.Millisecond, time.Since(start))
+		errIs(t, cause, scope.ErrTimeout)
+		errIs(t, cause, context.DeadlineExceeded)
+		errMsg(t, cause, "scope: timed out after 1.5s")
+		same(t, cause, err, "Run reports the scope's deadline as the root cause")
+	})
+}
+
+func TestTimeoutNotReachedIsNotAnError(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		err := scope.Run(t.Context(), func(s *scope.Scope) error {
+			s.Go(func(ctx context.Context) error { time.Sleep(time.Second); return nil })
+			return nil
+		}, scope.Timeout(2*time.Second))
+		noErr(t, err)
+	})
+}
+
+func ExampleFirstSuccess() {
+	err := scope.Run(context.Background(), func(s *scope.Scope) error {
+		s.Go(func(ctx context.Context) error { return errors.New("replica 1 down") })
+		s.Go(func(ctx context.Context) error { return nil })
+		return nil
+	}, scope.WithPolicy(scope.FirstSuccess()))
+	fmt.Println(err)
+	// Output: <nil>
+}

@@ -1,0 +1,224 @@
+package scope
+
+import (
+	"context"
+	"errors"
+	"iter"
+	"runtime"
+)
+
+// A Handle is the future result of one task started with Spawn. It is safe for concurrent use.
+type Handle[T any] struct {
+	done chan struct{} // closed once the task has ended or been skipped
+	val  T             // written before done is closed
+	err  error         // written before done is closed
+}
+
+// Spawn starts task in s, like Go, and returns a Handle to its value. The task's error counts
+// for the scope as with Go.
+func Spawn[T any](s *Scope, task func(ctx context.Context) (T, error)) *Handle[T] {
+	if task == nil {
+		panic("scope: nil task")
+	}
+	h := &Handle[T]{done: make(chan struct{})}
+	s.start(spawnTask(h, task), true)
+	return h
+}
+
+func spawnTask[T any](h *Handle[T], task func(context.Context) (T, error)) task {
+	return taskDef{
+		fn: func(ctx context.Context) error {
+			v, err := task(ctx)
+			h.val = v
+			return err
+		},
+		settle: func(err error) {
+			h.err = err
+			close(h.done)
+		},
+	}.task()
+}
+
+// Wait blocks until the task has ended, or was skipped, and returns its value and error. The
+// error is what the task returned; a *PanicError if it panicked; a *TaskError wrapping
+// ErrGoexit if it called runtime.Goexit; the scope's cancellation cause if it was skipped. Once
+// Run has returned, Wait does not block.
+func (h *Handle[T]) Wait() (T, error) {
+	<-h.done
+	return h.val, h.err
+}
+
+// Done returns a channel that is closed when Wait would not block.
+func (h *Handle[T]) Done() <-chan struct{} { return h.done }
+
+// First runs tasks concurrently under the FirstSuccess policy and returns the value of the first
+// one to succeed; the others are then cancelled and joined. If none succeeds, it returns the
+// zero T and Run's error, which holds every failure. opts are Run's; a WithPolicy among them is
+// overridden. With a Limit, tasks are started in order as slots free up, which makes a simple
+// hedge: a task that succeeds early stops the later ones from starting.
+func First[T any](ctx context.Context, tasks []func(ctx context.Context) (T, error), opts ...Option) (T, error) {
+	for _, t := range tasks {
+		if t == nil {
+			panic("scope: nil task")
+		}
+	}
+	if len(tasks) == 0 {
+		var zero T
+		return zero, errNoTasks
+	}
+	handles := make([]*Handle[T], len(tasks))
+	var sc *Scope
+	err := Run(ctx, func(s *Scope) error {
+		sc = s
+		for i, t := range tasks {
+			handles[i] = Spawn(s, t)
+		}
+		return nil
+	}, append(opts[:len(opts):len(opts)], WithPolicy(firstSuccess{}))...)
+	var zero T
+	if !sc.won {
+		return zero, err
+	}
+	return handles[sc.winner].val, err
+}
+
+// Map calls f on every element of in, concurrently, and returns the results in the order of in.
+// At most n calls run at once, where n is set by a Limit option (default runtime.GOMAXPROCS(0);
+// Limit(0) means no limit). Failures and cancellation follow Run with opts; the result has
+// len(in) elements, and an element whose call failed or did not run holds what f returned or
+// the zero R.
+func Map[T, R any](ctx context.Context, in []T, f func(ctx context.Context, v T) (R, error), opts ...Option) ([]R, error) {
+	if f == nil {
+		panic("scope: nil func")
+	}
+	out := make([]R, len(in))
+	err := Run(ctx, func(s *Scope) error {
+		for i, v := range in {
+			s.Go(func(ctx context.Context) error {
+				r, err := f(ctx, v)
+				out[i] = r
+				return err
+			})
+		}
+		return nil
+	}, withDefaultLimit(opts)...)
+	return out, err
+}
+
+func withDefaultLimit(opts []Option) []Option {
+	return append([]Option{Limit(runtime.GOMAXPROCS(0))}, opts...)
+}
+
+// mapSlot is one element of MapSeq's ordered window.
+type mapSlot[R any] struct {
+	done chan struct{} // closed when the call ended or was skipped
+	val  R
+	err  error
+}
+
+// MapSeq is Map over a sequence, yielding results lazily in the order of in. At most n calls
+// run at once and at most n results wait to be consumed, where n is set by a Limit option
+// (default, and for Limit(0), runtime.GOMAXPROCS(0)). in is iterated on a goroutine of its own.
+//
+// The sequence yields (r, nil) for each successful call, in order, until the scope is cancelled;
+// a call that failed yields nothing. If Run's error is not nil, it is yielded last as (zero R,
+// err). When the consumer stops early (break), the scope is cancelled and every call has
+// returned before the range statement ends. A panic in f or in the loop body is raised in the
+// consumer's goroutine once every call has returned.
+func MapSeq[T, R any](ctx context.Context, in iter.Seq[T], f func(ctx context.Context, v T) (R, error), opts ...Option) iter.Seq2[R, error] {
+	if in == nil || f == nil {
+		panic("scope: nil sequence or func")
+	}
+	return func(yield func(R, error) bool) {
+		opts := withDefaultLimit(opts)
+		var o options
+		for _, op := range opts {
+			if op == nil {
+				panic("scope: nil option")
+			}
+			op.apply(&o)
+		}
+		n := o.limit
+		if n == 0 {
+			n = runtime.GOMAXPROCS(0)
+			opts = append(opts, Limit(n))
+		}
+		stopped := false
+		err := Run(ctx, func(s *Scope) error {
+			window := make(chan *mapSlot[R], n-1) // plus the one the consumer waits on: n results
+			feeder := task{fn: func(ctx context.Context) error {
+				defer close(window)
+				for v := range in {
+					sl := &mapSlot[R]{done: make(chan struct{})}
+					select {
+					case window <- sl:
+					case <-ctx.Done():
+						return nil
+					}
+					s.start(taskDef{
+						fn: func(ctx context.Context) error {
+							r, err := f(ctx, v)
+							sl.val = r
+							return err
+						},
+						settle: func(err error) {
+							sl.err = err
+							close(sl.done)
+						},
+					}.task(), true)
+				}
+				return nil
+			}}
+			s.startUnbounded(feeder)
+			for sl := range window {
+				<-sl.done
+				if s.ctx.Err() != nil {
+					return nil
+				}
+				if sl.err != nil {
+					continue // reported in Run's error
+				}
+				if !yield(sl.val, nil) {
+					stopped = true
+					s.stop()
+					return nil
+				}
+			}
+			return nil
+		}, opts...)
+		if err != nil && !stopped {
+			var zero R
+			yield(zero, err)
+		}
+	}
+}
+
+var errNoTasks = errors.New("scope: First of no tasks")
+
+// taskDef builds a task value; it keeps the struct literal in one place.
+type taskDef struct {
+	fn     func(context.Context) error
+	name   string
+	settle func(error)
+}
+
+func (d taskDef) task() task { return task{fn: d.fn, name: d.name, settle: d.settle} }
+
+// startUnbounded starts t, a helper of the scope rather than a user's task, on a goroutine of
+// its own, outside the scope's Limit and its numbering.
+func (s *Scope) startUnbounded(t task) {
+	t.index = -1
+	if s.ctx.Err() != nil {
+		s.skip(&t)
+		return
+	}
+	s.wg.Add(1)
+	go s.run(t)
+}
+
+// stop cancels the scope because its consumer stopped; this is not a failure.
+func (s *Scope) stop() {
+	s.mu.Lock()
+	s.cancelLocked(&doneError{"scope: consumer stopped"})
+	s.mu.Unlock()
+}

@@ -1,0 +1,203 @@
+package scope_test
+
+import (
+	"context"
+	"iter"
+	"slices"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/corral-go/corral/scope"
+)
+
+func TestSpawnHandle(t *testing.T) {
+	var skipped *scope.Handle[int]
+	err := scope.Run(t.Context(), func(s *scope.Scope) error {
+		a := scope.Spawn(s, func(ctx context.Context) (int, error) { return 40, nil })
+		b := scope.Spawn(s, func(ctx context.Context) (int, error) {
+			v, err := a.Wait() // a task may wait on another's handle
+			return v + 2, err
+		})
+		v, err := b.Wait()
+		noErr(t, err)
+		equal(t, 42, v)
+		f := scope.Spawn(s, func(ctx context.Context) (int, error) { return 1, errA })
+		_, err = f.Wait()
+		same(t, errA, err, "Wait returns the task's own error")
+		<-f.Done()
+		skipped = scope.Spawn(s, func(ctx context.Context) (int, error) { return 5, nil })
+		return nil
+	})
+	errIs(t, err, errA)
+	v, werr := skipped.Wait() // either ran before the cancel or was skipped; never blocks
+	if werr == nil {
+		equal(t, 5, v)
+	} else {
+		errIs(t, werr, errA, "a skipped task's handle gives the scope's cause")
+	}
+}
+
+func TestSpawnHandlePanic(t *testing.T) {
+	var h *scope.Handle[int]
+	_, err := recoverRun(func(s *scope.Scope) error {
+		h = scope.Spawn(s, func(ctx context.Context) (int, error) { panic("p") })
+		_, err := h.Wait()
+		var pe *scope.PanicError
+		errAs(t, err, &pe)
+		return nil
+	}, scope.ReturnPanics())
+	var pe *scope.PanicError
+	errAs(t, err, &pe)
+}
+
+func TestMapOrderedAndBounded(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		in := []int{5, 1, 4, 2, 3, 6}
+		var g gauge
+		start := time.Now()
+		out, err := scope.Map(t.Context(), in, func(ctx context.Context, v int) (string, error) {
+			g.enter()
+			defer g.leave()
+			time.Sleep(time.Duration(v) * time.Second) // later inputs finish first
+			return strconv.Itoa(v * 10), nil
+		}, scope.Limit(2))
+		noErr(t, err)
+		equal(t, []string{"50", "10", "40", "20", "30", "60"}, out)
+		equal(t, int32(2), g.max.Load())
+		// Two slots, in input order: 5 and 1 at 0s; 4 at 1s; 2 and 3 at 5s; 6 at 7s, ends at 13s.
+		equal(t, 13*time.Second, time.Since(start))
+	})
+}
+
+func TestMapFailFast(t *testing.T) {
+	var calls atomic.Int32
+	out, err := scope.Map(t.Context(), []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}, func(ctx context.Context, v int) (int, error) {
+		calls.Add(1)
+		if v == 2 {
+			return -1, errA
+		}
+		return v, nil
+	}, scope.Limit(1))
+	errIs(t, err, errA)
+	var te *scope.TaskError
+	errAs(t, err, &te)
+	equal(t, 2, te.Index, "the index of the failed element")
+	equal(t, int32(3), calls.Load(), "no call after the failure")
+	equal(t, []int{0, 1, -1, 0, 0, 0, 0, 0, 0, 0}, out)
+}
+
+// countingSeq yields 0..n-1 and records how many it produced and whether it was stopped.
+func countingSeq(n int, produced *atomic.Int32, stopped *atomic.Bool) iter.Seq[int] {
+	return func(yield func(int) bool) {
+		for i := range n {
+			produced.Add(1)
+			if !yield(i) {
+				stopped.Store(true)
+				return
+			}
+		}
+	}
+}
+
+func TestMapSeqOrdered(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var produced atomic.Int32
+		var stopped atomic.Bool
+		var g gauge
+		var got []int
+		for v, err := range scope.MapSeq(t.Context(), countingSeq(20, &produced, &stopped), func(ctx context.Context, v int) (int, error) {
+			g.enter()
+			defer g.leave()
+			time.Sleep(time.Duration(20-v) * time.Millisecond)
+			return v * v, nil
+		}, scope.Limit(4)) {
+			noErr(t, err)
+			got = append(got, v)
+		}
+		want := make([]int, 20)
+		for i := range want {
+			want[i] = i * i
+		}
+		equal(t, want, got)
+		equal(t, int32(4), g.max.Load())
+	})
+}
+
+func TestMapSeqBreakJoinsEveryWorker(t *testing.T) {
+	// conc#137: breaking out of the loop must not leak workers or leave calls running.
+	synctest.Test(t, func(t *testing.T) {
+		var produced atomic.Int32
+		var stopped atomic.Bool
+		var running atomic.Int32
+		var causes atomic.Int32
+		n := 0
+		for v, err := range scope.MapSeq(t.Context(), countingSeq(1000, &produced, &stopped), func(ctx context.Context, v int) (int, error) {
+			running.Add(1)
+			defer running.Add(-1)
+			if v >= 3 { // later calls wait until the consumer has broken out
+				<-ctx.Done()
+				if context.Cause(ctx).Error() == "scope: consumer stopped" {
+					causes.Add(1)
+				}
+				return 0, ctx.Err()
+			}
+			return v, nil
+		}, scope.Limit(4)) {
+			noErr(t, err)
+			equal(t, n, v)
+			n++
+			if n == 3 {
+				break
+			}
+		}
+		// Nothing runs any more, right as the range statement ends.
+		equal(t, int32(0), running.Load(), "calls still running after the loop")
+		isTrue(t, stopped.Load(), "input sequence not stopped")
+		isTrue(t, produced.Load() <= 3+4+1, "read %d inputs ahead of a consumer that took 3", produced.Load())
+		isTrue(t, causes.Load() >= 1, "waiting calls saw the consumer's stop as cause")
+	})
+}
+
+func TestMapSeqFailureEndsWithTheError(t *testing.T) {
+	var got []int
+	var errs []error
+	for v, err := range scope.MapSeq(t.Context(), slices.Values([]int{0, 1, 2, 3, 4}), func(ctx context.Context, v int) (int, error) {
+		if v == 3 {
+			return 0, errA
+		}
+		return v, nil
+	}, scope.Limit(1)) {
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		got = append(got, v)
+	}
+	equal(t, []int{0, 1, 2}, got)
+	equal(t, 1, len(errs))
+	errIs(t, errs[0], errA)
+}
+
+func TestMapSeqPanicInLoopBodyJoins(t *testing.T) {
+	var running atomic.Int32
+	v := func() (v any) {
+		defer func() { v = recover() }()
+		for range scope.MapSeq(t.Context(), slices.Values([]int{0, 1, 2, 3, 4, 5}), func(ctx context.Context, v int) (int, error) {
+			running.Add(1)
+			defer running.Add(-1)
+			if v > 0 {
+				<-ctx.Done()
+			}
+			return v, nil
+		}, scope.Limit(3)) {
+			panic("consumer")
+		}
+		return nil
+	}()
+	equal(t, any("consumer"), v)
+	equal(t, int32(0), running.Load())
+}
+
