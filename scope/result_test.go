@@ -200,4 +200,3 @@ func TestMapSeqPanicInLoopBodyJoins(t *testing.T) {
 	equal(t, any("consumer"), v)
 	equal(t, int32(0), running.Load())
 }
-
