@@ -1,0 +1,199 @@
+package retry
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"time"
+)
+
+// Sentinel errors. The error a call returns when it gives up is an [*Error] that matches
+// ErrExhausted and exactly one reason (ErrMaxAttempts, ErrMaxElapsed, ErrBudgetExhausted,
+// ErrPermanent or ErrCanceled) under errors.Is.
+var (
+	// ErrExhausted matches every error returned by a call that gave up, whatever the reason.
+	ErrExhausted = errors.New("retry: gave up")
+	// ErrMaxAttempts: the last allowed attempt failed.
+	ErrMaxAttempts = errors.New("retry: max attempts reached")
+	// ErrMaxElapsed: the next attempt would start after the MaxElapsed limit or after the
+	// context's deadline, so the call gave up at once instead of sleeping. In the deadline
+	// case the error also matches context.DeadlineExceeded.
+	ErrMaxElapsed = errors.New("retry: out of time")
+	// ErrBudgetExhausted: the shared [Budget] refused the retry.
+	ErrBudgetExhausted = errors.New("retry: budget exhausted")
+	// ErrPermanent: the error was not retryable: marked with [Permanent], rejected by the
+	// [If] predicate, or a context error that did not come from [AttemptTimeout].
+	ErrPermanent = errors.New("retry: permanent error")
+	// ErrCanceled: the caller's context was canceled or its deadline passed, before or
+	// between attempts. The context's cause is in [Error.Cause].
+	ErrCanceled = errors.New("retry: canceled")
+	// ErrAttemptTimeout is the cancellation cause of an attempt's context when its
+	// [AttemptTimeout] elapses: context.Cause(ctx) inside the operation returns it.
+	ErrAttemptTimeout = errors.New("retry: attempt timed out")
+)
+
+// Error is the outcome of a call that gave up. It reports why (Reason), how many attempts
+// ran, and keeps every attempt's error: errors.Is and errors.As search all of them, and the
+// context's cause when the call was canceled. The last operation error is never lost, even
+// on cancellation.
+type Error struct {
+	// Reason is one of ErrMaxAttempts, ErrMaxElapsed, ErrBudgetExhausted, ErrPermanent or
+	// ErrCanceled.
+	Reason error
+	// Attempts is the number of attempts that ran (0 if the context was done before the
+	// first).
+	Attempts int
+	// Cause is context.Cause(ctx) when Reason is ErrCanceled, context.DeadlineExceeded when
+	// the context's deadline cut the retries short, and nil otherwise.
+	Cause error
+
+	list []error // every attempt's error in order, then Cause if non-nil
+	buf  [4]error
+}
+
+func newError() *Error {
+	e := &Error{}
+	e.list = e.buf[:0]
+	return e
+}
+
+// Errors returns every attempt's error, oldest first. The slice must not be modified.
+func (e *Error) Errors() []error { return e.list[:e.Attempts:e.Attempts] }
+
+// Last returns the last attempt's error, or nil if no attempt ran.
+func (e *Error) Last() error {
+	if e.Attempts == 0 {
+		return nil
+	}
+	return e.list[e.Attempts-1]
+}
+
+// Unwrap returns every attempt's error followed by Cause, if any.
+func (e *Error) Unwrap() []error { return e.list }
+
+// Is reports whether target is ErrExhausted or e's Reason.
+func (e *Error) Is(target error) bool {
+	return target == ErrExhausted || target == e.Reason
+}
+
+// Error describes the outcome, e.g.
+// "retry: max attempts reached after 3 attempts: connection refused" or
+// "retry: canceled after 2 attempts: context canceled; last error: connection refused".
+func (e *Error) Error() string {
+	reason := ErrExhausted.Error()
+	if e.Reason != nil {
+		reason = e.Reason.Error()
+	}
+	var s string
+	switch e.Attempts {
+	case 0:
+		s = reason + " before the first attempt"
+	case 1:
+		s = reason + " after 1 attempt"
+	default:
+		s = reason + " after " + strconv.Itoa(e.Attempts) + " attempts"
+	}
+	last := e.Last()
+	switch {
+	case e.Cause != nil && last != nil:
+		return s + ": " + e.Cause.Error() + "; last error: " + last.Error()
+	case e.Cause != nil:
+		return s + ": " + e.Cause.Error()
+	case last != nil:
+		return s + ": " + last.Error()
+	}
+	return s
+}
+
+// Permanent marks err as not retryable: a call that receives it gives up at once with
+// ErrPermanent, whatever the [If] predicate says. errors.Is and errors.As see through the
+// mark. Permanent(nil) is nil.
+//
+// The mark applies to the retry loop that receives it. When a nested call gives up, the
+// [*Error] it returns carries no mark to an outer loop, which classifies it with its own
+// rules (wrap it in Permanent again to stop the outer loop as well).
+func Permanent(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &permanentError{err}
+}
+
+type permanentError struct{ err error }
+
+func (e *permanentError) Error() string { return e.err.Error() }
+func (e *permanentError) Unwrap() error { return e.err }
+
+// After attaches a server's hint to err: retry no sooner than d. The hint replaces the
+// backoff delay for the next retry; the loop clamps it to [MaxHint] and adds jitter only
+// upward, so the retry never fires earlier than asked. A negative d counts as 0.
+// After(nil, d) is nil. Use [ParseRetryAfter] for an HTTP Retry-After header.
+func After(err error, d time.Duration) error {
+	if err == nil {
+		return nil
+	}
+	return &hintError{err, max(d, 0)}
+}
+
+type hintError struct {
+	err error
+	d   time.Duration
+}
+
+func (e *hintError) Error() string { return e.err.Error() }
+func (e *hintError) Unwrap() error { return e.err }
+
+// IsPermanent reports whether err, or an error it wraps, was marked with [Permanent]. It
+// does not look inside the [*Error] of a nested call.
+func IsPermanent(err error) bool {
+	p, _, _ := inspect(err)
+	return p
+}
+
+// Hint returns the delay attached to err (or an error it wraps) with [After], unclamped.
+// It does not look inside the [*Error] of a nested call.
+func Hint(err error) (time.Duration, bool) {
+	_, d, ok := inspect(err)
+	return d, ok
+}
+
+// inspect walks err's tree for our marks. It does not allocate, and it stops at a nested
+// *Error: those marks belonged to the inner loop.
+func inspect(err error) (permanent bool, hint time.Duration, hinted bool) {
+	for err != nil {
+		switch e := err.(type) {
+		case *permanentError:
+			permanent = true
+			err = e.err
+			continue
+		case *hintError:
+			if !hinted {
+				hint, hinted = e.d, true
+			}
+			err = e.err
+			continue
+		case *Error:
+			return
+		}
+		switch u := err.(type) {
+		case interface{ Unwrap() error }:
+			err = u.Unwrap()
+		case interface{ Unwrap() []error }:
+			for _, inner := range u.Unwrap() {
+				p, d, ok := inspect(inner)
+				permanent = permanent || p
+				if ok && !hinted {
+					hint, hinted = d, true
+				}
+			}
+			return
+		default:
+			return
+		}
+	}
+	return
+}
+
+func isContextErr(err error) bool {
+	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
+}

@@ -1,0 +1,353 @@
+package retry
+
+import (
+	"context"
+	"time"
+
+	"github.com/corral-go/corral/backoff"
+)
+
+// Defaults of a Policy built without the corresponding option.
+const (
+	DefaultMaxAttempts = 3
+	DefaultMaxHint     = time.Minute
+)
+
+// defaultBackoff is the backoff of a Policy built without the Backoff option: exponential
+// from 100ms, doubling, capped at 10s, with full jitter. It is an immutable value.
+var defaultBackoff = backoff.Exponential(100*time.Millisecond, 2, 10*time.Second,
+	backoff.WithJitter(backoff.FullJitter))
+
+type options struct {
+	attempts       int           // 0: DefaultMaxAttempts
+	maxElapsed     time.Duration // 0: no limit
+	attemptTimeout time.Duration // 0: none
+	maxHint        time.Duration // 0: DefaultMaxHint
+	backoff        backoff.Policy
+	backoffSet     bool
+	retryIf        func(error) bool
+	onRetry        func(attempt int, err error, delay time.Duration)
+	onGiveUp       func(*Error)
+	budget         *Budget
+}
+
+// Option configures a [Policy].
+type Option interface{ apply(*options) }
+
+type optionFunc func(*options)
+
+func (f optionFunc) apply(o *options) { f(o) }
+
+// MaxAttempts bounds the number of attempts, the first included (default 3). It panics if
+// n < 1.
+func MaxAttempts(n int) Option {
+	if n < 1 {
+		panic("retry: max attempts must be >= 1")
+	}
+	return optionFunc(func(o *options) { o.attempts = n })
+}
+
+// MaxElapsed bounds the time spent retrying, measured from the end of the first failed
+// attempt: a retry is never scheduled to start later than d after it; the call gives up
+// with ErrMaxElapsed instead of sleeping. Attempts are not interrupted (see [AttemptTimeout]),
+// and the first attempt never counts, however long it ran. 0 (the default) means no limit.
+// It panics if d is negative.
+func MaxElapsed(d time.Duration) Option {
+	if d < 0 {
+		panic("retry: negative max elapsed " + d.String())
+	}
+	return optionFunc(func(o *options) { o.maxElapsed = d })
+}
+
+// AttemptTimeout gives each attempt a context that is canceled with cause ErrAttemptTimeout
+// after d (or earlier, if the caller's context ends first). An attempt that fails because of
+// its own timeout is retried like any other error, while the caller's context is live.
+// 0 (the default) means none. It panics if d is negative.
+func AttemptTimeout(d time.Duration) Option {
+	if d < 0 {
+		panic("retry: negative attempt timeout " + d.String())
+	}
+	return optionFunc(func(o *options) { o.attemptTimeout = d })
+}
+
+// Backoff sets the delays between attempts: retry n (from 0) waits p.Delay(n, previous).
+// The default is exponential from 100ms, doubling, capped at 10s, with full jitter; the zero
+// backoff.Policy retries without waiting.
+func Backoff(p backoff.Policy) Option {
+	return optionFunc(func(o *options) { o.backoff, o.backoffSet = p, true })
+}
+
+// MaxHint caps a server's hint ([After], [ParseRetryAfter]) (default one minute). A longer
+// hint is cut to d: the call retries after d rather than wait for an unbounded time or give
+// up. It panics if d is negative.
+func MaxHint(d time.Duration) Option {
+	if d < 0 {
+		panic("retry: negative max hint " + d.String())
+	}
+	return optionFunc(func(o *options) { o.maxHint = d })
+}
+
+// If retries an error only if retryable(err) is true. It is consulted after the rules it
+// cannot override: an error marked [Permanent] and a context error are never retried.
+// Without it, every other error is retried.
+func If(retryable func(err error) bool) Option {
+	return optionFunc(func(o *options) { o.retryIf = retryable })
+}
+
+// OnRetry calls fn before each sleep, with the number of the attempt that failed (from 1),
+// its error and the delay chosen before the next attempt. It is not called when the call
+// gives up. fn runs on the calling goroutine and must not block for long.
+func OnRetry(fn func(attempt int, err error, delay time.Duration)) Option {
+	return optionFunc(func(o *options) { o.onRetry = fn })
+}
+
+// OnGiveUp calls fn exactly once with the outcome when a call gives up, whatever the
+// reason, just before the call returns that same *Error: a place for dead-letter sinks and
+// alerts. It is not called when the call succeeds. fn runs on the calling goroutine.
+func OnGiveUp(fn func(*Error)) Option {
+	return optionFunc(func(o *options) { o.onGiveUp = fn })
+}
+
+// WithBudget makes every retry withdraw from b and every successful call deposit into it;
+// a refused retry ends the call at once with ErrBudgetExhausted. Share one Budget between
+// all the policies that call the same dependency. First attempts are never refused.
+func WithBudget(b *Budget) Option {
+	return optionFunc(func(o *options) { o.budget = b })
+}
+
+// Policy is a reusable retry configuration: build it once with [New] and call [Policy.Do]
+// (or [DoValue]) as often as needed. A Policy is immutable and safe for concurrent use; the
+// zero Policy uses every default.
+type Policy struct {
+	o options
+}
+
+// New returns a Policy with the given options.
+func New(opts ...Option) *Policy {
+	p := &Policy{}
+	for _, opt := range opts {
+		opt.apply(&p.o)
+	}
+	return p
+}
+
+var zeroPolicy Policy
+
+// Do calls op until it succeeds or the policy gives up, and returns nil or an [*Error].
+// It is New(opts...).Do(ctx, op), for one-off calls; hot paths should reuse a Policy.
+func Do(ctx context.Context, op func(context.Context) error, opts ...Option) error {
+	return New(opts...).Do(ctx, op)
+}
+
+// Do calls op until it succeeds or the policy gives up. It returns nil on success, otherwise
+// an [*Error] that says why it gave up and keeps every attempt's error.
+//
+// Each attempt gets ctx, or with [AttemptTimeout] a child of ctx with that timeout. Do never
+// starts an attempt once ctx is done and never sleeps past ctx's deadline: if the next
+// attempt would start at or after it, Do gives up at once with ErrMaxElapsed and the last
+// error. When ctx ends during a sleep, Do returns at once with ErrCanceled, the cause and
+// the last error.
+//
+// A first attempt that succeeds costs one check of ctx.Err and no allocation.
+func (p *Policy) Do(ctx context.Context, op func(context.Context) error) error {
+	if p.o.attemptTimeout == 0 && ctx.Err() == nil {
+		err := op(ctx)
+		if err == nil {
+			if b := p.o.budget; b != nil {
+				b.Deposit()
+			}
+			return nil
+		}
+		return p.run(ctx, op, err)
+	}
+	return p.run(ctx, op, nil)
+}
+
+// DoValue is the value-returning form of [Policy.Do]: it returns op's value from the attempt
+// that succeeded, or the zero T and an [*Error]. A nil p is the zero Policy (all defaults).
+func DoValue[T any](ctx context.Context, p *Policy, op func(context.Context) (T, error)) (T, error) {
+	if p == nil {
+		p = &zeroPolicy
+	}
+	var v T
+	var err error
+	if p.o.attemptTimeout == 0 && ctx.Err() == nil {
+		if v, err = op(ctx); err == nil {
+			if b := p.o.budget; b != nil {
+				b.Deposit()
+			}
+			return v, nil
+		}
+	}
+	err = p.run(ctx, func(ctx context.Context) error {
+		var e error
+		v, e = op(ctx)
+		return e
+	}, err)
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	return v, nil
+}
+
+// Next is the decision Do makes after a failed attempt, for a caller that does not loop
+// in-process (a job queue that redelivers with a delay). attempts is the number of attempts
+// made so far (from 1), prev the delay chosen before the last one (0 for none), and err the
+// last attempt's error. Next returns the delay before the next attempt and a nil reason, or
+// the reason to give up: ErrPermanent (marked [Permanent], rejected by [If], or a context
+// error) or ErrMaxAttempts. A hint from [After] replaces the backoff delay as in Do.
+//
+// Next is pure apart from randomness: it consults neither the clock, nor MaxElapsed, nor
+// the budget (call [Budget.Withdraw] and [Budget.Deposit] yourself). It panics if err is nil.
+func (p *Policy) Next(attempts int, prev time.Duration, err error) (time.Duration, error) {
+	if err == nil {
+		panic("retry: Next with a nil error")
+	}
+	return p.decide(max(attempts, 1), prev, err, false)
+}
+
+func (o *options) backoffPolicy() backoff.Policy {
+	if o.backoffSet {
+		return o.backoff
+	}
+	return defaultBackoff
+}
+
+// decide classifies the error of attempt number made (from 1) and picks the next delay.
+func (p *Policy) decide(made int, prev time.Duration, err error, attemptTimedOut bool) (time.Duration, error) {
+	o := &p.o
+	permanent, hint, hinted := inspect(err)
+	if permanent {
+		return 0, ErrPermanent
+	}
+	if !attemptTimedOut && isContextErr(err) {
+		return 0, ErrPermanent
+	}
+	if o.retryIf != nil && !o.retryIf(err) {
+		return 0, ErrPermanent
+	}
+	attempts := o.attempts
+	if attempts == 0 {
+		attempts = DefaultMaxAttempts
+	}
+	if made >= attempts {
+		return 0, ErrMaxAttempts
+	}
+	bo := o.backoffPolicy()
+	if hinted {
+		maxHint := o.maxHint
+		if maxHint == 0 {
+			maxHint = DefaultMaxHint
+		}
+		return bo.Spread(min(hint, maxHint), made-1), nil
+	}
+	return bo.Delay(made-1, prev), nil
+}
+
+// run is the retry loop. If first is non-nil, one attempt already ran and failed with it.
+func (p *Policy) run(ctx context.Context, op func(context.Context) error, first error) error {
+	o := &p.o
+	e := newError()
+	err, timedOut := first, false
+	if err == nil {
+		if ctx.Err() != nil {
+			return p.giveUp(e, ErrCanceled, context.Cause(ctx))
+		}
+		if err, timedOut = p.attempt(ctx, op); err == nil {
+			p.succeeded()
+			return nil
+		}
+	}
+	var (
+		prev      time.Duration
+		firstFail time.Time
+		timer     *time.Timer
+	)
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
+	for {
+		e.list = append(e.list, err)
+		e.Attempts++
+		if ctx.Err() != nil {
+			return p.giveUp(e, ErrCanceled, context.Cause(ctx))
+		}
+		delay, reason := p.decide(e.Attempts, prev, err, timedOut)
+		if reason != nil {
+			return p.giveUp(e, reason, nil)
+		}
+		deadline, hasDeadline := ctx.Deadline()
+		if o.maxElapsed > 0 || hasDeadline {
+			now := time.Now()
+			if e.Attempts == 1 {
+				firstFail = now
+			}
+			next := now.Add(delay)
+			if o.maxElapsed > 0 && next.Sub(firstFail) > o.maxElapsed {
+				return p.giveUp(e, ErrMaxElapsed, nil)
+			}
+			if hasDeadline && !next.Before(deadline) {
+				return p.giveUp(e, ErrMaxElapsed, context.DeadlineExceeded)
+			}
+		}
+		if o.budget != nil && !o.budget.Withdraw() {
+			return p.giveUp(e, ErrBudgetExhausted, nil)
+		}
+		if o.onRetry != nil {
+			o.onRetry(e.Attempts, err, delay)
+		}
+		if delay > 0 {
+			if timer == nil {
+				timer = time.NewTimer(delay)
+			} else {
+				timer.Reset(delay)
+			}
+			select {
+			case <-timer.C:
+			case <-ctx.Done():
+				return p.giveUp(e, ErrCanceled, context.Cause(ctx))
+			}
+		}
+		if ctx.Err() != nil {
+			return p.giveUp(e, ErrCanceled, context.Cause(ctx))
+		}
+		prev = delay
+		if err, timedOut = p.attempt(ctx, op); err == nil {
+			p.succeeded()
+			return nil
+		}
+	}
+}
+
+// attempt runs op once, with the per-attempt timeout if there is one, and reports whether
+// it failed because that timeout elapsed while ctx was live.
+func (p *Policy) attempt(ctx context.Context, op func(context.Context) error) (error, bool) {
+	if p.o.attemptTimeout <= 0 {
+		return op(ctx), false
+	}
+	actx, cancel := context.WithTimeoutCause(ctx, p.o.attemptTimeout, ErrAttemptTimeout)
+	err := op(actx)
+	timedOut := err != nil && context.Cause(actx) == ErrAttemptTimeout && ctx.Err() == nil
+	cancel()
+	return err, timedOut
+}
+
+func (p *Policy) succeeded() {
+	if b := p.o.budget; b != nil {
+		b.Deposit()
+	}
+}
+
+func (p *Policy) giveUp(e *Error, reason, cause error) error {
+	e.Reason, e.Cause = reason, cause
+	if cause != nil {
+		e.list = append(e.list, cause)
+	}
+	if fn := p.o.onGiveUp; fn != nil {
+		fn(e)
+	}
+	return e
+}
