@@ -31,7 +31,6 @@ type Memory struct {
 	timed  timeHeap // delayed jobs by readyAt
 	leased timeHeap // leased jobs by lease end
 	seq    uint64   // enqueue order
-	gen    uint64   // delivery generation
 
 	seen     map[string]time.Time // ID -> enqueue time, within the horizon
 	seenFIFO []seenID             // seen in enqueue order, for pruning
