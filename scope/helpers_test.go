@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"reflect"
 	"testing"
+
+	"github.com/corral-go/corral/scope"
 )
 
 // The tests use these few assertions rather than a library: the module's go.sum covers only
@@ -78,6 +80,9 @@ func isTrue(t testing.TB, ok bool, args ...any) {
 
 // unwrapAll returns the errors joined in err (or err alone).
 func unwrapAll(err error) []error {
+	if _, ok := err.(*scope.PanicError); ok {
+		return []error{err} // its Unwrap lists what it carries, not a join
+	}
 	if j, ok := err.(interface{ Unwrap() []error }); ok {
 		return j.Unwrap()
 	}
