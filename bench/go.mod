@@ -8,6 +8,7 @@ require (
 	github.com/ThreeDotsLabs/watermill v1.5.1 // indirect
 	github.com/alitto/pond/v2 v2.7.1 // indirect
 	github.com/avast/retry-go/v4 v4.7.0 // indirect
+	github.com/bits-and-blooms/bitset v1.24.4 // indirect
 	github.com/cenkalti/backoff/v5 v5.0.3 // indirect
 	github.com/corral-go/corral v0.0.0-00010101000000-000000000000 // indirect
 	github.com/failsafe-go/failsafe-go v0.9.8 // indirect
@@ -17,6 +18,7 @@ require (
 	github.com/lithammer/shortuuid/v3 v3.0.7 // indirect
 	github.com/oklog/ulid v1.3.1 // indirect
 	github.com/panjf2000/ants/v2 v2.12.1 // indirect
+	github.com/pkg/errors v0.9.1 // indirect
 	github.com/sourcegraph/conc v0.3.0 // indirect
 	go.uber.org/goleak v1.3.0 // indirect
 	golang.org/x/sync v0.19.0 // indirect
