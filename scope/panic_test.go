@@ -76,7 +76,7 @@ func TestEveryPanicKept(t *testing.T) {
 		isTrue(t, strings.Contains(msg, want), "message lacks %q:\n%s", want, msg)
 	}
 	var n int
-	for _, e := range unwrapAll(pe) {
+	for _, e := range pe.Unwrap() {
 		if _, ok := e.(*scope.PanicError); ok {
 			n++
 		}
