@@ -165,15 +165,29 @@ func (p Policy) with(opts []Option) Policy {
 	return p
 }
 
-func (p Policy) rawExp(n int) float64 {
-	return float64(p.base) * math.Pow(p.factor, float64(n))
+func (p *Policy) rawExp(n int) float64 {
+	return float64(p.base) * powi(p.factor, n)
+}
+
+// powi returns f^n by repeated squaring: a few multiplications for the small n a schedule
+// sees before its cap, where math.Pow would cost more than the rest of Next.
+func powi(f float64, n int) float64 {
+	r := 1.0
+	for n > 0 {
+		if n&1 == 1 {
+			r *= f
+		}
+		f *= f
+		n >>= 1
+	}
+	return r
 }
 
 // Cap returns the largest delay the policy can return.
 func (p Policy) Cap() time.Duration { return p.cap }
 
 // step returns the un-jittered delay of retry n (n >= 0), in [base, cap].
-func (p Policy) step(n int) time.Duration {
+func (p *Policy) step(n int) time.Duration {
 	if n >= p.capAt {
 		return p.cap
 	}
@@ -198,7 +212,9 @@ func (p Policy) step(n int) time.Duration {
 // Delay is the stateless form of [Sequence.Next], for callers that do not loop in-process
 // (a job queue storing the attempt number and last delay with the job): for the same policy,
 // n and prev it follows the same distribution, and with [WithSeed] it returns the same value.
-func (p Policy) Delay(n int, prev time.Duration) time.Duration {
+func (p Policy) Delay(n int, prev time.Duration) time.Duration { return p.delay(n, prev) }
+
+func (p *Policy) delay(n int, prev time.Duration) time.Duration {
 	if n < 0 {
 		n = 0
 	}
@@ -270,7 +286,7 @@ func (p Policy) String() string {
 }
 
 // random returns 64 random bits for retry n with previous delay prev.
-func (p Policy) random(n int, prev time.Duration) uint64 {
+func (p *Policy) random(n int, prev time.Duration) uint64 {
 	if !p.seeded {
 		return rand.Uint64()
 	}
@@ -308,7 +324,7 @@ func (p Policy) Sequence() Sequence { return Sequence{p: p} }
 // Next returns the delay before the next retry and advances the sequence. It does not
 // allocate.
 func (s *Sequence) Next() time.Duration {
-	d := s.p.Delay(s.n, s.prev)
+	d := s.p.delay(s.n, s.prev)
 	if s.n < math.MaxInt {
 		s.n++
 	}
