@@ -30,6 +30,7 @@ type Pool struct {
 	idle    []*worker     // parked workers, most recently parked last
 	live    int           // worker goroutines
 	inline  int           // tasks running in a caller's goroutine (CallerRuns, Group)
+	waking  int           // workers woken to fetch queued work that have not fetched yet
 	whead   *waiter       // blocked submitters, oldest first (Block)
 	wtail   *waiter       //
 	nwait   int           //
@@ -130,24 +131,19 @@ type placement uint8
 
 const (
 	placedNowhere placement = iota // the pool is full
-	placedIdle                     // given to a parked worker: wake it
+	placedIdle                     // given to a parked worker (w.next): wake it
 	placedSpawn                    // a new worker must be started with it
-	placedQueue                    // queued
+	placedQueue                    // queued; if w != nil, wake w to come and fetch it
 )
 
-// placeLocked gives t to an idle worker, a new worker, or the queue. It counts t as started
-// unless it was queued.
+// placeLocked gives t to a new worker, the queue or an idle worker, and says which. It counts
+// t as started unless it was queued.
+//
+// Queued tasks wake at most one parked worker at a time (Pool.waking): the woken worker wakes
+// the next one if it finds more work than it can take. So a burst of submits costs a few
+// wake-ups, not one per task, and no queued task waits while a worker sleeps.
 func (p *Pool) placeLocked(t task) (placement, *worker) {
-	if n := len(p.idle); n > 0 { // then the queue is empty
-		w := p.idle[n-1]
-		p.idle[n-1] = nil
-		p.idle = p.idle[:n-1]
-		w.parked = false
-		w.next = t
-		p.startedLocked(0)
-		return placedIdle, w
-	}
-	if p.live < p.size {
+	if p.live < p.size && len(p.idle) == 0 {
 		p.live++
 		p.startedLocked(0)
 		return placedSpawn, nil
@@ -156,16 +152,42 @@ func (p *Pool) placeLocked(t task) (placement, *worker) {
 		t.enq = p.now()
 		p.push(t)
 		p.queued++
-		return placedQueue, nil
+		return placedQueue, p.wakeOneLocked()
+	}
+	if n := len(p.idle); n > 0 { // hand-off (queue of 0, or full while workers wake up)
+		w := p.idle[n-1]
+		p.idle[n-1] = nil
+		p.idle = p.idle[:n-1]
+		w.parked = false
+		w.next = t
+		p.startedLocked(0)
+		return placedIdle, w
 	}
 	return placedNowhere, nil
+}
+
+// wakeOneLocked picks a parked worker to come and fetch queued work, unless one is already
+// on its way. The caller sends on its wake channel once Pool.mu is released.
+func (p *Pool) wakeOneLocked() *worker {
+	n := len(p.idle)
+	if n == 0 || p.waking > 0 {
+		return nil
+	}
+	w := p.idle[n-1]
+	p.idle[n-1] = nil
+	p.idle = p.idle[:n-1]
+	w.parked = false
+	p.waking++
+	return w
 }
 
 // afterPlace finishes a placement once Pool.mu is released.
 func (p *Pool) afterPlace(how placement, w *worker, t task) {
 	switch how {
-	case placedIdle:
-		w.wake <- struct{}{}
+	case placedIdle, placedQueue:
+		if w != nil {
+			w.wake <- struct{}{}
+		}
 	case placedSpawn:
 		p.spawn(t)
 	}
@@ -444,6 +466,7 @@ func (p *Pool) work(w *worker, t task) {
 		}
 	}()
 	start = p.now()
+	fetching := false // woken to fetch queued work: counted in Pool.waking
 	for {
 		var now int64
 		if t.fn != nil {
@@ -456,39 +479,11 @@ func (p *Pool) work(w *worker, t task) {
 			now = p.now()
 			p.mu.Lock()
 		}
-		t = task{}
-		// Pool.mu is held: find the next task.
-		for p.n > 0 {
-			next := p.pop()
-			adm := p.admitLocked(now)
-			if !takeLocked(&next) {
-				p.mu.Unlock()
-				adm.signal()
-				p.mu.Lock()
-				continue
-			}
-			p.queued--
-			if next.ctx.Done() != nil && next.ctx.Err() != nil {
-				p.st.skipped++
-				p.mu.Unlock()
-				adm.signal()
-				p.report(next, Expired, context.Cause(next.ctx))
-				p.mu.Lock()
-				continue
-			}
-			p.startedLocked(now - next.enq)
-			p.mu.Unlock()
-			adm.signal()
-			t = next
-			break
+		if fetching {
+			p.waking--
+			fetching = false
 		}
-		if t.fn == nil && p.whead != nil { // hand-off queue (capacity 0): take a waiter's task
-			wt := p.popWaiterLocked(nil)
-			p.startedLocked(0)
-			p.mu.Unlock()
-			t = wt.t
-			wt.signal()
-		}
+		t = p.fetchLocked(now) // unlocks if it found a task
 		if t.fn != nil {
 			start = now
 			continue
@@ -509,8 +504,55 @@ func (p *Pool) work(w *worker, t task) {
 		}
 		t = w.next
 		w.next = task{}
+		fetching = t.fn == nil
 		start = p.now()
 	}
+}
+
+// fetchLocked takes the next task to run from the queue (or from a blocked submitter, with a
+// queue of 0), skipping expired tasks, and counts it as started. Pool.mu is held on entry; it
+// is still held on return if no task was found, and released otherwise.
+func (p *Pool) fetchLocked(now int64) task {
+	for p.n > 0 {
+		next := p.pop()
+		adm := p.admitLocked(now)
+		if !takeLocked(&next) {
+			if adm != nil {
+				p.mu.Unlock()
+				adm.signal()
+				p.mu.Lock()
+			}
+			continue
+		}
+		p.queued--
+		if next.ctx.Done() != nil && next.ctx.Err() != nil {
+			p.st.skipped++
+			p.mu.Unlock()
+			adm.signal()
+			p.report(next, Expired, context.Cause(next.ctx))
+			p.mu.Lock()
+			continue
+		}
+		p.startedLocked(now - next.enq)
+		var wk *worker
+		if p.n > 0 {
+			wk = p.wakeOneLocked() // more work than this worker can take
+		}
+		p.mu.Unlock()
+		adm.signal()
+		if wk != nil {
+			wk.wake <- struct{}{}
+		}
+		return next
+	}
+	if p.whead != nil { // hand-off queue (capacity 0): take a blocked submitter's task
+		wt := p.popWaiterLocked(nil)
+		p.startedLocked(0)
+		p.mu.Unlock()
+		wt.signal()
+		return wt.t
+	}
+	return task{}
 }
 
 // park waits for a wake-up. It reports false if the worker exited (idle timeout or Close).

@@ -1,0 +1,157 @@
+package pool_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+
+	"github.com/corral-go/corral/pool"
+)
+
+func TestGroupWaitsForAll(t *testing.T) {
+	p := pool.New(2, 4)
+	defer mustClose(t, p)
+	var n atomic.Int64
+	g := p.Group(bg)
+	for range 100 { // more than the queue holds: the rest run in this goroutine
+		g.Go(func(context.Context) error { n.Add(1); return nil })
+	}
+	if err := g.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	if n.Load() != 100 {
+		t.Fatalf("ran %d tasks; want 100", n.Load())
+	}
+	s := p.Stats()
+	if s.Completed != 100 {
+		t.Fatalf("stats %+v", s)
+	}
+	checkIdentity(t, s)
+}
+
+// The first failure cancels the group's other tasks (only them), and Wait returns every real
+// failure, root cause first; echoes of the cancellation are not failures.
+func TestGroupFailFast(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := pool.New(4, 8)
+		outside := make(chan error, 1)
+		release := make(chan struct{})
+		mustSubmit(t, p, bg, func(ctx context.Context) error { // a task outside the group
+			<-release
+			outside <- ctx.Err()
+			return nil
+		})
+		g := p.Group(bg)
+		root := errors.New("root cause")
+		second := errors.New("second failure")
+		stopped := make(chan struct{})
+		g.Go(func(ctx context.Context) error { // echo: returns the context's error
+			<-ctx.Done()
+			close(stopped)
+			return ctx.Err()
+		})
+		g.Go(func(ctx context.Context) error { // a real failure after the cancellation
+			<-ctx.Done()
+			<-stopped
+			return second
+		})
+		synctest.Wait()
+		g.Go(func(context.Context) error { return root })
+		err := g.Wait()
+		if !errors.Is(err, root) || !errors.Is(err, second) || errors.Is(err, context.Canceled) {
+			t.Fatalf("Wait = %v", err)
+		}
+		if got := err.Error(); got != "root cause\nsecond failure" {
+			t.Fatalf("Wait = %q; want root cause first", got)
+		}
+		close(release)
+		if err := <-outside; err != nil {
+			t.Fatalf("task outside the group saw %v", err)
+		}
+		mustClose(t, p)
+		checkIdentity(t, p.Stats())
+	})
+}
+
+func TestGroupSkipsAfterCancel(t *testing.T) {
+	p := pool.New(1, 8)
+	gate := make(chan struct{})
+	mustSubmit(t, p, bg, waitFor(gate))
+	ctx, cancel := context.WithCancelCause(bg)
+	g := p.Group(ctx)
+	var ran atomic.Int64
+	for range 3 {
+		g.Go(func(context.Context) error { ran.Add(1); return nil })
+	}
+	parent := errors.New("parent gone")
+	cancel(parent)
+	g.Go(func(context.Context) error { ran.Add(1); return nil })
+	if err := g.Wait(); err != parent {
+		t.Fatalf("Wait = %v; want the parent's cause", err)
+	}
+	close(gate)
+	mustClose(t, p)
+	s := p.Stats()
+	if ran.Load() != 0 || s.Skipped != 4 {
+		t.Fatalf("ran %d; stats %+v", ran.Load(), s)
+	}
+	checkIdentity(t, s)
+}
+
+func TestGroupPanicIsFailure(t *testing.T) {
+	p := pool.New(2, 2)
+	defer mustClose(t, p)
+	g := p.Group(bg)
+	g.Go(func(context.Context) error { panic("group boom") })
+	err := g.Wait()
+	var pe *pool.PanicError
+	if !errors.As(err, &pe) || pe.Value != "group boom" || !strings.Contains(string(pe.Stack), "group_test.go") {
+		t.Fatalf("Wait = %v; want a *PanicError with its stack", err)
+	}
+}
+
+// A task that waits on a group of its own pool does not deadlock, even with one worker, with
+// or without a queue.
+func TestGroupNestedNoDeadlock(t *testing.T) {
+	for _, q := range []int{0, 1, 16} {
+		synctest.Test(t, func(t *testing.T) {
+			p := pool.New(1, q)
+			var n atomic.Int64
+			h, err := pool.Call(bg, p, func(ctx context.Context) (int, error) {
+				g := p.Group(ctx)
+				for range 5 {
+					g.Go(func(ctx context.Context) error {
+						inner := p.Group(ctx) // and one level deeper
+						inner.Go(func(context.Context) error { n.Add(1); return nil })
+						return inner.Wait()
+					})
+				}
+				return 0, g.Wait()
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := h.Wait(bg); err != nil {
+				t.Fatal(err)
+			}
+			mustClose(t, p)
+			if n.Load() != 5 {
+				t.Fatalf("queue %d: ran %d inner tasks; want 5", q, n.Load())
+			}
+			checkIdentity(t, p.Stats())
+		})
+	}
+}
+
+func TestGroupGoAfterWaitPanics(t *testing.T) {
+	p := pool.New(1, 1)
+	defer mustClose(t, p)
+	g := p.Group(bg)
+	if err := g.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	wantPanic(t, "Go after Wait", func() { g.Go(func(context.Context) error { return nil }) })
+}
