@@ -96,16 +96,15 @@ type Consumer[T any] struct {
 	q    *Queue[T]
 	h    Handler[T]
 	opts consumerOptions
+	bg   context.Context // for backend calls that must not be cancelled
 
 	base       context.Context // parent of handler contexts
 	baseCancel context.CancelCauseFunc
 	recv       context.Context // Receive calls; cancelled when Close starts
 	recvCancel context.CancelCauseFunc
 
-	slots    []*slot[T]
-	free     chan *slot[T] // idle slots; capacity = workers
-	workers  *pool.Pool
-	loopDone chan struct{}
+	workers  []*worker[T]
+	pool     *pool.Pool
 	keepDone chan struct{}
 
 	closing atomic.Bool // set once by Close, never reset
@@ -113,25 +112,36 @@ type Consumer[T any] struct {
 	closed  bool        // guarded by closeMu
 
 	mu      sync.Mutex    // guards the fields below
-	held    int           // slots holding a job
-	drained chan struct{} // closed when held reaches 0 while closing
+	running int           // worker loops that have not returned
+	held    int           // workers holding a job
+	drained chan struct{} // closed when running reaches 0
 	report  Report
 }
 
-// slot is one worker's state: the job it holds, reused for every job so
-// that handling allocates nothing of its own.
-type slot[T any] struct {
-	c   *Consumer[T]
-	d   Delivery
-	run func(context.Context) error // s.handle, bound once
+// worker is the state of one worker loop, reused for every job so that
+// handling a job allocates nothing of its own.
+type worker[T any] struct {
+	c    *Consumer[T]
+	d    Delivery
+	loop func(context.Context) error // w.run, bound once
 
-	mu      sync.Mutex // guards holding and the read of d by the lease keeper
-	holding bool
+	mu       sync.Mutex // guards the fields below
+	holding  bool       // d is leased to this worker (read by the keeper)
+	running  bool       // a handler is running
+	deadline time.Time  // the running handler's lease end
+	expired  bool       // the current job's lease expired
+	ctx      context.Context
+	cancel   context.CancelCauseFunc
+	leaseEnd *time.Timer // cancels ctx when the current job's lease ends
 }
 
 // Consume starts a consumer running h on the queue's jobs. ctx supplies the
 // values of handler contexts; its cancellation cancels running handlers and
 // stops intake (Close is still needed to wait for the workers).
+//
+// Each worker receives a job from the backend, runs h and settles the job,
+// on a goroutine of a pool.Pool owned by the consumer. Any number of
+// consumers may consume one queue at once.
 func (q *Queue[T]) Consume(ctx context.Context, h Handler[T], opts ...ConsumerOption) (*Consumer[T], error) {
 	if h == nil {
 		panic("queue: nil handler")
@@ -152,44 +162,60 @@ func (q *Queue[T]) Consume(ctx context.Context, h Handler[T], opts ...ConsumerOp
 	}
 	c := &Consumer[T]{
 		q: q, h: h, opts: o,
-		free:     make(chan *slot[T], o.workers),
-		loopDone: make(chan struct{}),
+		bg:       context.WithoutCancel(ctx),
 		keepDone: make(chan struct{}),
 		drained:  make(chan struct{}),
+		// Queue room for a worker loop resubmitted by itself (see run).
+		pool:    pool.New(o.workers, o.workers),
+		running: o.workers,
 	}
 	c.base, c.baseCancel = context.WithCancelCause(ctx)
 	c.recv, c.recvCancel = context.WithCancelCause(c.base)
-	// The pool's queue absorbs the instant between a slot being freed by a
-	// finishing task and that task's worker becoming idle.
-	c.workers = pool.New(o.workers, o.workers)
-	c.slots = make([]*slot[T], o.workers)
-	for i := range c.slots {
-		s := &slot[T]{c: c}
-		s.run = s.handle
-		c.slots[i] = s
-		c.free <- s
+	c.workers = make([]*worker[T], o.workers)
+	for i := range c.workers {
+		w := &worker[T]{c: c}
+		w.loop = w.run
+		w.ctx, w.cancel = context.WithCancelCause(c.base)
+		c.workers[i] = w
 	}
-	go c.loop()
+	for _, w := range c.workers {
+		if err := c.pool.Submit(context.Background(), w.loop); err != nil {
+			panic("queue: fresh pool refused a worker: " + err.Error()) // cannot happen
+		}
+	}
 	go c.keep()
 	return c, nil
 }
 
-// loop receives jobs while a slot is free and hands them to the runner.
-func (c *Consumer[T]) loop() {
-	defer close(c.loopDone)
+// run is a worker loop: receive, handle, settle, until intake stops.
+func (w *worker[T]) run(context.Context) error {
+	c := w.c
+	normal := false
+	defer func() {
+		if w.leaseEnd != nil {
+			w.leaseEnd.Stop()
+		}
+		if !normal && c.recv.Err() == nil {
+			// The handler called runtime.Goexit: its job is settled and
+			// this goroutine is ending; carry on in a fresh one.
+			if c.pool.Submit(context.Background(), w.loop) == nil {
+				return
+			}
+		}
+		c.mu.Lock()
+		c.running--
+		if c.running == 0 {
+			close(c.drained)
+		}
+		c.mu.Unlock()
+	}()
 	var errDelay time.Duration
 	for {
-		var s *slot[T]
-		select {
-		case s = <-c.free:
-		case <-c.recv.Done():
-			return
-		}
-		err := c.q.backend.Receive(c.recv, c.opts.lease, &s.d)
+		err := c.q.backend.Receive(c.recv, c.opts.lease, &w.d)
 		if err != nil {
-			c.free <- s
 			if c.recv.Err() != nil {
-				return
+				normal = true
+				return nil
 			}
 			// A backend failure (broker unreachable): retry with a capped
 			// backoff, without spinning.
@@ -198,32 +224,25 @@ func (c *Consumer[T]) loop() {
 			select {
 			case <-t.C:
 			case <-c.recv.Done():
-				t.Stop()
-				return
 			}
+			t.Stop()
 			continue
 		}
 		errDelay = 0
-		c.hold(s)
+		c.mu.Lock()
+		c.held++
+		c.mu.Unlock()
+		w.mu.Lock()
+		w.holding = true
+		w.mu.Unlock()
 		if c.recv.Err() != nil {
 			// Close started while the job was being received.
-			c.settle(s, func() error { return c.q.backend.Release(context.WithoutCancel(c.base), &s.d) }, outReturned, Event{})
-			return
+			w.settle(opRelease, 0, Attempt{}, Event{})
+			normal = true
+			return nil
 		}
-		if err := c.workers.Submit(c.base, s.run); err != nil {
-			c.settle(s, func() error { return c.q.backend.Release(context.WithoutCancel(c.base), &s.d) }, outReturned, Event{})
-			return
-		}
+		w.handle()
 	}
-}
-
-func (c *Consumer[T]) hold(s *slot[T]) {
-	c.mu.Lock()
-	c.held++
-	c.mu.Unlock()
-	s.mu.Lock()
-	s.holding = true
-	s.mu.Unlock()
 }
 
 // keep extends the backend leases of held jobs every third of a lease, so
@@ -233,67 +252,101 @@ func (c *Consumer[T]) keep() {
 	defer close(c.keepDone)
 	t := time.NewTicker(max(c.opts.lease/3, time.Millisecond))
 	defer t.Stop()
-	ctx := context.WithoutCancel(c.base)
 	for {
 		select {
 		case <-t.C:
-		case <-c.recv.Done():
-			// Keep extending until the drain ends: Close stops the keeper
-			// by cancelling base after the drain.
-			select {
-			case <-t.C:
-			case <-c.base.Done():
-				return
-			}
+		case <-c.base.Done():
+			return
 		}
-		for _, s := range c.slots {
-			s.mu.Lock()
-			if s.holding {
-				_ = c.q.backend.Extend(ctx, &s.d, c.opts.lease)
+		for _, w := range c.workers {
+			w.mu.Lock()
+			if w.holding {
+				_ = c.q.backend.Extend(c.bg, &w.d, c.opts.lease)
 			}
-			s.mu.Unlock()
+			w.mu.Unlock()
 		}
 	}
 }
 
-type outcome int
+// op is how a job is settled.
+type op int
 
 const (
-	outAcked outcome = iota
-	outRetried
-	outReturned
-	outDead
+	opAck op = iota
+	opNack
+	opRelease
+	opBury
 )
 
-// handle runs the handler for the job in s and settles it. It is the task
-// submitted to the runner.
-func (s *slot[T]) handle(context.Context) error {
-	c := s.c
+// startLease arms the lease timer for a new job and returns its context.
+func (w *worker[T]) startLease() context.Context {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.running = true
+	w.deadline = time.Now().Add(w.c.opts.lease)
+	w.expired = false
+	if w.ctx.Err() != nil { // cancelled by the previous job's lease
+		w.ctx, w.cancel = context.WithCancelCause(w.c.base)
+	}
+	if w.leaseEnd == nil {
+		w.leaseEnd = time.AfterFunc(w.c.opts.lease, w.expire)
+	} else {
+		w.leaseEnd.Reset(w.c.opts.lease)
+	}
+	return w.ctx
+}
+
+// expire runs when a lease ends: it cancels the handler's context, unless
+// the job it was armed for is over (a late run of the timer of a previous
+// job fires before the current job's deadline).
+func (w *worker[T]) expire() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.running && !time.Now().Before(w.deadline) {
+		w.expired = true
+		w.cancel(ErrLeaseExpired)
+	}
+}
+
+// endLease disarms the lease timer and reports whether the lease expired.
+func (w *worker[T]) endLease() bool {
+	w.leaseEnd.Stop()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.running = false
+	return w.expired
+}
+
+// handle runs the handler for the job in w.d and settles it.
+func (w *worker[T]) handle() {
+	c := w.c
 	q := c.q
-	d := &s.d
-	bg := context.WithoutCancel(c.base)
+	d := &w.d
 	now := time.Now()
 	job, err := q.job(&d.Message)
 	if err != nil {
-		c.bury(s, ReasonPermanent, Attempt{Number: d.Attempt, Start: now, End: now, Error: err.Error()}, err)
-		return nil
+		w.settle(opBury, 0, Attempt{Number: d.Attempt, Start: now, End: now, Error: err.Error()},
+			Event{Reason: ReasonPermanent, Err: err})
+		return
 	}
 	if d.Attempt > c.opts.maxAttempts {
 		// The last attempt's lease expired in the backend (its consumer
 		// was gone): no attempt left.
-		c.bury(s, ReasonAttempts, Attempt{Number: d.Attempt, Start: now, End: now,
-			Error: fmt.Sprintf("queue: delivered %d times, max attempts %d", d.Attempt, c.opts.maxAttempts)}, nil)
-		return nil
+		err := fmt.Errorf("queue: delivered %d times, max attempts %d", d.Attempt, c.opts.maxAttempts)
+		w.settle(opBury, 0, Attempt{Number: d.Attempt, Start: now, End: now, Error: err.Error()},
+			Event{Reason: ReasonAttempts, Err: err})
+		return
 	}
 	if d.Attempt == 1 && !d.StartBy.IsZero() && now.After(d.StartBy) {
-		c.bury(s, ReasonExpired, Attempt{Number: 1, Start: now, End: now,
-			Error: "queue: not started by " + d.StartBy.Format(time.RFC3339Nano)}, nil)
-		return nil
+		err := errors.New("queue: not started by " + d.StartBy.Format(time.RFC3339Nano))
+		w.settle(opBury, 0, Attempt{Number: 1, Start: now, End: now, Error: err.Error()},
+			Event{Reason: ReasonExpired, Err: err})
+		return
 	}
 	if h := q.hooks.OnStart; h != nil {
 		h(Event{ID: d.ID, Key: d.Key, Attempt: d.Attempt})
 	}
-	hctx, cancel := context.WithDeadlineCause(c.base, now.Add(c.opts.lease), ErrLeaseExpired)
+	hctx := w.startLease()
 	var (
 		returned bool
 		herr     error
@@ -308,18 +361,17 @@ func (s *slot[T]) handle(context.Context) error {
 				panicErr = errGoexit
 			}
 		}
-		leaseOver := context.Cause(hctx) == ErrLeaseExpired
+		leaseOver := w.endLease()
 		shutdown := !leaseOver && c.base.Err() != nil
-		cancel()
 		a := Attempt{Number: d.Attempt, Start: now, End: time.Now()}
 		switch {
 		case panicErr != nil:
 			a.Error = panicErr.Error()
-			c.bury(s, ReasonPanic, a, panicErr)
+			w.settle(opBury, 0, a, Event{Reason: ReasonPanic, Err: panicErr})
 		case herr == nil:
-			c.settle(s, func() error { return q.backend.Ack(bg, d) }, outAcked, Event{})
+			w.settle(opAck, 0, a, Event{})
 		case shutdown:
-			c.settle(s, func() error { return q.backend.Release(bg, d) }, outReturned, Event{})
+			w.settle(opRelease, 0, a, Event{})
 		default:
 			if leaseOver {
 				herr = fmt.Errorf("%w: %w", ErrLeaseExpired, herr)
@@ -327,18 +379,17 @@ func (s *slot[T]) handle(context.Context) error {
 			a.Error = herr.Error()
 			switch {
 			case retry.IsPermanent(herr):
-				c.bury(s, ReasonPermanent, a, herr)
+				w.settle(opBury, 0, a, Event{Reason: ReasonPermanent, Err: herr})
 			case d.Attempt >= c.opts.maxAttempts:
-				c.bury(s, ReasonAttempts, a, herr)
+				w.settle(opBury, 0, a, Event{Reason: ReasonAttempts, Err: herr})
 			default:
 				delay := c.retryDelay(d.Attempt, herr)
-				c.settle(s, func() error { return q.backend.Nack(bg, d, delay, a) }, outRetried, Event{Err: herr, Delay: delay})
+				w.settle(opNack, delay, a, Event{Err: herr, Delay: delay})
 			}
 		}
 	}()
 	herr = c.h(hctx, job)
 	returned = true
-	return nil
 }
 
 // retryDelay is the redelivery delay after failed attempt n (1-based).
@@ -349,36 +400,43 @@ func (c *Consumer[T]) retryDelay(n int, err error) time.Duration {
 	return c.opts.backoff.Delay(n-1, 0)
 }
 
-func (c *Consumer[T]) bury(s *slot[T], reason Reason, a Attempt, cause error) {
-	d := &s.d
-	c.settle(s, func() error { return c.q.backend.Bury(context.WithoutCancel(c.base), d, reason, a) },
-		outDead, Event{Reason: reason, Err: cause})
-}
-
-// settle applies op to the job held by s, counts the outcome, calls its
-// hook and frees s. A lost lease (the backend already moved the job on)
-// counts as nothing.
-func (c *Consumer[T]) settle(s *slot[T], op func() error, out outcome, ev Event) {
-	err := op()
-	s.mu.Lock()
-	s.holding = false
-	s.mu.Unlock()
-	ev.ID, ev.Key, ev.Attempt = s.d.ID, s.d.Key, s.d.Attempt
-	s.d = Delivery{}
+// settle applies op to the job w holds, counts the outcome and calls its
+// hook. A lost lease (the backend already moved the job on) counts as
+// nothing.
+func (w *worker[T]) settle(o op, delay time.Duration, a Attempt, ev Event) {
+	c := w.c
+	b := c.q.backend
+	d := &w.d
+	var err error
+	switch o {
+	case opAck:
+		err = b.Ack(c.bg, d)
+	case opNack:
+		err = b.Nack(c.bg, d, delay, a)
+	case opRelease:
+		err = b.Release(c.bg, d)
+	case opBury:
+		err = b.Bury(c.bg, d, ev.Reason, a)
+	}
+	w.mu.Lock()
+	w.holding = false
+	w.mu.Unlock()
+	ev.ID, ev.Key, ev.Attempt = d.ID, d.Key, d.Attempt
+	w.d = Delivery{}
 	if err == nil {
 		hooks := &c.q.hooks
-		switch out {
-		case outAcked:
+		switch o {
+		case opAck:
 			c.q.c.acked.Add(1)
 			if h := hooks.OnSuccess; h != nil {
 				h(ev)
 			}
-		case outRetried:
+		case opNack:
 			c.q.c.retried.Add(1)
 			if h := hooks.OnRetry; h != nil {
 				h(ev)
 			}
-		case outDead:
+		case opBury:
 			c.q.c.dead[reasonIndex(ev.Reason)].Add(1)
 			if h := hooks.OnDead; h != nil {
 				h(ev)
@@ -386,26 +444,18 @@ func (c *Consumer[T]) settle(s *slot[T], op func() error, out outcome, ev Event)
 		}
 	}
 	c.mu.Lock()
-	if c.closing.Load() && err == nil {
-		switch out {
-		case outAcked:
+	if err == nil && c.closing.Load() {
+		switch o {
+		case opAck:
 			c.report.Acked++
-		case outRetried, outReturned:
+		case opNack, opRelease:
 			c.report.Returned++
-		case outDead:
+		case opBury:
 			c.report.DeadLettered++
 		}
 	}
 	c.held--
-	if c.held == 0 && c.closing.Load() {
-		select {
-		case <-c.drained:
-		default:
-			close(c.drained)
-		}
-	}
 	c.mu.Unlock()
-	c.free <- s
 }
 
 // Close stops intake, waits for running handlers to finish and returns what
@@ -422,14 +472,8 @@ func (c *Consumer[T]) Close(ctx context.Context) (Report, error) {
 		return Report{}, ErrClosed
 	}
 	c.closed = true
-	c.mu.Lock()
 	c.closing.Store(true)
-	if c.held == 0 {
-		close(c.drained)
-	}
-	c.mu.Unlock()
 	c.recvCancel(ErrClosed)
-	<-c.loopDone
 	var err error
 	select {
 	case <-c.drained:
@@ -448,9 +492,10 @@ func (c *Consumer[T]) Close(ctx context.Context) (Report, error) {
 	c.mu.Lock()
 	c.report.Abandoned = c.held
 	r := c.report
+	drained := c.running == 0
 	c.mu.Unlock()
-	if r.Abandoned == 0 {
-		_ = c.workers.Close(context.Background())
+	if drained {
+		_ = c.pool.Close(context.Background())
 	}
 	// Else abandoned handlers keep their pool workers: the pool is left to
 	// wind down by itself (its workers exit after their idle timeout once
