@@ -279,11 +279,11 @@ const (
 )
 
 // startLease arms the lease timer for a new job and returns its context.
-func (w *worker[T]) startLease() context.Context {
+func (w *worker[T]) startLease(now time.Time) context.Context {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.running = true
-	w.deadline = time.Now().Add(w.c.opts.lease)
+	w.deadline = now.Add(w.c.opts.lease)
 	w.expired = false
 	if w.ctx.Err() != nil { // cancelled by the previous job's lease
 		w.ctx, w.cancel = context.WithCancelCause(w.c.base)
@@ -346,7 +346,7 @@ func (w *worker[T]) handle() {
 	if h := q.hooks.OnStart; h != nil {
 		h(Event{ID: d.ID, Key: d.Key, Attempt: d.Attempt})
 	}
-	hctx := w.startLease()
+	hctx := w.startLease(now)
 	var (
 		returned bool
 		herr     error
@@ -363,7 +363,10 @@ func (w *worker[T]) handle() {
 		}
 		leaseOver := w.endLease()
 		shutdown := !leaseOver && c.base.Err() != nil
-		a := Attempt{Number: d.Attempt, Start: now, End: time.Now()}
+		a := Attempt{Number: d.Attempt, Start: now}
+		if herr != nil || panicErr != nil {
+			a.End = time.Now()
+		}
 		switch {
 		case panicErr != nil:
 			a.Error = panicErr.Error()

@@ -126,3 +126,19 @@ func TestConsumerOptionsValidated(t *testing.T) {
 		}
 	}
 }
+
+func TestGeneratedIDs(t *testing.T) {
+	q, _ := New[int]()
+	seen := map[string]bool{}
+	for range 3*idChunk + 5 {
+		id := q.newID()
+		if len(id) != idLen || strings.Trim(id, "0123456789abcdef") != "" || seen[id] {
+			t.Fatalf("generated ID %q: want %d hex digits, unique", id, idLen)
+		}
+		seen[id] = true
+	}
+	q2, _ := New[int]()
+	if id := q2.newID(); seen[id] {
+		t.Fatalf("two queues generated the same ID %q", id)
+	}
+}

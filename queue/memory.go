@@ -195,10 +195,13 @@ func (m *Memory) Open(ctx context.Context, cfg Config) error {
 
 // Enqueue implements Backend.
 func (m *Memory) Enqueue(ctx context.Context, msg Message) (EnqueueResult, error) {
+	now := msg.EnqueuedAt
+	if now.IsZero() {
+		now = time.Now()
+	}
 	m.mu.Lock()
 	var res EnqueueResult
 	for {
-		now := time.Now()
 		if m.taken(msg.ID, now) {
 			m.mu.Unlock()
 			return res, ErrDuplicate
@@ -231,8 +234,8 @@ func (m *Memory) Enqueue(ctx context.Context, msg Message) (EnqueueResult, error
 			m.mu.Unlock()
 			return res, err
 		}
+		now = time.Now()
 	}
-	now := time.Now()
 	if m.cfg.DedupHorizon > 0 {
 		m.seen[msg.ID] = now
 		m.seenFIFO = append(m.seenFIFO, seenID{msg.ID, now})
@@ -331,7 +334,7 @@ func (m *Memory) newKey() *keyFIFO {
 
 // schedule makes e ready at notBefore (now if zero or past). m.mu held.
 func (m *Memory) schedule(e *entry, notBefore, now time.Time) {
-	if notBefore.After(now) {
+	if !notBefore.IsZero() && notBefore.After(now) {
 		e.state = stateDelayed
 		e.readyAt = notBefore
 		heap.Push(&m.timed, e)
@@ -488,7 +491,8 @@ func (m *Memory) leasedEntry(d *Delivery) (*entry, error) {
 	if !ok || e == nil {
 		return nil, fmt.Errorf("queue: delivery not from this backend")
 	}
-	m.promote(time.Now())
+	// An expired lease not yet taken back still holds: nobody else has
+	// the job, so settling it is correct.
 	if e.gen != d.Seq || e.state != stateLeased {
 		return nil, ErrLeaseLost
 	}

@@ -8,7 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
-	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 )
@@ -25,8 +25,9 @@ type Queue[T any] struct {
 	hooks   Hooks
 	maxWait time.Duration
 
-	idPrefix string
+	idPrefix string // 16 random hex digits
 	idSeq    atomic.Uint64
+	ids      atomic.Pointer[idBlock]
 
 	c counters
 }
@@ -162,7 +163,7 @@ func New[T any](opts ...Option) (*Queue[T], error) {
 	}
 	var b [8]byte
 	_, _ = rand.Read(b[:])
-	q.idPrefix = hex.EncodeToString(b[:]) + "-"
+	q.idPrefix = hex.EncodeToString(b[:])
 	if err := o.backend.Open(context.Background(), o.cfg); err != nil {
 		return nil, err
 	}
@@ -222,10 +223,17 @@ func StartBy(t time.Time) EnqueueOption { return startByOption(t) }
 // oldest waiting job to make room. The payload must not be mutated after
 // Enqueue (see [Job]).
 func (q *Queue[T]) Enqueue(ctx context.Context, payload T, opts ...EnqueueOption) (string, error) {
-	m := Message{EnqueuedAt: time.Now()}
-	for _, o := range opts {
-		o.applyJob(&m)
+	var m Message
+	if len(opts) > 0 {
+		// Options get a pointer through an interface, which escapes: give
+		// them a copy only when there are any.
+		mp := new(Message)
+		for _, o := range opts {
+			o.applyJob(mp)
+		}
+		m = *mp
 	}
+	m.EnqueuedAt = time.Now()
 	if m.ID == "" {
 		m.ID = q.newID()
 	}
@@ -270,12 +278,42 @@ func (q *Queue[T]) Enqueue(ctx context.Context, payload T, opts ...EnqueueOption
 
 var errEvicted = errors.New("queue: evicted by overflow (drop oldest)")
 
+// Generated IDs are 32 hex digits: the queue's random prefix and a counter.
+// They are cut from chunks of idChunk IDs built at once, so that generating
+// an ID allocates once per chunk, not once per job.
+const (
+	idLen   = 32
+	idChunk = 64
+)
+
+type idBlock struct {
+	first uint64 // counter of the first ID in s
+	s     string // idChunk IDs of idLen bytes
+}
+
 func (q *Queue[T]) newID() string {
-	n := q.idSeq.Add(1)
-	var buf [40]byte
-	b := append(buf[:0], q.idPrefix...)
-	b = strconv.AppendUint(b, n, 36)
-	return string(b)
+	n := q.idSeq.Add(1) - 1
+	b := q.ids.Load()
+	if b == nil || n < b.first || n >= b.first+idChunk {
+		b = q.idBlock(n - n%idChunk)
+		q.ids.Store(b) // a racing store of another block is harmless
+	}
+	off := int(n-b.first) * idLen
+	return b.s[off : off+idLen]
+}
+
+func (q *Queue[T]) idBlock(first uint64) *idBlock {
+	const digits = "0123456789abcdef"
+	var sb strings.Builder
+	sb.Grow(idChunk * idLen)
+	for i := range uint64(idChunk) {
+		sb.WriteString(q.idPrefix)
+		n := first + i
+		for shift := 60; shift >= 0; shift -= 4 {
+			sb.WriteByte(digits[(n>>uint(shift))&0xf])
+		}
+	}
+	return &idBlock{first: first, s: sb.String()}
 }
 
 // decode returns the payload of m.
