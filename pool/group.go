@@ -65,7 +65,8 @@ func (p *Pool) Group(ctx context.Context) *Group {
 // context and ends when the group is cancelled (first failure, or its parent context ending)
 // or when the pool is shut down.
 //
-// If the group is already cancelled, fn is skipped (counted in Stats.Skipped). If the pool is
+// If the group is already cancelled, fn is skipped: counted in Stats.Skipped and reported to
+// the drop hook with reason Expired and the group's context. If the pool is
 // closed, fn fails with ErrClosed. If the pool is full, fn runs in the calling goroutine.
 func (g *Group) Go(fn func(ctx context.Context) error) {
 	if fn == nil {
@@ -85,7 +86,7 @@ func (g *Group) Go(fn func(ctx context.Context) error) {
 	if g.ctx.Err() != nil {
 		p.st.skipped++
 		p.mu.Unlock()
-		gt.resolve(&dropError{reason: Expired, cause: context.Cause(g.ctx)})
+		p.report(t, Expired, context.Cause(g.ctx))
 		return
 	}
 	if p.closed {

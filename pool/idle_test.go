@@ -34,13 +34,14 @@ func TestIdleWorkersExit(t *testing.T) {
 			t.Fatalf("after the idle timeout: Workers = %d; want 0", got)
 		}
 		// On demand again.
-		done := make(chan struct{})
-		mustSubmit(t, p, bg, waitFor(gate))
-		mustSubmit(t, p, bg, func(ctx2 ctxT) error { close(done); return nil })
-		<-done
+		gate2 := make(chan struct{})
+		mustSubmit(t, p, bg, waitFor(gate2))
+		mustSubmit(t, p, bg, waitFor(gate2))
+		synctest.Wait()
 		if got := p.Stats().Workers; got != 2 {
 			t.Fatalf("after new work: Workers = %d; want 2", got)
 		}
+		close(gate2)
 		mustClose(t, p)
 		if got := p.Stats().Workers; got != 0 {
 			t.Fatalf("after Close: Workers = %d; want 0", got)

@@ -471,10 +471,15 @@ func (p *Pool) work(w *worker, t task) {
 		var now int64
 		if t.fn != nil {
 			err, panicked := call(w.taskCtx(p, t.ctx), t.fn)
-			p.finish(&t, err)
 			now = p.now()
 			p.mu.Lock()
 			p.finishedLocked(err, panicked, now-start)
+			if t.res != nil || err != nil && p.opts.onError != nil {
+				// Count first, so that Stats includes a task once its result is delivered.
+				p.mu.Unlock()
+				p.finish(&t, err)
+				p.mu.Lock()
+			}
 		} else {
 			now = p.now()
 			p.mu.Lock()
@@ -612,10 +617,12 @@ func (p *Pool) exitLocked(w *worker) {
 // goexited accounts for a task that called runtime.Goexit on worker w, and starts a
 // replacement worker if there is queued work.
 func (p *Pool) goexited(w *worker, t *task, start int64) {
-	p.finish(t, errGoexit)
 	now := p.now()
 	p.mu.Lock()
 	p.finishedLocked(errGoexit, false, now-start)
+	p.mu.Unlock()
+	p.finish(t, errGoexit)
+	p.mu.Lock()
 	if p.n > 0 || p.whead != nil {
 		p.mu.Unlock()
 		w.release()
@@ -690,10 +697,12 @@ func (p *Pool) runInline(t task) {
 		if !normal {
 			err, panicked = errGoexit, false
 		}
-		p.finish(&t, err)
 		now := p.now()
 		p.mu.Lock()
 		p.finishedLocked(err, panicked, now-start)
+		p.mu.Unlock()
+		p.finish(&t, err)
+		p.mu.Lock()
 		p.inline--
 		p.maybeDoneLocked()
 		p.mu.Unlock()
