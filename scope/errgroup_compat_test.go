@@ -25,9 +25,8 @@ func TestErrgroupZeroGroup(t *testing.T) {
 		var want []error
 		err := scope.Run(t.Context(), func(s *scope.Scope) error {
 			for _, e := range errs {
-				done := make(chan struct{})
-				s.Go(func(ctx context.Context) error { defer close(done); return e })
-				<-done // one at a time, so the order of failures is known
+				h := scope.Spawn(s, func(ctx context.Context) (int, error) { return 0, e })
+				<-h.Done() // one at a time, so the order of failures is known
 				if e != nil {
 					want = append(want, e)
 				}

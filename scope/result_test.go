@@ -150,6 +150,7 @@ func TestMapSeqBreakJoinsEveryWorker(t *testing.T) {
 			equal(t, n, v)
 			n++
 			if n == 3 {
+				synctest.Wait() // the later calls have started and wait on ctx
 				break
 			}
 		}
