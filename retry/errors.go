@@ -51,12 +51,6 @@ type Error struct {
 	buf  [4]error
 }
 
-func newError() *Error {
-	e := &Error{}
-	e.list = e.buf[:0]
-	return e
-}
-
 // Errors returns every attempt's error, oldest first. The slice must not be modified.
 func (e *Error) Errors() []error { return e.list[:e.Attempts:e.Attempts] }
 
@@ -146,54 +140,64 @@ func (e *hintError) Unwrap() error { return e.err }
 // IsPermanent reports whether err, or an error it wraps, was marked with [Permanent]. It
 // does not look inside the [*Error] of a nested call.
 func IsPermanent(err error) bool {
-	p, _, _ := inspect(err)
-	return p
+	return classify(err, true).permanent
 }
 
 // Hint returns the delay attached to err (or an error it wraps) with [After], unclamped.
 // It does not look inside the [*Error] of a nested call.
 func Hint(err error) (time.Duration, bool) {
-	_, d, ok := inspect(err)
-	return d, ok
+	c := classify(err, true)
+	return c.hint, c.hinted
 }
 
-// inspect walks err's tree for our marks. It does not allocate, and it stops at a nested
-// *Error: those marks belonged to the inner loop.
-func inspect(err error) (permanent bool, hint time.Duration, hinted bool) {
+// class is what the loop needs to know about an error.
+type class struct {
+	permanent bool          // marked with Permanent
+	hinted    bool          // carries a hint from After
+	context   bool          // matches context.Canceled or context.DeadlineExceeded
+	hint      time.Duration // the first hint found
+}
+
+// classify walks err's tree once, without allocating. Our marks count only outside a nested
+// *Error (they belonged to the inner loop); context errors count anywhere, as with errors.Is.
+func classify(err error, marks bool) (c class) {
 	for err != nil {
+		if err == context.Canceled || err == context.DeadlineExceeded {
+			c.context = true
+		}
 		switch e := err.(type) {
 		case *permanentError:
-			permanent = true
+			c.permanent = c.permanent || marks
 			err = e.err
 			continue
 		case *hintError:
-			if !hinted {
-				hint, hinted = e.d, true
+			if marks && !c.hinted {
+				c.hint, c.hinted = e.d, true
 			}
 			err = e.err
 			continue
 		case *Error:
-			return
+			marks = false
+		}
+		if x, ok := err.(interface{ Is(error) bool }); ok && !c.context {
+			c.context = x.Is(context.Canceled) || x.Is(context.DeadlineExceeded)
 		}
 		switch u := err.(type) {
 		case interface{ Unwrap() error }:
 			err = u.Unwrap()
 		case interface{ Unwrap() []error }:
 			for _, inner := range u.Unwrap() {
-				p, d, ok := inspect(inner)
-				permanent = permanent || p
-				if ok && !hinted {
-					hint, hinted = d, true
+				ic := classify(inner, marks)
+				c.permanent = c.permanent || ic.permanent
+				c.context = c.context || ic.context
+				if ic.hinted && !c.hinted {
+					c.hint, c.hinted = ic.hint, true
 				}
 			}
-			return
+			return c
 		default:
-			return
+			return c
 		}
 	}
-	return
-}
-
-func isContextErr(err error) bool {
-	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
+	return c
 }

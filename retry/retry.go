@@ -207,21 +207,14 @@ func (p *Policy) Next(attempts int, prev time.Duration, err error) (time.Duratio
 	return p.decide(max(attempts, 1), prev, err, false)
 }
 
-func (o *options) backoffPolicy() backoff.Policy {
-	if o.backoffSet {
-		return o.backoff
-	}
-	return defaultBackoff
-}
-
 // decide classifies the error of attempt number made (from 1) and picks the next delay.
 func (p *Policy) decide(made int, prev time.Duration, err error, attemptTimedOut bool) (time.Duration, error) {
 	o := &p.o
-	permanent, hint, hinted := inspect(err)
-	if permanent {
+	c := classify(err, true)
+	if c.permanent {
 		return 0, ErrPermanent
 	}
-	if !attemptTimedOut && isContextErr(err) {
+	if c.context && !attemptTimedOut {
 		return 0, ErrPermanent
 	}
 	if o.retryIf != nil && !o.retryIf(err) {
@@ -234,27 +227,32 @@ func (p *Policy) decide(made int, prev time.Duration, err error, attemptTimedOut
 	if made >= attempts {
 		return 0, ErrMaxAttempts
 	}
-	bo := o.backoffPolicy()
-	if hinted {
+	bo := &defaultBackoff
+	if o.backoffSet {
+		bo = &o.backoff
+	}
+	if c.hinted {
 		maxHint := o.maxHint
 		if maxHint == 0 {
 			maxHint = DefaultMaxHint
 		}
-		return bo.Spread(min(hint, maxHint), made-1), nil
+		return bo.Spread(min(c.hint, maxHint), made-1), nil
 	}
 	return bo.Delay(made-1, prev), nil
 }
 
 // run is the retry loop. If first is non-nil, one attempt already ran and failed with it.
+// Attempt errors collect in a stack array; the *Error is allocated only when giving up.
 func (p *Policy) run(ctx context.Context, op func(context.Context) error, first error) error {
 	o := &p.o
-	e := newError()
+	var local [4]error
+	errs := local[:0]
 	err, timedOut := first, false
 	if err == nil {
 		if ctx.Err() != nil {
-			return p.giveUp(e, ErrCanceled, context.Cause(ctx))
+			return p.giveUp(errs, ErrCanceled, context.Cause(ctx))
 		}
-		if err, timedOut = p.attempt(ctx, op); err == nil {
+		if timedOut, err = p.attempt(ctx, op); err == nil {
 			p.succeeded()
 			return nil
 		}
@@ -270,34 +268,33 @@ func (p *Policy) run(ctx context.Context, op func(context.Context) error, first 
 		}
 	}()
 	for {
-		e.list = append(e.list, err)
-		e.Attempts++
+		errs = append(errs, err)
 		if ctx.Err() != nil {
-			return p.giveUp(e, ErrCanceled, context.Cause(ctx))
+			return p.giveUp(errs, ErrCanceled, context.Cause(ctx))
 		}
-		delay, reason := p.decide(e.Attempts, prev, err, timedOut)
+		delay, reason := p.decide(len(errs), prev, err, timedOut)
 		if reason != nil {
-			return p.giveUp(e, reason, nil)
+			return p.giveUp(errs, reason, nil)
 		}
 		deadline, hasDeadline := ctx.Deadline()
 		if o.maxElapsed > 0 || hasDeadline {
 			now := time.Now()
-			if e.Attempts == 1 {
+			if len(errs) == 1 {
 				firstFail = now
 			}
 			next := now.Add(delay)
 			if o.maxElapsed > 0 && next.Sub(firstFail) > o.maxElapsed {
-				return p.giveUp(e, ErrMaxElapsed, nil)
+				return p.giveUp(errs, ErrMaxElapsed, nil)
 			}
 			if hasDeadline && !next.Before(deadline) {
-				return p.giveUp(e, ErrMaxElapsed, context.DeadlineExceeded)
+				return p.giveUp(errs, ErrMaxElapsed, context.DeadlineExceeded)
 			}
 		}
 		if o.budget != nil && !o.budget.Withdraw() {
-			return p.giveUp(e, ErrBudgetExhausted, nil)
+			return p.giveUp(errs, ErrBudgetExhausted, nil)
 		}
 		if o.onRetry != nil {
-			o.onRetry(e.Attempts, err, delay)
+			o.onRetry(len(errs), err, delay)
 		}
 		if delay > 0 {
 			if timer == nil {
@@ -308,14 +305,14 @@ func (p *Policy) run(ctx context.Context, op func(context.Context) error, first 
 			select {
 			case <-timer.C:
 			case <-ctx.Done():
-				return p.giveUp(e, ErrCanceled, context.Cause(ctx))
+				return p.giveUp(errs, ErrCanceled, context.Cause(ctx))
 			}
 		}
 		if ctx.Err() != nil {
-			return p.giveUp(e, ErrCanceled, context.Cause(ctx))
+			return p.giveUp(errs, ErrCanceled, context.Cause(ctx))
 		}
 		prev = delay
-		if err, timedOut = p.attempt(ctx, op); err == nil {
+		if timedOut, err = p.attempt(ctx, op); err == nil {
 			p.succeeded()
 			return nil
 		}
@@ -324,15 +321,15 @@ func (p *Policy) run(ctx context.Context, op func(context.Context) error, first 
 
 // attempt runs op once, with the per-attempt timeout if there is one, and reports whether
 // it failed because that timeout elapsed while ctx was live.
-func (p *Policy) attempt(ctx context.Context, op func(context.Context) error) (error, bool) {
+func (p *Policy) attempt(ctx context.Context, op func(context.Context) error) (timedOut bool, err error) {
 	if p.o.attemptTimeout <= 0 {
-		return op(ctx), false
+		return false, op(ctx)
 	}
 	actx, cancel := context.WithTimeoutCause(ctx, p.o.attemptTimeout, ErrAttemptTimeout)
-	err := op(actx)
-	timedOut := err != nil && context.Cause(actx) == ErrAttemptTimeout && ctx.Err() == nil
+	err = op(actx)
+	timedOut = err != nil && context.Cause(actx) == ErrAttemptTimeout && ctx.Err() == nil
 	cancel()
-	return err, timedOut
+	return timedOut, err
 }
 
 func (p *Policy) succeeded() {
@@ -341,8 +338,18 @@ func (p *Policy) succeeded() {
 	}
 }
 
-func (p *Policy) giveUp(e *Error, reason, cause error) error {
-	e.Reason, e.Cause = reason, cause
+func (p *Policy) giveUp(errs []error, reason, cause error) error {
+	e := &Error{Reason: reason, Attempts: len(errs), Cause: cause}
+	n := len(errs)
+	if cause != nil {
+		n++
+	}
+	if n <= len(e.buf) {
+		e.list = e.buf[:0]
+	} else {
+		e.list = make([]error, 0, n)
+	}
+	e.list = append(e.list, errs...)
 	if cause != nil {
 		e.list = append(e.list, cause)
 	}

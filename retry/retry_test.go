@@ -605,4 +605,34 @@ func TestAllocations(t *testing.T) {
 	allocs := testing.AllocsPerRun(1000, func() { _ = two.Do(ctx, fail) })
 	check(t, allocs <= 2, "two failures: %v allocs", allocs)
 	equal(t, 1.0, allocs, "two failures")
+
+	var n int
+	flaky := func(context.Context) error {
+		if n++; n%3 != 0 {
+			return errA
+		}
+		return nil
+	}
+	three := retry.New(retry.MaxAttempts(3), noJitter(0))
+	equal(t, 0.0, testing.AllocsPerRun(1000, func() { _ = three.Do(ctx, flaky) }), "two failures, then success")
+}
+
+func TestManyAttemptsKeepEveryError(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := context.WithCancel(t.Context())
+		start := time.Now()
+		var errs []error
+		err := retry.Do(ctx, func(context.Context) error {
+			errs = append(errs, fmt.Errorf("attempt %d", len(errs)+1))
+			if len(errs) == 6 {
+				cancel()
+			}
+			return errs[len(errs)-1]
+		}, retry.MaxAttempts(10), noJitter(time.Second))
+		e := asError(t, err)
+		equal(t, errs, e.Errors())
+		equal(t, append(errs, context.Canceled), e.Unwrap())
+		equal(t, "retry: canceled after 6 attempts: context canceled; last error: attempt 6", err.Error())
+		equal(t, 5*time.Second, time.Since(start))
+	})
 }
