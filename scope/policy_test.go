@@ -3,7 +3,6 @@ package scope_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -104,7 +103,7 @@ func (q *quorum) Decide(failure error) (cancel, report bool) {
 
 func TestCustomPolicy(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		run := func(outcomes ...error) (error, time.Duration) {
+		run := func(outcomes ...error) (time.Duration, error) {
 			start := time.Now()
 			err := scope.Run(t.Context(), func(s *scope.Scope) error {
 				for i, o := range outcomes {
@@ -119,13 +118,13 @@ func TestCustomPolicy(t *testing.T) {
 				}
 				return nil
 			}, scope.WithPolicy(&quorum{n: 2, tolerate: 1}))
-			return err, time.Since(start)
+			return time.Since(start), err
 		}
-		err, d := run(errA, nil, nil, nil, nil)
+		d, err := run(errA, nil, nil, nil, nil)
 		noErr(t, err, "quorum reached: earlier failures dropped")
 		equal(t, 3*time.Second, d)
 
-		err, d = run(errA, nil, errB, nil, nil)
+		d, err = run(errA, nil, errB, nil, nil)
 		equal(t, 3*time.Second, d, "second failure cancels")
 		errs := unwrapAll(err)
 		equal(t, 2, len(errs))
@@ -166,14 +165,4 @@ func TestTimeoutNotReachedIsNotAnError(t *testing.T) {
 		}, scope.Timeout(2*time.Second))
 		noErr(t, err)
 	})
-}
-
-func ExampleFirstSuccess() {
-	err := scope.Run(context.Background(), func(s *scope.Scope) error {
-		s.Go(func(ctx context.Context) error { return errors.New("replica 1 down") })
-		s.Go(func(ctx context.Context) error { return nil })
-		return nil
-	}, scope.WithPolicy(scope.FirstSuccess()))
-	fmt.Println(err)
-	// Output: <nil>
 }
