@@ -84,6 +84,7 @@ func TestExponentialDelaysAreExact(t *testing.T) {
 		err := p.Do(t.Context(), r.op)
 		equal(t, []time.Duration{0, 100 * ms, 300 * ms, 700 * ms}, r.at, "attempt start times")
 		equal(t, 700*ms, time.Since(r.start), "returned right after the last attempt")
+		// OnRetry runs before each sleep, never after the final attempt (retry-go#31).
 		equal(t, []call{{1, errA, 100 * ms}, {2, errB, 200 * ms}, {3, errC, 400 * ms}}, retries)
 
 		e := asError(t, err)
@@ -221,6 +222,8 @@ func TestMaxElapsed(t *testing.T) {
 	}
 }
 
+// Regression for go-retryablehttp#272: a retry loop must not sleep into the caller's
+// deadline only to fail there; it gives up at once with the last error.
 func TestContextDeadlineCutsOffWithoutSleeping(t *testing.T) {
 	for _, c := range []struct {
 		timeout  time.Duration
@@ -250,6 +253,8 @@ func TestContextDeadlineCutsOffWithoutSleeping(t *testing.T) {
 	}
 }
 
+// Regression for cenkalti/backoff#82 and v5's behaviour: on cancellation the last operation
+// error is kept beside the context's cause, not replaced by it.
 func TestCancelDuringSleepKeepsLastError(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		cause := errors.New("shutting down")
@@ -272,6 +277,7 @@ func TestCancelDuringSleepKeepsLastError(t *testing.T) {
 	})
 }
 
+// Regression for cenkalti/backoff#68: an already-done context runs no attempt at all.
 func TestCanceledBeforeFirstAttempt(t *testing.T) {
 	for _, timeout := range []bool{false, true} {
 		ctx, cancel := context.WithCancel(context.Background())
