@@ -327,3 +327,26 @@ func TestParseBuildFailure(t *testing.T) {
 		t.Errorf("failed = %q, results = %v; want %q and none", p.failed, p.results, want)
 	}
 }
+
+func TestRatio(t *testing.T) {
+	ref := &row{impl: "baseline", medians: map[string]float64{"ns/op": 1_166_247_139}}
+	for _, tc := range []struct {
+		ns   float64
+		want string
+	}{
+		{19_234_388, "0.016x"},
+		{1_166_247_139, "1.00x"},
+		{366_934_700_000, "314.63x"},
+	} {
+		r := row{impl: "corral", medians: map[string]float64{"ns/op": tc.ns}}
+		if got := ratio(r, ref); got != tc.want {
+			t.Errorf("ratio(%v) = %q; want %q", tc.ns, got, tc.want)
+		}
+	}
+	if got := ratio(row{medians: map[string]float64{"ns/op": 1}}, &row{medians: map[string]float64{"ns/op": 0}}); got != missing {
+		t.Errorf("ratio to zero = %q; want %q", got, missing)
+	}
+	if got := ratio(row{medians: map[string]float64{"ns/op": 1}}, nil); got != missing {
+		t.Errorf("ratio to no row = %q; want %q", got, missing)
+	}
+}

@@ -215,8 +215,9 @@ func findRow(rows []row, impl string) *row {
 	return &rows[i]
 }
 
-// ratio formats r's ns/op divided by ref's, or missing when either is
-// absent or ref's is zero.
+// ratio formats r's ns/op divided by ref's with two decimals (two
+// significant digits below 0.1), or missing when either is absent or ref's
+// is zero.
 func ratio(r row, ref *row) string {
 	if ref == nil {
 		return missing
@@ -226,7 +227,11 @@ func ratio(r row, ref *row) string {
 	if !ok1 || !ok2 || den == 0 {
 		return missing
 	}
-	return strconv.FormatFloat(num/den, 'f', 2, 64) + "x"
+	q := num / den
+	if q < 0.1 {
+		return strconv.FormatFloat(q, 'g', 2, 64) + "x" // 0.016x, not 0.02x
+	}
+	return strconv.FormatFloat(q, 'f', 2, 64) + "x"
 }
 
 // formatValue formats the median of unit, or missing. Whole numbers and
