@@ -2,6 +2,7 @@ package queue_test
 
 import (
 	"testing"
+	"time"
 
 	"github.com/corral-go/corral/queue"
 	"github.com/corral-go/corral/queue/queuetest"
@@ -9,4 +10,22 @@ import (
 
 func TestMemoryConformance(t *testing.T) {
 	queuetest.Run(t, func(t *testing.T) queue.Backend { return queue.NewMemory() }, queuetest.Capabilities{})
+}
+
+// The suite's real-time mode, which broker backends use, run against the
+// in-memory backend so that the mode itself is tested.
+func TestMemoryConformanceRealTime(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real time")
+	}
+	queuetest.Run(t, func(t *testing.T) queue.Backend { return queue.NewMemory() },
+		queuetest.Capabilities{RealTime: true, Unit: 20 * time.Millisecond})
+}
+
+// bytesOnly hides the in-memory backend's value passing, so the queue
+// encodes payloads with its codec as it does for a broker backend.
+type bytesOnly struct{ queue.Backend }
+
+func TestMemoryConformanceEncoded(t *testing.T) {
+	queuetest.Run(t, func(t *testing.T) queue.Backend { return bytesOnly{queue.NewMemory()} }, queuetest.Capabilities{})
 }

@@ -426,26 +426,8 @@ func (w *worker[T]) settle(o op, delay time.Duration, a Attempt, ev Event) {
 	w.mu.Unlock()
 	ev.ID, ev.Key, ev.Attempt = d.ID, d.Key, d.Attempt
 	w.d = Delivery{}
-	if err == nil {
-		hooks := &c.q.hooks
-		switch o {
-		case opAck:
-			c.q.c.acked.Add(1)
-			if h := hooks.OnSuccess; h != nil {
-				h(ev)
-			}
-		case opNack:
-			c.q.c.retried.Add(1)
-			if h := hooks.OnRetry; h != nil {
-				h(ev)
-			}
-		case opBury:
-			c.q.c.dead[reasonIndex(ev.Reason)].Add(1)
-			if h := hooks.OnDead; h != nil {
-				h(ev)
-			}
-		}
-	}
+	// Count for the report before any hook runs, so that an outcome a
+	// caller observed before calling Close is never reported as its drain.
 	c.mu.Lock()
 	if err == nil && c.closing.Load() {
 		switch o {
@@ -459,6 +441,27 @@ func (w *worker[T]) settle(o op, delay time.Duration, a Attempt, ev Event) {
 	}
 	c.held--
 	c.mu.Unlock()
+	if err != nil {
+		return
+	}
+	hooks := &c.q.hooks
+	switch o {
+	case opAck:
+		c.q.c.acked.Add(1)
+		if h := hooks.OnSuccess; h != nil {
+			h(ev)
+		}
+	case opNack:
+		c.q.c.retried.Add(1)
+		if h := hooks.OnRetry; h != nil {
+			h(ev)
+		}
+	case opBury:
+		c.q.c.dead[reasonIndex(ev.Reason)].Add(1)
+		if h := hooks.OnDead; h != nil {
+			h(ev)
+		}
+	}
 }
 
 // Close stops intake, waits for running handlers to finish and returns what
