@@ -1,4 +1,4 @@
-package jetstream
+package jetstream_test
 
 // These tests pin the JetStream server behaviours the backend relies on, so that a server
 // upgrade (or the older Debian server in CI) that changes one of them fails here, by name.
@@ -98,4 +98,33 @@ func TestSemanticsTermRemovesFromWorkQueue(t *testing.T) {
 	info, err := st.Info(ctx)
 	require.NoError(t, err)
 	require.Equal(t, uint64(0), info.State.Msgs, "term and ack both remove from a work queue")
+}
+
+func TestSemanticsStoredIDAndKeyHead(t *testing.T) {
+	ctx, _, js, st := probeSetup(t, natsjs.StreamConfig{
+		Name: "S", Subjects: []string{"q.>"}, Retention: natsjs.WorkQueuePolicy,
+	})
+	base := st.CachedInfo().Config.Subjects[0]
+	base = base[:len(base)-1]
+	// "No message stored on this subject" is expected-last-subject-sequence 0.
+	_, err := js.Publish(ctx, base+"k1.a", []byte("a"), natsjs.WithExpectLastSequencePerSubject(0))
+	require.NoError(t, err)
+	_, err = js.Publish(ctx, base+"k1.a", []byte("a"), natsjs.WithExpectLastSequencePerSubject(0))
+	var apiErr *natsjs.APIError
+	require.True(t, errors.As(err, &apiErr), "err = %v", err)
+	require.Equal(t, natsjs.ErrorCode(10071), apiErr.ErrorCode, "err = %v", err)
+	_, err = js.Publish(ctx, base+"k2.b", []byte("b"))
+	require.NoError(t, err)
+	_, err = js.Publish(ctx, base+"k1.c", []byte("c"))
+	require.NoError(t, err)
+	// The head of a key: first message at or after seq 0 on a wildcard subject.
+	m, err := st.GetMsg(ctx, 0, natsjs.WithGetMsgSubject(base+"k1.*"))
+	require.NoError(t, err)
+	require.Equal(t, uint64(1), m.Sequence)
+	require.NoError(t, st.DeleteMsg(ctx, 1))
+	m, err = st.GetMsg(ctx, 0, natsjs.WithGetMsgSubject(base+"k1.*"))
+	require.NoError(t, err)
+	require.Equal(t, uint64(3), m.Sequence)
+	_, err = st.GetMsg(ctx, 0, natsjs.WithGetMsgSubject(base+"k9.*"))
+	require.ErrorIs(t, err, natsjs.ErrMsgNotFound)
 }
