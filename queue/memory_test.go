@@ -78,3 +78,229 @@ func TestMemoryLifecycle(t *testing.T) {
 		}
 	})
 }
+
+func open(t *testing.T, cfg Config) *Memory {
+	t.Helper()
+	m := NewMemory()
+	if err := m.Open(context.Background(), cfg); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func mustEnqueue(t *testing.T, m *Memory, msg Message) EnqueueResult {
+	t.Helper()
+	res, err := m.Enqueue(context.Background(), msg)
+	if err != nil {
+		t.Fatalf("Enqueue %s: %v", msg.ID, err)
+	}
+	return res
+}
+
+func receive(t *testing.T, m *Memory) Delivery {
+	t.Helper()
+	var d Delivery
+	if err := m.Receive(context.Background(), time.Hour, &d); err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+func TestMemoryOpen(t *testing.T) {
+	m := open(t, Config{})
+	if err := m.Open(context.Background(), Config{}); err == nil {
+		t.Error("second Open succeeded")
+	}
+	for _, cfg := range []Config{{Capacity: -1}, {DedupHorizon: -1}, {Overflow: DropOldest + 1}} {
+		if err := NewMemory().Open(context.Background(), cfg); err == nil {
+			t.Errorf("Open(%+v) succeeded", cfg)
+		}
+	}
+}
+
+// DropOldest evicts the oldest job not in flight, wherever it sits: behind
+// a busy key, delayed, or at the head of a key (which unblocks the next).
+func TestMemoryDropOldestVictims(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		m := open(t, Config{Capacity: 3, Overflow: DropOldest})
+		mustEnqueue(t, m, Message{ID: "k1", Key: "k"})
+		mustEnqueue(t, m, Message{ID: "k2", Key: "k"})
+		mustEnqueue(t, m, Message{ID: "k3", Key: "k", NotBefore: time.Now().Add(time.Minute)})
+		d := receive(t, m) // k1 in flight
+		if d.ID != "k1" {
+			t.Fatalf("received %s, want k1", d.ID)
+		}
+		// k1 is in flight: the victim is k2, queued behind it.
+		if res := mustEnqueue(t, m, Message{ID: "x"}); len(res.Evicted) != 1 || res.Evicted[0] != "k2" {
+			t.Fatalf("evicted %v, want [k2]", res.Evicted)
+		}
+		if err := m.Ack(ctx, &d); err != nil {
+			t.Fatal(err)
+		}
+		// k3 is now the key's head, delayed a minute; x is ready.
+		if s, _ := m.Stats(ctx); s != (BackendStats{Ready: 1, Delayed: 1, Dead: 1, Oldest: s.Oldest}) {
+			t.Fatalf("stats %+v", s)
+		}
+		mustEnqueue(t, m, Message{ID: "y", Key: "k"}) // behind k3
+		if res := mustEnqueue(t, m, Message{ID: "z"}); len(res.Evicted) != 1 || res.Evicted[0] != "k3" {
+			t.Fatalf("evicted %v, want [k3]", res.Evicted)
+		}
+		// Evicting the delayed head unblocked y, which is ready at once.
+		var got []string
+		for range 3 {
+			got = append(got, receive(t, m).ID)
+		}
+		if want := []string{"x", "y", "z"}; !equal(got, want) {
+			t.Fatalf("received %v, want %v", got, want)
+		}
+		// Everything in flight: nothing to evict.
+		if _, err := m.Enqueue(ctx, Message{ID: "w"}); err != ErrFull {
+			t.Fatalf("Enqueue with every job in flight: %v, want ErrFull", err)
+		}
+		var reasons []Reason
+		for dm := range m.DeadLetters(ctx) {
+			reasons = append(reasons, dm.Reason)
+		}
+		if len(reasons) != 2 || reasons[0] != ReasonOverflow || reasons[1] != ReasonOverflow {
+			t.Fatalf("dead letter reasons %v", reasons)
+		}
+	})
+}
+
+func equal(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// A blocked producer whose ctx ends passes on a wake-up it was given, so
+// the next blocked producer still gets the room.
+func TestMemoryBlockedProducersShareRoom(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		m := open(t, Config{Capacity: 1, Overflow: Block})
+		mustEnqueue(t, m, Message{ID: "a"})
+		cctx, cancel := context.WithCancel(ctx)
+		type result struct {
+			id  string
+			err error
+		}
+		results := make(chan result, 2)
+		go func() { _, err := m.Enqueue(cctx, Message{ID: "b"}); results <- result{"b", err} }()
+		synctest.Wait()
+		go func() { _, err := m.Enqueue(ctx, Message{ID: "c"}); results <- result{"c", err} }()
+		synctest.Wait()
+		d := receive(t, m)
+		if err := m.Ack(ctx, &d); err != nil { // room for one: wakes b
+			t.Fatal(err)
+		}
+		cancel() // b, woken, may pick its ctx over the wake-up: then c must get the room
+		synctest.Wait()
+		got := map[string]error{}
+		for len(results) > 0 {
+			r := <-results
+			got[r.id] = r.err
+		}
+		switch {
+		case got["b"] == nil && len(got) == 1: // b took the room; c still waits
+		case got["b"] != nil && len(got) == 2 && got["c"] == nil: // b gave up, c took the room
+		default:
+			t.Fatalf("after one slot freed: %v", got)
+		}
+		if s, _ := m.Stats(ctx); s.Ready != 1 {
+			t.Fatalf("stats %+v: want 1 ready", s)
+		}
+		if len(got) == 1 {
+			d := receive(t, m)
+			if err := m.Ack(ctx, &d); err != nil {
+				t.Fatal(err)
+			}
+			if r := <-results; r.id != "c" || r.err != nil {
+				t.Fatalf("c: %v", r)
+			}
+		}
+	})
+}
+
+func TestMemoryReleaseExtendRedrive(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		m := open(t, Config{Capacity: 2, Overflow: Reject, DedupHorizon: time.Hour})
+		mustEnqueue(t, m, Message{ID: "a"})
+		d := receive(t, m)
+		if err := m.Release(ctx, &d); err != nil {
+			t.Fatal(err)
+		}
+		if d = receive(t, m); d.Attempt != 1 {
+			t.Fatalf("released job came back as attempt %d, want 1", d.Attempt)
+		}
+		time.Sleep(50 * time.Minute)
+		if err := m.Extend(ctx, &d, time.Hour); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(50 * time.Minute) // past the first lease, within the extension
+		if s, _ := m.Stats(ctx); s.InFlight != 1 {
+			t.Fatalf("stats %+v: the extended lease expired", s)
+		}
+		if err := m.Bury(ctx, &d, ReasonPermanent, Attempt{Number: 1}); err != nil {
+			t.Fatal(err)
+		}
+		if err := m.Extend(ctx, &d, time.Hour); err != ErrLeaseLost {
+			t.Fatalf("Extend after Bury: %v, want ErrLeaseLost", err)
+		}
+		// Redrive skips the dedup horizon but not a stored ID or capacity.
+		mustEnqueue(t, m, Message{ID: "b"})
+		mustEnqueue(t, m, Message{ID: "c"})
+		if err := m.Redrive(ctx, "a"); err != ErrFull {
+			t.Fatalf("Redrive when full: %v, want ErrFull", err)
+		}
+		d = receive(t, m)
+		if err := m.Ack(ctx, &d); err != nil {
+			t.Fatal(err)
+		}
+		if err := m.Redrive(ctx, "a"); err != nil {
+			t.Fatalf("Redrive: %v", err)
+		}
+		if err := m.Redrive(ctx, "a"); err != ErrNotFound {
+			t.Fatalf("second Redrive: %v, want ErrNotFound", err)
+		}
+		if d = receive(t, m); d.ID != "c" {
+			t.Fatalf("received %s, want c", d.ID)
+		}
+		if d = receive(t, m); d.ID != "a" || d.Attempt != 1 {
+			t.Fatalf("received %s attempt %d, want a attempt 1", d.ID, d.Attempt)
+		}
+	})
+}
+
+// The dedup horizon forgets IDs in enqueue order and keeps its memory
+// bounded by what it must remember.
+func TestMemoryHorizonPruning(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		m := open(t, Config{DedupHorizon: time.Minute})
+		for i := range 1000 {
+			msg := Message{ID: string(rune('a'+i%26)) + time.Now().Format("150405.000000000")}
+			mustEnqueue(t, m, msg)
+			d := receive(t, m)
+			if err := m.Ack(ctx, &d); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(time.Second)
+		}
+		m.mu.Lock()
+		m.taken("", time.Now())
+		n, fifo := len(m.seen), len(m.seenFIFO)-m.seenHead
+		m.mu.Unlock()
+		if n != 59 || fifo != 59 {
+			t.Fatalf("remembering %d IDs (%d in order), want the 59 younger than the horizon", n, fifo)
+		}
+	})
+}
