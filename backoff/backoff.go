@@ -58,9 +58,10 @@ type Policy struct {
 	seeded bool
 	base   time.Duration
 	cap    time.Duration
-	factor float64 // exponential only; >= 1
-	capAt  int     // first attempt whose un-jittered delay is the cap
-	seed   uint64  // used when seeded
+	factor float64     // exponential only; >= 1
+	capAt  int         // first attempt whose un-jittered delay is the cap
+	seed   uint64      // used when seeded
+	src    rand.Source // if non-nil, the source of randomness (WithSource)
 }
 
 // Option configures a Policy at construction.
@@ -85,7 +86,17 @@ func WithJitter(j Jitter) Option {
 // out, or every client sharing the seed would retry in lockstep, which is what jitter is for
 // avoiding.
 func WithSeed(seed uint64) Option {
-	return optionFunc(func(p *Policy) { p.seeded, p.seed = true, seed })
+	return optionFunc(func(p *Policy) { p.seeded, p.seed, p.src = true, seed, nil })
+}
+
+// WithSource draws the policy's randomness from src, for callers that need their own
+// generator or a fake one in tests (a source that always returns 0 gives the shortest
+// schedule, math.MaxUint64 the longest). Every Sequence and every goroutine using the policy
+// calls src.Uint64, so src must be safe for concurrent use if the policy is shared; the
+// generators of math/rand/v2 are not (guard one with a mutex). For a reproducible schedule
+// that needs no such care, use [WithSeed]. The last of WithSource and WithSeed wins.
+func WithSource(src rand.Source) Option {
+	return optionFunc(func(p *Policy) { p.src, p.seeded = src, false })
 }
 
 // Constant returns a policy whose un-jittered delay is always d. It panics if d is negative.
@@ -287,6 +298,9 @@ func (p Policy) String() string {
 
 // random returns 64 random bits for retry n with previous delay prev.
 func (p *Policy) random(n int, prev time.Duration) uint64 {
+	if p.src != nil {
+		return p.src.Uint64()
+	}
 	if !p.seeded {
 		return rand.Uint64()
 	}

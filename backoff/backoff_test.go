@@ -280,8 +280,11 @@ func FuzzDelay(f *testing.F) {
 		var p backoff.Policy
 		build := func() {
 			opts := []backoff.Option{backoff.WithJitter(backoff.Jitter(jitter))}
-			if seed%2 == 1 {
+			switch seed % 4 {
+			case 1, 3:
 				opts = append(opts, backoff.WithSeed(seed))
+			case 2:
+				opts = append(opts, backoff.WithSource(fixedSource(prev)))
 			}
 			switch kind % 3 {
 			case 0:
@@ -324,4 +327,29 @@ func FuzzDelay(f *testing.F) {
 			t.Fatalf("Spread(%v) = %v went down", time.Duration(prev), s)
 		}
 	})
+}
+
+// fixedSource always returns the same bits: 0 draws the low end of every range, MaxUint64
+// the high end.
+type fixedSource uint64
+
+func (f fixedSource) Uint64() uint64 { return uint64(f) }
+
+func TestInjectedSourceDrawsExactDelays(t *testing.T) {
+	low, high := backoff.WithSource(fixedSource(0)), backoff.WithSource(fixedSource(math.MaxUint64))
+	exp := func(j backoff.Jitter, src backoff.Option) backoff.Policy {
+		return backoff.Exponential(100*ms, 2, time.Second, backoff.WithJitter(j), src)
+	}
+	equal(t, []time.Duration{0, 0, 0, 0, 0}, exp(backoff.FullJitter, low).Delays(5))
+	equal(t, []time.Duration{100 * ms, 200 * ms, 400 * ms, 800 * ms, time.Second}, exp(backoff.FullJitter, high).Delays(5))
+	equal(t, []time.Duration{50 * ms, 100 * ms, 200 * ms, 400 * ms, 500 * ms}, exp(backoff.EqualJitter, low).Delays(5))
+	equal(t, []time.Duration{100 * ms, 200 * ms, 400 * ms, 800 * ms, time.Second}, exp(backoff.EqualJitter, high).Delays(5))
+	equal(t, []time.Duration{100 * ms, 100 * ms, 100 * ms}, exp(backoff.DecorrelatedJitter, low).Delays(3))
+	equal(t, []time.Duration{300 * ms, 900 * ms, time.Second, time.Second}, exp(backoff.DecorrelatedJitter, high).Delays(4))
+	equal(t, 3300*ms, exp(backoff.FullJitter, high).Spread(3*time.Second, 0))
+	// The last of WithSeed and WithSource wins.
+	seeded := backoff.Exponential(100*ms, 2, time.Second, backoff.WithJitter(backoff.FullJitter), high, backoff.WithSeed(5))
+	equal(t, backoff.Exponential(100*ms, 2, time.Second, backoff.WithJitter(backoff.FullJitter), backoff.WithSeed(5)).Delays(5), seeded.Delays(5))
+	sourced := backoff.Exponential(100*ms, 2, time.Second, backoff.WithJitter(backoff.FullJitter), backoff.WithSeed(5), low)
+	equal(t, []time.Duration{0, 0}, sourced.Delays(2))
 }

@@ -23,8 +23,9 @@
 //
 // Randomness comes from the runtime's fast, concurrency-safe generator. [WithSeed] replaces
 // it with a seeded one, so a schedule is reproducible (for tests and docs): with a seed,
-// retry n with previous delay prev always gets the same delay. [Policy.Delays] lists the
-// first delays of a schedule.
+// retry n with previous delay prev always gets the same delay. [WithSource] injects any
+// rand.Source instead. [Policy.Delays] lists the first delays of a schedule, and String
+// describes the policy.
 //
 //	p := backoff.Exponential(100*time.Millisecond, 2, 10*time.Second, backoff.WithJitter(backoff.FullJitter))
 //	seq := p.Sequence()

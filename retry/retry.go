@@ -9,8 +9,8 @@ import (
 
 // Defaults of a Policy built without the corresponding option.
 const (
-	DefaultMaxAttempts = 3
-	DefaultMaxHint     = time.Minute
+	defaultMaxAttempts = 3
+	defaultMaxHint     = time.Minute
 )
 
 // defaultBackoff is the backoff of a Policy built without the Backoff option: exponential
@@ -19,10 +19,10 @@ var defaultBackoff = backoff.Exponential(100*time.Millisecond, 2, 10*time.Second
 	backoff.WithJitter(backoff.FullJitter))
 
 type options struct {
-	attempts       int           // 0: DefaultMaxAttempts
+	attempts       int           // 0: defaultMaxAttempts
 	maxElapsed     time.Duration // 0: no limit
 	attemptTimeout time.Duration // 0: none
-	maxHint        time.Duration // 0: DefaultMaxHint
+	maxHint        time.Duration // 0: defaultMaxHint
 	backoff        backoff.Policy
 	backoffSet     bool
 	retryIf        func(error) bool
@@ -222,7 +222,7 @@ func (p *Policy) decide(made int, prev time.Duration, err error, attemptTimedOut
 	}
 	attempts := o.attempts
 	if attempts == 0 {
-		attempts = DefaultMaxAttempts
+		attempts = defaultMaxAttempts
 	}
 	if made >= attempts {
 		return 0, ErrMaxAttempts
@@ -234,7 +234,7 @@ func (p *Policy) decide(made int, prev time.Duration, err error, attemptTimedOut
 	if c.hinted {
 		maxHint := o.maxHint
 		if maxHint == 0 {
-			maxHint = DefaultMaxHint
+			maxHint = defaultMaxHint
 		}
 		return bo.Spread(min(c.hint, maxHint), made-1), nil
 	}
