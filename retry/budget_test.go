@@ -208,3 +208,18 @@ func TestBudgetBoundsRetriesUnderPartialFailure(t *testing.T) {
 		check(t, retries.Load() < 5000*3/5, "budget made no difference")
 	})
 }
+
+func TestEmptyBudgetNeverBlocksFirstAttempts(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := retry.New(retry.WithBudget(retry.NewBudget(0, 0)), noJitter(0), retry.MaxAttempts(5))
+		for range 100 {
+			calls := 0
+			err := p.Do(t.Context(), func(context.Context) error { calls++; return errA })
+			equal(t, 1, calls)
+			e := asError(t, err)
+			equal(t, retry.ErrBudgetExhausted, e.Reason)
+			equal(t, "retry: budget exhausted after 1 attempt: a", e.Error())
+			equal(t, nil, p.Do(t.Context(), func(context.Context) error { return nil }))
+		}
+	})
+}
