@@ -74,7 +74,7 @@ func (g *Group) Go(fn func(ctx context.Context) error) {
 	}
 	p := g.p
 	gt := &gtask{g: g, fn: fn}
-	t := task{ctx: g.ctx, fn: fn, res: gt}
+	t := task{ctx: g.ctx, fn: fn, res: gt, enq: p.now()}
 	g.wg.Add(1)
 	p.mu.Lock()
 	if g.waited {
@@ -99,7 +99,7 @@ func (g *Group) Go(fn func(ctx context.Context) error) {
 	switch how {
 	case placedQueue:
 		gt.state = gQueued
-		gt.enq = p.ring[(p.head+p.n-1)%len(p.ring)].enq
+		gt.enq = t.enq
 		g.pending = append(g.pending, gt)
 	case placedNowhere:
 		gt.state = gTaken

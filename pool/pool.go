@@ -34,6 +34,7 @@ type Pool struct {
 	whead   *waiter       // blocked submitters, oldest first (Block)
 	wtail   *waiter       //
 	nwait   int           //
+	free    *waiter       // recycled waiters, so that blocking does not allocate
 	closed  bool          // set once by Close, never reset
 	drained bool          // closed && live == 0 && inline == 0; done is closed
 	done    chan struct{} // made by the first Close
@@ -149,8 +150,7 @@ func (p *Pool) placeLocked(t task) (placement, *worker) {
 		return placedSpawn, nil
 	}
 	if p.n < p.capacity && p.whead == nil {
-		t.enq = p.now()
-		p.push(t)
+		p.push(t) // t.enq was read before taking the lock
 		p.queued++
 		return placedQueue, p.wakeOneLocked()
 	}
@@ -201,7 +201,7 @@ func (p *Pool) submit(ctx context.Context, fn func(context.Context) error, res r
 		p.mu.Unlock()
 		return context.Cause(ctx)
 	}
-	t := task{ctx: ctx, fn: fn, res: res}
+	t := task{ctx: ctx, fn: fn, res: res, enq: p.now()}
 	p.mu.Lock()
 	p.st.submitted++
 	if p.closed {
@@ -234,7 +234,6 @@ func (p *Pool) overflow(t task) error {
 			}
 			p.queued--
 			p.st.evicted++
-			t.enq = p.now()
 			p.push(t)
 			p.queued++
 			p.mu.Unlock()
@@ -242,7 +241,6 @@ func (p *Pool) overflow(t task) error {
 			return nil
 		}
 		if p.capacity > 0 { // only claimed group tasks were queued
-			t.enq = p.now()
 			p.push(t)
 			p.queued++
 			p.mu.Unlock()
@@ -265,7 +263,14 @@ func (p *Pool) overflow(t task) error {
 		return nil
 	}
 	// Block.
-	w := &waiter{t: t, ready: make(chan struct{}, 1)}
+	w := p.free
+	if w != nil {
+		p.free = w.next
+		w.next, w.done, w.err = nil, false, nil
+	} else {
+		w = &waiter{ready: make(chan struct{}, 1)}
+	}
+	w.t = t
 	if p.wtail == nil {
 		p.whead = w
 	} else {
@@ -274,21 +279,30 @@ func (p *Pool) overflow(t task) error {
 	p.wtail = w
 	p.nwait++
 	p.mu.Unlock()
+	var err error
 	select {
 	case <-w.ready:
-		return w.err
+		err = w.err
+		p.mu.Lock()
 	case <-t.ctx.Done():
+		p.mu.Lock()
+		if w.done { // admitted (or refused by Close) just before ctx ended
+			p.mu.Unlock()
+			<-w.ready
+			err = w.err
+			p.mu.Lock()
+		} else {
+			p.unlinkWaiterLocked(w)
+			p.st.rejected++
+			err = context.Cause(t.ctx)
+		}
 	}
-	p.mu.Lock()
-	if !w.done {
-		p.unlinkWaiterLocked(w)
-		p.st.rejected++
-		p.mu.Unlock()
-		return context.Cause(t.ctx)
-	}
+	// Recycle w: it is out of the list and its ready channel is empty again.
+	w.t = task{}
+	w.next = p.free
+	p.free = w
 	p.mu.Unlock()
-	<-w.ready // admitted (or refused by Close) just before ctx ended
-	return w.err
+	return err
 }
 
 func (p *Pool) unlinkWaiterLocked(w *waiter) {
@@ -552,10 +566,11 @@ func (p *Pool) fetchLocked(now int64) task {
 	}
 	if p.whead != nil { // hand-off queue (capacity 0): take a blocked submitter's task
 		wt := p.popWaiterLocked(nil)
+		t := wt.t // wt is recycled once signalled
 		p.startedLocked(0)
 		p.mu.Unlock()
 		wt.signal()
-		return wt.t
+		return t
 	}
 	return task{}
 }
