@@ -37,28 +37,8 @@ var poolImpls = []struct {
 	name string
 	new  func() submitter
 }{
-	{"corral", func() submitter {
-		p := pool.New(poolWorkers, poolQueue)
-		var task func(context.Context) error
-		var done func()
-		ctx := context.Background()
-		return submitter{
-			submit: func(d func()) {
-				if task == nil {
-					done = d
-					task = func(context.Context) error { done(); return nil }
-				}
-				if err := p.Submit(ctx, task); err != nil {
-					panic(err)
-				}
-			},
-			stop: func() {
-				if err := p.Close(context.Background()); err != nil {
-					panic(err)
-				}
-			},
-		}
-	}},
+	{"corral", func() submitter { return corralSubmitter() }},
+	{"corral/untimed", func() submitter { return corralSubmitter(pool.WithoutTimings()) }},
 	{"baseline", func() submitter {
 		// The physical limit: a buffered channel of funcs feeding fixed goroutines.
 		ch := make(chan func(), poolQueue)
@@ -112,6 +92,31 @@ var poolImpls = []struct {
 		p := workerpool.New(poolWorkers)
 		return submitter{submit: p.Submit, stop: p.StopWait}
 	}},
+}
+
+// corralSubmitter is a corral pool of 8 workers and a queue of 1,024 with the Block policy.
+func corralSubmitter(opts ...pool.Option) submitter {
+	p := pool.New(poolWorkers, poolQueue, opts...)
+	var task func(context.Context) error
+	var done func()
+	ctx := context.Background()
+	return submitter{
+		submit: func(d func()) {
+			if task == nil {
+				done = d
+				task = func(context.Context) error { done(); return nil }
+			}
+			if err := p.Submit(ctx, task); err != nil {
+				panic(err)
+			}
+		},
+		stop: func() {
+			if err := p.Close(context.Background()); err != nil {
+				panic(err)
+			}
+		},
+	}
+
 }
 
 // BenchmarkPoolSubmit measures the cost of one task: a single goroutine submits b.N no-op tasks

@@ -102,8 +102,16 @@ func New(workers, queue int, opts ...Option) *Pool {
 	return p
 }
 
-// now is the time since the pool was created, read from the monotonic clock.
-func (p *Pool) now() int64 { return int64(time.Since(p.epoch)) }
+// clock is the time since the pool was created, read from the monotonic clock.
+func (p *Pool) clock() int64 { return int64(time.Since(p.epoch)) }
+
+// now is clock, or 0 if the pool does not measure task timings.
+func (p *Pool) now() int64 {
+	if p.opts.untimed {
+		return 0
+	}
+	return p.clock()
+}
 
 // Submit hands fn to the pool and returns once the pool has accepted it (queued it, given it to
 // a worker, or run it under CallerRuns) or refused it. It returns nil if fn was accepted;
@@ -515,6 +523,9 @@ func (p *Pool) work(w *worker, t task) {
 		}
 		w.parked = true
 		w.parkedAt = now
+		if p.opts.untimed {
+			w.parkedAt = p.clock()
+		}
 		p.idle = append(p.idle, w)
 		p.mu.Unlock()
 		if !p.park(w) {
@@ -601,7 +612,7 @@ func (p *Pool) park(w *worker) bool {
 				p.mu.Unlock()
 				continue
 			}
-			idle := time.Duration(p.now() - w.parkedAt)
+			idle := time.Duration(p.clock() - w.parkedAt)
 			if idle >= p.opts.idle {
 				for i, c := range p.idle {
 					if c == w {
