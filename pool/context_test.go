@@ -151,3 +151,58 @@ func TestSubmitDoesNotAllocate(t *testing.T) {
 		}
 	}
 }
+
+// Workers cache the context they derived last; switching between submitters' contexts must
+// never hand a task another submitter's values, and a reused context still ends at shutdown.
+func TestTaskContextCache(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := pool.New(1, 64)
+		ctxs := []context.Context{
+			context.WithValue(bg, ctxKey{}, "a"),
+			context.WithValue(bg, ctxKey{}, "b"),
+		}
+		var hs []*pool.Handle[any]
+		for i := range 20 {
+			ctx := ctxs[(i/3)%2] // a a a b b b a a a ...
+			h, err := pool.Call(ctx, p, func(ctx context.Context) (any, error) {
+				return ctx.Value(ctxKey{}), nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			hs = append(hs, h)
+		}
+		for i, h := range hs {
+			if v, _ := h.Wait(bg); v != ctxs[(i/3)%2].Value(ctxKey{}) {
+				t.Fatalf("task %d saw %v", i, v)
+			}
+		}
+		// The worker's cached context for ctxs[1] still ends at shutdown.
+		blocked, _ := pool.Call(ctxs[1], p, func(ctx context.Context) (any, error) {
+			<-ctx.Done()
+			return ctx.Value(ctxKey{}), context.Cause(ctx)
+		})
+		synctest.Wait()
+		dctx, cancel := context.WithTimeout(bg, time.Second)
+		defer cancel()
+		if err := p.Close(dctx); err == nil {
+			t.Fatal("Close = nil; want the cancelled task reported")
+		}
+		if v, err := blocked.Wait(bg); v != "b" || !errors.Is(err, pool.ErrClosed) {
+			t.Fatalf("blocked task = %v, %v", v, err)
+		}
+	})
+}
+
+func TestWithoutTimings(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := pool.New(1, 1, pool.WithoutTimings())
+		mustSubmit(t, p, bg, func(context.Context) error { time.Sleep(time.Second); return nil })
+		mustSubmit(t, p, bg, func(context.Context) error { return nil })
+		mustClose(t, p)
+		s := p.Stats()
+		if s.QueueWait != (pool.Summary{Count: 2}) || s.RunTime != (pool.Summary{Count: 2}) {
+			t.Fatalf("untimed summaries %+v %+v", s.QueueWait, s.RunTime)
+		}
+	})
+}

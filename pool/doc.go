@@ -16,8 +16,9 @@
 //
 // Task contexts. A task runs with a context that carries the values of the context it was
 // submitted with and ends when that context ends or when the pool is shut down (Close gave up
-// waiting). A task whose context is already done when a worker picks it up is skipped, not
-// run ("expired in queue").
+// waiting), with a cause matching ErrClosed. A task whose context is already done when a
+// worker picks it up is skipped, not run ("expired in queue"). Deriving a context per task
+// would allocate, so workers cache the context they derived last (see Pool.Submit).
 //
 // Results. Submit takes a func(ctx) error and does not allocate; its failures are counted and
 // go to the error hook. Call returns a Handle whose Wait gives the task's value and error.
@@ -31,6 +32,11 @@
 // If ctx ends first, it abandons what is still queued (reported as dropped, reason Shutdown),
 // cancels running tasks and says how many in its error. Idle workers exit after an idle
 // timeout, so an idle pool holds no goroutines; after Close, none at all.
+//
+// Stats. Pool.Stats returns a consistent snapshot of counters and gauges, with an exact
+// accounting identity (every submit ends in exactly one outcome) and queue-wait and run-time
+// summaries. Counters are updated inside critical sections the pool takes anyway; timings cost
+// two clock reads per task, which WithoutTimings turns off.
 //
 // Everything in this package is safe for concurrent use.
 package pool

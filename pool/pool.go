@@ -123,11 +123,19 @@ func (p *Pool) now() int64 {
 // fn does not run: it is skipped and reported to the drop hook with reason Expired. What fn
 // returns is counted in Stats and, if it is an error or fn panics, passed to the error hook.
 //
-// Submit does not allocate. Each worker derives a task context from ctx and caches it, so
-// submitting many tasks with the same ctx (or with context.Background or context.TODO, which
-// need no derivation) costs no allocation per task; a ctx never seen by that worker costs the
-// derivation (a context.WithCancelCause and a context.AfterFunc). The task's context must not
-// be used after fn returns.
+// Submit itself does not allocate, and neither does running fn in steady state. How the pool's
+// shutdown reaches fn without a per-task context.WithCancel:
+//
+//   - If ctx is context.Background() or context.TODO(), fn runs with the pool's lifetime
+//     context itself: it has no values to carry and ends only at shutdown. No derivation.
+//   - Otherwise the worker derives a context from ctx (context.WithCancelCause, linked to the
+//     pool's lifetime by context.AfterFunc) and caches it, keyed by ctx. The next task that
+//     worker runs with the same ctx reuses it, so a submitter that keeps using one context (a
+//     server's base context, a consumer's loop context, a Group's context) pays nothing per
+//     task; a context the worker has not just seen costs one derivation (a few allocations).
+//
+// The cached context is cancelled when the worker derives another one or exits, so fn must not
+// use its context after it returns (the usual rule for contexts handed to a callback).
 func (p *Pool) Submit(ctx context.Context, fn func(ctx context.Context) error) error {
 	if fn == nil {
 		panic("pool: Submit of a nil func")
