@@ -95,7 +95,7 @@ func run(ctx context.Context, out io.Writer) error {
 	fmt.Fprintf(out, "transform+write stopped because: %v\n", writeCause)
 	fmt.Fprintf(out, "Run returned after every stage returned: %v\n", err)
 	if !errors.Is(err, errOperatorStop) {
-		return fmt.Errorf("Run returned %v, want the operator's stop", err)
+		return fmt.Errorf("pipeline ended with %v, want the operator's stop", err)
 	}
 	return nil
 }
