@@ -33,8 +33,7 @@ type Scope struct {
 	closed  atomic.Bool    // set once Run has joined every task; never reset
 
 	// Bounded scopes only (opts.limit > 0): tasks run on at most limit reused workers.
-	work     chan task      // unbuffered hand-off from Go to an idle worker
-	quit     chan struct{}  // closed by Run after the last task ended: idle workers exit
+	work     chan task      // unbuffered hand-off from Go to a free worker; closed by Run at the end
 	nworkers atomic.Int32   // workers started and not exited, <= limit
 	workers  sync.WaitGroup // owns the workers; Run waits for it
 
@@ -140,7 +139,6 @@ func newScope(ctx context.Context, opts []Option) *Scope {
 	s.ctx, s.cancel = context.WithCancelCause(ctx)
 	if s.opts.limit > 0 {
 		s.work = make(chan task)
-		s.quit = make(chan struct{})
 	}
 	if s.opts.stuckReport != nil {
 		s.track = true
@@ -151,11 +149,25 @@ func newScope(ctx context.Context, opts []Option) *Scope {
 
 // Go starts task in the scope, with the scope's context. Once the scope is cancelled, Go starts
 // nothing: the task is skipped and counted by Skipped. In a scope with a Limit, Go blocks until
-// a running task ends or the scope is cancelled; a task handed to a worker at the moment the
-// scope is cancelled is skipped by the worker rather than started. A nil task panics.
+// a running task ends or the scope is cancelled; a task handed to a worker at the very moment
+// the scope is cancelled is skipped by the worker instead. A nil task panics.
 func (s *Scope) Go(task func(ctx context.Context) error) {
 	if task == nil {
 		panic("scope: nil task")
+	}
+	if s.work == nil {
+		// The hot path of an unbounded scope: one goroutine and one small closure per task.
+		if s.closed.Load() {
+			panic("scope: task started after Run returned")
+		}
+		index := int(s.next.Add(1) - 1)
+		if s.ctx.Err() != nil {
+			s.skipped.Add(1)
+			return
+		}
+		s.wg.Add(1)
+		go s.runPlain(task, index)
+		return
 	}
 	s.start(taskOf(task, ""), true)
 }
@@ -203,7 +215,9 @@ func (s *Scope) start(t task, block bool) bool {
 }
 
 // handOff gives t to an idle worker, or to a new worker if fewer than limit exist, or, if
-// block is set, waits for a worker or for the scope's cancellation.
+// block is set, waits for a worker to be free or for the scope's cancellation. The hand-off is
+// a rendezvous on an unbuffered channel: when tasks arrive faster than they end, a worker that
+// finishes takes the next task straight from the blocked Go, and never parks.
 func (s *Scope) handOff(t task, block bool) bool {
 	select {
 	case s.work <- t:
@@ -235,7 +249,7 @@ func (s *Scope) handOff(t task, block bool) bool {
 	}
 }
 
-// worker runs t (unless t.fn is nil), then every task handed to it, until Run closes quit.
+// worker runs t (unless t.fn is nil), then every task handed to it, until Run closes work.
 func (s *Scope) worker(t task) {
 	exited := false
 	defer func() {
@@ -247,24 +261,20 @@ func (s *Scope) worker(t task) {
 		}
 		s.workers.Done()
 	}()
-	for {
-		if t.fn != nil {
-			s.run(t)
-		}
-		select {
-		case t = <-s.work:
-			// Go's blocking hand-off may win its race with the scope's cancellation:
-			// a task handed over but not started is skipped, as if Go had seen the cancel.
-			if s.ctx.Err() != nil {
-				s.skip(&t)
-				s.wg.Done()
-				t.fn = nil
-			}
-		case <-s.quit:
-			exited = true
-			return
-		}
+	if t.fn != nil {
+		s.run(t)
 	}
+	for t := range s.work {
+		if s.ctx.Err() != nil {
+			// Go's blocking hand-off can win its race with the scope's cancellation: a task
+			// handed over but not started is skipped here, as if Go had seen the cancel.
+			s.skip(&t)
+			s.wg.Done()
+			continue
+		}
+		s.run(t)
+	}
+	exited = true
 }
 
 func (s *Scope) skip(t *task) {
@@ -272,6 +282,11 @@ func (s *Scope) skip(t *task) {
 	if t.settle != nil {
 		t.settle(context.Cause(s.ctx))
 	}
+}
+
+// runPlain runs a task started by Go in an unbounded scope.
+func (s *Scope) runPlain(fn func(context.Context) error, index int) {
+	s.run(task{fn: fn, index: index})
 }
 
 // run runs one task in the current goroutine and records how it ended.
@@ -400,7 +415,7 @@ func (s *Scope) join() {
 	}
 	s.closed.Store(true)
 	if s.work != nil {
-		close(s.quit)
+		close(s.work)
 		s.workers.Wait()
 	}
 }
