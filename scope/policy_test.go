@@ -166,3 +166,24 @@ func TestTimeoutNotReachedIsNotAnError(t *testing.T) {
 		noErr(t, err)
 	})
 }
+
+func TestParentDeadlineCause(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		errSLO := errors.New("request SLO exceeded")
+		ctx, cancel := context.WithTimeoutCause(t.Context(), 3*time.Second, errSLO)
+		defer cancel()
+		start := time.Now()
+		var cause error
+		err := scope.Run(ctx, func(s *scope.Scope) error {
+			s.Go(func(ctx context.Context) error {
+				<-ctx.Done()
+				cause = context.Cause(ctx)
+				return ctx.Err()
+			})
+			return nil
+		}, scope.Timeout(time.Hour)) // the parent's deadline comes first
+		equal(t, 3*time.Second, time.Since(start))
+		same(t, errSLO, cause)
+		same(t, errSLO, err)
+	})
+}

@@ -31,6 +31,7 @@ type Scope struct {
 	next    atomic.Int64   // start index of the next task
 	skipped atomic.Int64   // tasks not run because the scope was cancelled
 	closed  atomic.Bool    // set once Run has joined every task; never reset
+	echoed  atomic.Bool    // a task or the body returned the scope's own cancellation
 
 	// Bounded scopes only (opts.limit > 0): tasks run on at most limit reused workers.
 	work     chan task      // unbuffered hand-off from Go to a free worker; closed by Run at the end
@@ -44,7 +45,6 @@ type Scope struct {
 	bodyErr  error      // the body's non-echo error
 	failures []error    // reported failures, root cause first
 	panics   []*PanicError
-	echoed   bool           // a task or the body returned the scope's own cancellation
 	running  map[int]string // tasks running, by start index (only if track)
 }
 
@@ -328,14 +328,17 @@ func (s *Scope) ended(t *task, c *panics.Catcher, errp *error) {
 			failure = &TaskError{Name: t.name, Index: t.index, Err: err}
 		}
 	}
-	if failure != nil || echo || !s.successNoop || s.track {
+	if echo {
+		// Not a failure, and cheap: many tasks echo a cancellation at once.
+		s.echoed.Store(true)
+	}
+	if failure != nil || (!echo && !s.successNoop) || s.track {
 		s.mu.Lock()
 		if s.track {
 			delete(s.running, t.index)
 		}
 		switch {
 		case echo:
-			s.echoed = true
 		case pe != nil && !s.opts.returnPanics:
 			s.panics = append(s.panics, pe)
 			s.cancelLocked(pe)
@@ -395,7 +398,7 @@ func (s *Scope) bodyEnded(err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.isEcho(err) {
-		s.echoed = true
+		s.echoed.Store(true)
 		return
 	}
 	s.bodyErr = err
@@ -463,7 +466,7 @@ func (s *Scope) result() error {
 	defer s.mu.Unlock()
 	var errs []error
 	if cause := context.Cause(s.ctx); cause != nil && cause != s.cause &&
-		(s.echoed || s.skipped.Load() > 0 || len(s.failures) > 0) {
+		(s.echoed.Load() || s.skipped.Load() > 0 || len(s.failures) > 0) {
 		errs = append(errs, cause) // cancelled from outside, and it mattered
 	}
 	if s.won {
