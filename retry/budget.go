@@ -19,8 +19,8 @@ import (
 //
 // First attempts never consult the budget. The bucket starts empty and holds at most the
 // credit of 1,000 successes (1000×ratio tokens), so a long healthy period cannot bank an
-// unbounded burst. Over any run of length T starting from a fresh Budget, the number of
-// retries granted is at most 1000×ratio (the bucket), ratio × successes, plus
+// unbounded burst. Over any period of length T from a fresh Budget, the retries granted
+// number at most ratio × successes (the bucket, which starts empty) plus
 // max(1, minPerSecond) + minPerSecond×T (the floor).
 //
 // A Budget is safe for concurrent use and lock-free (atomic compare-and-swap only). Its clock
