@@ -21,7 +21,8 @@ const (
 	EqualJitter
 	// DecorrelatedJitter draws min(cap, U[base, prev*3]), where prev is the previous delay
 	// (base before the first retry). It ignores the policy's growth: the factor of
-	// [Exponential] and the steps of [Linear] do not apply.
+	// [Exponential] and the steps of [Linear] do not apply. With a zero base every delay is
+	// zero, as in the formula.
 	DecorrelatedJitter
 )
 
