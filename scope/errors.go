@@ -30,6 +30,8 @@ type TaskError struct {
 	Err error
 }
 
+// Error says which task failed and how: `scope: task "name" failed: err` or
+// `scope: task #3 failed: err`.
 func (e *TaskError) Error() string {
 	if e.Err == ErrGoexit {
 		return "scope: task " + taskLabel(e.Name, e.Index) + " called runtime.Goexit"
@@ -60,6 +62,8 @@ type PanicError struct {
 	others []error // later failures, attached to the re-raised panic by Run
 }
 
+// Error says which task panicked, with the value and the stack, followed by every other panic
+// and failure the error carries.
 func (e *PanicError) Error() string {
 	var b strings.Builder
 	b.WriteString("scope: task ")

@@ -146,7 +146,7 @@ func MapSeq[T, R any](ctx context.Context, in iter.Seq[T], f func(ctx context.Co
 		stopped := false
 		err := Run(ctx, func(s *Scope) error {
 			window := make(chan *mapSlot[R], n-1) // plus the one the consumer waits on: n results
-			feeder := task{fn: func(ctx context.Context) error {
+			feeder := task{name: "MapSeq input", fn: func(ctx context.Context) error {
 				defer close(window)
 				for v := range in {
 					sl := &mapSlot[R]{done: make(chan struct{})}
