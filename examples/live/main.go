@@ -34,7 +34,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
-	"slices"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -394,23 +394,27 @@ func (d *demo) snapshot(ctx context.Context) (snapshot, error) {
 	return s, nil
 }
 
-// summary is the final stats line.
+// summary is the final stats: one line, then one per dead letter.
 func (d *demo) summary() string {
-	s, err := d.snapshot(context.Background())
+	ctx := context.Background()
+	s, err := d.snapshot(ctx)
 	if err != nil {
 		return "stats: " + err.Error()
 	}
-	var dead []string
-	for dl, err := range d.q.DeadLetters(context.Background()) {
+	var b strings.Builder
+	fmt.Fprintf(&b, "done in %v: jobs=%d acked=%d retried=%d dead=%d; pool: completed=%d failed=%d",
+		time.Duration(s.ElapsedMS)*time.Millisecond, s.Jobs, s.Acked, s.Retried, s.Dead, s.Pool.Completed, s.Pool.Failed)
+	for dl, err := range d.q.DeadLetters(ctx) { // oldest first
 		if err != nil {
 			return "dead letters: " + err.Error()
 		}
-		dead = append(dead, dl.Job.ID)
+		last := ""
+		if n := len(dl.History); n > 0 {
+			last = dl.History[n-1].Error
+		}
+		fmt.Fprintf(&b, "\ndead letter %s: %s after %d attempt(s): %s", dl.Job.ID, dl.Reason, dl.Job.Attempt, last)
 	}
-	slices.Sort(dead)
-	return fmt.Sprintf("done in %v: jobs=%d acked=%d retried=%d dead=%d %v; pool: completed=%d failed=%d",
-		(time.Duration(s.ElapsedMS) * time.Millisecond), s.Jobs, s.Acked, s.Retried, s.Dead, dead,
-		s.Pool.Completed, s.Pool.Failed)
+	return b.String()
 }
 
 func (d *demo) handler() http.Handler {

@@ -158,7 +158,8 @@ func TestRun(t *testing.T) {
 	}
 	got := normalize(out.String())
 	const want = `live stats at http://127.0.0.1:PORT/
-done in <d>: jobs=150 acked=149 retried=6 dead=1 [img-0149]; pool: completed=149 failed=0
+done in <d>: jobs=150 acked=149 retried=6 dead=1; pool: completed=149 failed=0
+dead letter img-0149: permanent after 1 attempt(s): decode: corrupt image
 `
 	if got != want {
 		t.Errorf("output:\n%s\nwant:\n%s", got, want)
@@ -205,7 +206,7 @@ func TestHold(t *testing.T) {
 	if n := len(events); events[n-1].Acked != 20 {
 		t.Errorf("last event %+v, want 20 acked", events[n-1])
 	}
-	if line := normalize(readLine(t, out)); line != "done in <d>: jobs=20 acked=20 retried=1 dead=0 []; pool: completed=20 failed=0" {
+	if line := normalize(readLine(t, out)); line != "done in <d>: jobs=20 acked=20 retried=1 dead=0; pool: completed=20 failed=0" {
 		t.Errorf("stats line %q", line)
 	}
 	if line := readLine(t, out); line != "serving until SIGINT or SIGTERM" {

@@ -262,7 +262,7 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 // pool, mail it. An error retries the order (the gateway deduplicates charges
 // by the order's ID), a permanent one dead-letters it.
 func (s *service) fulfil(ctx context.Context, job queue.Job[order]) error {
-	if err := charge(ctx, job.ID, job.Payload, job.Attempt); err != nil {
+	if err := charge(ctx, job.Payload, job.Attempt); err != nil {
 		return err
 	}
 	// The render task runs with ctx: if the handler is cancelled (lease,
@@ -291,8 +291,9 @@ var (
 	errGatewayTimeout = errors.New("payment: gateway timeout")
 )
 
-// charge stands in for a payment gateway call keyed by the order's ID.
-func charge(ctx context.Context, key string, o order, attempt int) error {
+// charge stands in for a payment gateway call. A real gateway takes the
+// order's ID as its idempotency key, so that a retried order is charged once.
+func charge(ctx context.Context, o order, attempt int) error {
 	if err := wait(ctx, gatewayLatency); err != nil {
 		return err
 	}
