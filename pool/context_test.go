@@ -206,3 +206,25 @@ func TestWithoutTimings(t *testing.T) {
 		}
 	})
 }
+
+// Handle.Wait gives up with the cause of its own context; the task is not affected.
+func TestHandleWaitContext(t *testing.T) {
+	p := pool.New(1, 1)
+	gate := make(chan struct{})
+	h, err := pool.Call(bg, p, func(context.Context) (int, error) { <-gate; return 5, nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancelCause(bg)
+	cause := errors.New("stopped waiting")
+	cancel(cause)
+	if v, err := h.Wait(ctx); v != 0 || err != cause {
+		t.Fatalf("Wait = %v, %v; want 0, %v", v, err, cause)
+	}
+	close(gate)
+	if v, err := h.Wait(bg); v != 5 || err != nil {
+		t.Fatalf("Wait = %v, %v; want 5, nil", v, err)
+	}
+	<-h.Done()
+	mustClose(t, p)
+}
