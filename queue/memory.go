@@ -27,7 +27,7 @@ type Memory struct {
 	ids    map[string]*entry // stored jobs by ID
 	keys   map[string]*keyFIFO
 	all    list // stored jobs in enqueue order
-	ready  seqHeap
+	ready  readyQueue
 	timed  timeHeap // delayed jobs by readyAt
 	leased timeHeap // leased jobs by lease end
 	seq    uint64   // enqueue order
@@ -53,7 +53,7 @@ type seenID struct {
 // entry states.
 const (
 	stateQueued  = iota // behind a busy ordering key
-	stateReady          // in ready
+	stateReady          // in ready (its ring or its heap)
 	stateDelayed        // in timed
 	stateLeased         // in leased
 )
@@ -68,7 +68,8 @@ type entry struct {
 	leaseEnd   time.Time
 	leaseStart time.Time
 	history    []Attempt
-	heapIdx    int
+	heapIdx    int    // index in the heap holding e, -1 if none
+	inRing     bool   // e is in ready's ring
 	prev, next *entry // all
 	kprev      *entry // key FIFO
 	knext      *entry
@@ -106,6 +107,74 @@ func (l *list) remove(e *entry) {
 	}
 	e.prev, e.next = nil, nil
 	l.n--
+}
+
+// readyQueue holds the ready jobs in enqueue order. Jobs that become ready
+// in enqueue order (the common case: fresh jobs) go to a FIFO ring at O(1);
+// the others (retries, released jobs, a key's next job) go to a heap.
+type readyQueue struct {
+	ring    []*entry
+	head    int
+	ringMax uint64 // highest seq ever put in the ring
+	heap    seqHeap
+}
+
+func (r *readyQueue) len() int { return len(r.ring) - r.head + r.heap.Len() }
+
+func (r *readyQueue) push(e *entry) {
+	if e.seq > r.ringMax {
+		r.ringMax = e.seq
+		e.inRing = true
+		r.ring = append(r.ring, e)
+		return
+	}
+	heap.Push(&r.heap, e)
+}
+
+// pop removes the ready job enqueued first. r must not be empty.
+func (r *readyQueue) pop() *entry {
+	if r.head < len(r.ring) && (r.heap.Len() == 0 || r.ring[r.head].seq < r.heap[0].seq) {
+		return r.popRing()
+	}
+	return heap.Pop(&r.heap).(*entry)
+}
+
+func (r *readyQueue) popRing() *entry {
+	e := r.ring[r.head]
+	r.ring[r.head] = nil
+	r.head++
+	if r.head == len(r.ring) {
+		r.ring, r.head = r.ring[:0], 0
+	} else if r.head >= 64 && r.head*2 >= len(r.ring) {
+		n := copy(r.ring, r.ring[r.head:])
+		clear(r.ring[n:])
+		r.ring, r.head = r.ring[:n], 0
+	}
+	e.inRing = false
+	return e
+}
+
+// remove takes e out. A ready job in the ring is only removed as the oldest
+// job not in flight (DropOldest), which is the ring's head: the other case
+// is handled, at O(n), for robustness only.
+func (r *readyQueue) remove(e *entry) {
+	if !e.inRing {
+		heap.Remove(&r.heap, e.heapIdx)
+		return
+	}
+	if r.ring[r.head] == e {
+		r.popRing()
+		return
+	}
+	for i := r.head; i < len(r.ring); i++ {
+		if r.ring[i] == e {
+			copy(r.ring[i:], r.ring[i+1:])
+			r.ring[len(r.ring)-1] = nil
+			r.ring = r.ring[:len(r.ring)-1]
+			e.inRing = false
+			return
+		}
+	}
 }
 
 type seqHeap []*entry
@@ -342,7 +411,7 @@ func (m *Memory) schedule(e *entry, notBefore, now time.Time) {
 		return
 	}
 	e.state = stateReady
-	heap.Push(&m.ready, e)
+	m.ready.push(e)
 	m.signal(&m.recvWait)
 }
 
@@ -422,14 +491,14 @@ func (m *Memory) promote(now time.Time) {
 	for m.timed.Len() > 0 && !m.timed.es[0].readyAt.After(now) {
 		e := heap.Pop(&m.timed).(*entry)
 		e.state = stateReady
-		heap.Push(&m.ready, e)
+		m.ready.push(e)
 	}
 	for m.leased.Len() > 0 && !m.leased.es[0].leaseEnd.After(now) {
 		e := heap.Pop(&m.leased).(*entry)
 		e.gen++ // the lease holder's delivery is now stale
 		e.history = append(e.history, Attempt{Number: e.attempt, Start: e.leaseStart, End: now, Error: ErrLeaseExpired.Error()})
 		e.state = stateReady
-		heap.Push(&m.ready, e)
+		m.ready.push(e)
 	}
 }
 
@@ -460,8 +529,8 @@ func (m *Memory) Receive(ctx context.Context, lease time.Duration, d *Delivery) 
 		}
 		now := time.Now()
 		m.promote(now)
-		if m.ready.Len() > 0 {
-			e := heap.Pop(&m.ready).(*entry)
+		if m.ready.len() > 0 {
+			e := m.ready.pop()
 			e.state = stateLeased
 			e.attempt++
 			e.gen++
@@ -472,7 +541,7 @@ func (m *Memory) Receive(ctx context.Context, lease time.Duration, d *Delivery) 
 			d.Attempt = e.attempt
 			d.Token = e
 			d.Seq = e.gen
-			if m.ready.Len() > 0 {
+			if m.ready.len() > 0 {
 				m.signal(&m.recvWait)
 			}
 			m.mu.Unlock()
@@ -577,7 +646,7 @@ func (m *Memory) Bury(ctx context.Context, d *Delivery, reason Reason, a Attempt
 func (m *Memory) bury(e *entry, reason Reason, a Attempt, now time.Time) {
 	switch e.state {
 	case stateReady:
-		heap.Remove(&m.ready, e.heapIdx)
+		m.ready.remove(e)
 	case stateDelayed:
 		heap.Remove(&m.timed, e.heapIdx)
 	case stateLeased:

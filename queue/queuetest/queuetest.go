@@ -425,6 +425,7 @@ func testDedupHorizon(e *env) {
 	q := e.newQueue(hooks, queue.WithDedupHorizon(horizon))
 	start := time.Now()
 	e.enqueue(q, "v1", queue.WithID("x"))
+	accepted := time.Now() // the backend's enqueue time is in [start, accepted]
 	got := make(chan string, 10)
 	e.consume(q, func(ctx context.Context, j queue.Job[string]) error {
 		got <- j.Payload
@@ -440,17 +441,23 @@ func testDedupHorizon(e *env) {
 		inside = horizon / 2 // real time: leave room for a slow machine
 	}
 	time.Sleep(inside - time.Since(start))
-	if _, err := q.Enqueue(context.Background(), "v3", queue.WithID("x")); !errors.Is(err, queue.ErrDuplicate) {
+	_, err := q.Enqueue(context.Background(), "v3", queue.WithID("x"))
+	// Under real time a slow machine may have run past the horizon: the
+	// check only binds while the call surely ended inside it.
+	if !errors.Is(err, queue.ErrDuplicate) && (e.virtual || time.Since(start) < horizon) {
 		e.Fatalf("Enqueue %v into a horizon of %v: %v, want ErrDuplicate", time.Since(start), horizon, err)
 	}
-	time.Sleep(horizon + e.unit - time.Since(start)) // now outside
+	if err == nil {
+		e.Skipf("the machine was too slow to test inside the horizon of %v", horizon)
+	}
+	time.Sleep(horizon + e.unit - time.Since(accepted)) // now surely outside
 	e.enqueue(q, "v4", queue.WithID("x"))
 	if p := recv(e, got, "job after the horizon"); p != "v4" {
 		e.Errorf("handled %q, want v4", p)
 	}
 	recv(e, ev.acked, "ack")
 	if s := stats(e, q); s.Duplicates != 2 || s.Enqueued != 2 || s.Acked != 2 {
-		e.Errorf("stats %+v: want 2 duplicates, 2 enqueued, 2 acked", s)
+		e.Errorf("stats %+v: want 2 duplicates, 2 enqueued and acked", s)
 	}
 }
 
