@@ -100,6 +100,10 @@ func (g *Group) Go(fn func(ctx context.Context) error) {
 	case placedQueue:
 		gt.state = gQueued
 		gt.enq = t.enq
+		for len(g.pending) > 0 && g.pending[0].state != gQueued {
+			g.pending[0] = nil // taken by a worker: forget it, so pending stays short
+			g.pending = g.pending[1:]
+		}
 		g.pending = append(g.pending, gt)
 	case placedNowhere:
 		gt.state = gTaken

@@ -155,3 +155,19 @@ func TestGroupGoAfterWaitPanics(t *testing.T) {
 	}
 	wantPanic(t, "Go after Wait", func() { g.Go(func(context.Context) error { return nil }) })
 }
+
+// A long-lived group does not keep every task it ever queued.
+func TestGroupPendingStaysShort(t *testing.T) {
+	p := pool.New(2, 4)
+	defer mustClose(t, p)
+	g := p.Group(bg)
+	for range 10000 {
+		g.Go(func(context.Context) error { return nil })
+	}
+	if n := pool.GroupPending(g); n > 64 {
+		t.Fatalf("group remembers %d queued tasks; want at most a few", n)
+	}
+	if err := g.Wait(); err != nil {
+		t.Fatal(err)
+	}
+}
