@@ -153,3 +153,25 @@ func TestBodyPanicWithTaskPanicKeepsBoth(t *testing.T) {
 	equal(t, any("task"), pe.Value)
 	isTrue(t, strings.Contains(pe.Error(), `task "body" panicked: body`), pe.Error())
 }
+
+func TestBodyGoexitJoinsTasksFirst(t *testing.T) {
+	var taskDone atomic.Bool
+	var joined atomic.Bool
+	exited := make(chan struct{})
+	go func() {
+		defer close(exited)
+		defer func() { joined.Store(taskDone.Load()) }()
+		_ = scope.Run(context.Background(), func(s *scope.Scope) error {
+			s.Go(func(ctx context.Context) error {
+				<-ctx.Done()
+				taskDone.Store(true)
+				return nil
+			})
+			runtime.Goexit() // as t.FailNow in a body would
+			return nil
+		})
+		t.Error("Run returned after its body called runtime.Goexit")
+	}()
+	<-exited
+	isTrue(t, joined.Load(), "the task was still running when the Goexit left Run")
+}

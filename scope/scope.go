@@ -34,9 +34,10 @@ type Scope struct {
 	echoed  atomic.Bool    // a task or the body returned the scope's own cancellation
 
 	// Bounded scopes only (opts.limit > 0): tasks run on at most limit reused workers.
-	work     chan task      // unbuffered hand-off from Go to a free worker; closed by Run at the end
-	nworkers atomic.Int32   // workers started and not exited, <= limit
-	workers  sync.WaitGroup // owns the workers; Run waits for it
+	work      chan task      // unbuffered hand-off from Go to a free worker; closed by Run at the end
+	stopDrain func() bool    // unregisters drain, which runs once the scope is cancelled
+	nworkers  atomic.Int32   // workers started and not exited, <= limit
+	workers   sync.WaitGroup // owns the workers; Run waits for it
 
 	mu       sync.Mutex // guards the fields below
 	cause    error      // the cause the scope cancelled itself with, if it did
@@ -139,6 +140,10 @@ func newScope(ctx context.Context, opts []Option) *Scope {
 	s.ctx, s.cancel = context.WithCancelCause(ctx)
 	if s.opts.limit > 0 {
 		s.work = make(chan task)
+		// Go's wait for a worker is a plain channel send, the cheapest rendezvous; drain is
+		// what ends that wait when the scope is cancelled. It is owned like a worker.
+		s.workers.Add(1)
+		s.stopDrain = context.AfterFunc(s.ctx, s.drain)
 	}
 	if s.opts.stuckReport != nil {
 		s.track = true
@@ -149,8 +154,7 @@ func newScope(ctx context.Context, opts []Option) *Scope {
 
 // Go starts task in the scope, with the scope's context. Once the scope is cancelled, Go starts
 // nothing: the task is skipped and counted by Skipped. In a scope with a Limit, Go blocks until
-// a running task ends or the scope is cancelled; a task handed to a worker at the very moment
-// the scope is cancelled is skipped by the worker instead. A nil task panics.
+// a running task ends or the scope is cancelled; then the task is skipped. A nil task panics.
 func (s *Scope) Go(task func(ctx context.Context) error) {
 	if task == nil {
 		panic("scope: nil task")
@@ -190,8 +194,9 @@ func (s *Scope) TryGo(task func(ctx context.Context) error) bool {
 	return s.start(taskOf(task, ""), false)
 }
 
-// Skipped returns how many tasks the scope did not run because it had been cancelled. Once Run
-// has returned, the count is final.
+// Skipped returns how many tasks the scope did not run because it had been cancelled. A task
+// that a blocked Go hands over as the scope is cancelled is counted as it is dropped, which may
+// be just after Go returns; once Run has returned, the count is final.
 func (s *Scope) Skipped() int { return int(s.skipped.Load()) }
 
 func taskOf(fn func(context.Context) error, name string) task { return task{fn: fn, name: name} }
@@ -239,13 +244,17 @@ func (s *Scope) handOff(t task, block bool) bool {
 		s.wg.Done()
 		return false
 	}
-	select {
-	case s.work <- t:
-		return true
-	case <-s.ctx.Done():
+	s.work <- t // a worker takes it, or drain skips it once the scope is cancelled
+	return true
+}
+
+// drain runs once the scope is cancelled: it takes every task handed over from then on and
+// skips it, so that no Go stays blocked on busy workers. It ends when Run closes work.
+func (s *Scope) drain() {
+	defer s.workers.Done()
+	for t := range s.work {
 		s.skip(&t)
 		s.wg.Done()
-		return false
 	}
 }
 
@@ -418,6 +427,9 @@ func (s *Scope) join() {
 	}
 	s.closed.Store(true)
 	if s.work != nil {
+		if s.stopDrain() {
+			s.workers.Done() // drain never ran
+		}
 		close(s.work)
 		s.workers.Wait()
 	}

@@ -167,17 +167,17 @@ func TestParentAlreadyCancelledStartsNothing(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
 	var ran atomic.Int32
-	var skipped int
+	var sc *scope.Scope
 	err := scope.Run(ctx, func(s *scope.Scope) error {
+		sc = s
 		for range 3 {
 			s.Go(func(ctx context.Context) error { ran.Add(1); return nil })
 		}
-		skipped = s.Skipped()
 		return nil
 	}, scope.Limit(1))
 	errIs(t, err, context.Canceled)
 	equal(t, int32(0), ran.Load())
-	equal(t, 3, skipped)
+	equal(t, 3, sc.Skipped(), "final once Run returned")
 }
 
 func TestErrorsRootFirstAndEveryFailure(t *testing.T) {
