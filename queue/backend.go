@@ -147,6 +147,8 @@ type Delivery struct {
 	Message
 	Token any
 	Seq   uint64
+
+	at time.Time // when the in-memory backend leased it (saves a clock read)
 }
 
 // DeadMessage is a dead letter as a Backend stores it.

@@ -133,6 +133,7 @@ type worker[T any] struct {
 	ctx      context.Context
 	cancel   context.CancelCauseFunc
 	leaseEnd *time.Timer // cancels ctx when the current job's lease ends
+	armed    bool        // leaseEnd is set to fire
 }
 
 // Consume starts a consumer running h on the queue's jobs. ctx supplies the
@@ -192,9 +193,12 @@ func (w *worker[T]) run(context.Context) error {
 	c := w.c
 	normal := false
 	defer func() {
+		w.mu.Lock()
 		if w.leaseEnd != nil {
 			w.leaseEnd.Stop()
+			w.armed = false
 		}
+		w.mu.Unlock()
 		if !normal && c.recv.Err() == nil {
 			// The handler called runtime.Goexit: its job is settled and
 			// this goroutine is ending; carry on in a fresh one.
@@ -278,7 +282,10 @@ const (
 	opBury
 )
 
-// startLease arms the lease timer for a new job and returns its context.
+// startLease starts the lease of a new job and returns its context. The
+// lease timer is armed lazily: a timer still armed for an earlier deadline
+// re-arms itself for the current one when it fires, so that a job costs no
+// timer operation.
 func (w *worker[T]) startLease(now time.Time) context.Context {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -289,28 +296,36 @@ func (w *worker[T]) startLease(now time.Time) context.Context {
 		w.ctx, w.cancel = context.WithCancelCause(w.c.base)
 	}
 	if w.leaseEnd == nil {
-		w.leaseEnd = time.AfterFunc(w.c.opts.lease, w.expire)
-	} else {
-		w.leaseEnd.Reset(w.c.opts.lease)
+		w.leaseEnd = time.AfterFunc(time.Until(w.deadline), w.expire)
+		w.armed = true
+	} else if !w.armed {
+		w.leaseEnd.Reset(time.Until(w.deadline))
+		w.armed = true
 	}
 	return w.ctx
 }
 
-// expire runs when a lease ends: it cancels the handler's context, unless
-// the job it was armed for is over (a late run of the timer of a previous
-// job fires before the current job's deadline).
+// expire runs when the lease timer fires: it cancels the running handler's
+// context if its deadline passed, or re-arms for the deadline of the job
+// now running.
 func (w *worker[T]) expire() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.running && !time.Now().Before(w.deadline) {
-		w.expired = true
-		w.cancel(ErrLeaseExpired)
+	w.armed = false
+	if !w.running {
+		return
 	}
+	if d := time.Until(w.deadline); d > 0 {
+		w.leaseEnd.Reset(d)
+		w.armed = true
+		return
+	}
+	w.expired = true
+	w.cancel(ErrLeaseExpired)
 }
 
-// endLease disarms the lease timer and reports whether the lease expired.
+// endLease ends the lease of the current job and reports whether it expired.
 func (w *worker[T]) endLease() bool {
-	w.leaseEnd.Stop()
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.running = false
@@ -322,7 +337,10 @@ func (w *worker[T]) handle() {
 	c := w.c
 	q := c.q
 	d := &w.d
-	now := time.Now()
+	now := d.at // the lease started when the backend handed the job over
+	if now.IsZero() {
+		now = time.Now()
+	}
 	job, err := q.job(&d.Message)
 	if err != nil {
 		w.settle(opBury, 0, Attempt{Number: d.Attempt, Start: now, End: now, Error: err.Error()},
@@ -469,8 +487,9 @@ func (w *worker[T]) settle(o op, delay time.Duration, a Attempt, ev Event) {
 // handlers (their jobs are returned to the backend unattempted), waits up to
 // the shutdown grace for them, and reports the ones still running as
 // abandoned; it then returns context.Cause(ctx) as well as the report.
-// Jobs not yet received stay in the backend. Close is idempotent: later
-// calls return ErrClosed.
+// Jobs not yet received stay in the backend, for the next consumer. Close is
+// idempotent: later calls return ErrClosed. Close must not be called from a
+// handler of the same consumer (it would wait for itself).
 func (c *Consumer[T]) Close(ctx context.Context) (Report, error) {
 	c.closeMu.Lock()
 	defer c.closeMu.Unlock()

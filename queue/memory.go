@@ -539,6 +539,7 @@ func (m *Memory) Receive(ctx context.Context, lease time.Duration, d *Delivery) 
 			heap.Push(&m.leased, e)
 			d.Message = e.msg
 			d.Attempt = e.attempt
+			d.at = now
 			d.Token = e
 			d.Seq = e.gen
 			if m.ready.len() > 0 {
