@@ -47,8 +47,12 @@ func Workers(n int) ConsumerOption {
 	return consumerOptionFunc(func(o *consumerOptions) { o.workers = n })
 }
 
-// Lease sets how long a handler may run before its ctx is cancelled and the
-// job redelivered. The default is 30s (JetStream's default AckWait).
+// Lease sets how long a handler may run before its ctx is cancelled (with
+// cause [ErrLeaseExpired]) and the job redelivered, the attempt spent. A
+// handler that still returns nil acks its job: its work is done. While the
+// handler runs, the consumer keeps renewing the job's lease in the backend,
+// so the job is not delivered to anyone else. The default is 30s
+// (JetStream's default AckWait).
 func Lease(d time.Duration) ConsumerOption {
 	return consumerOptionFunc(func(o *consumerOptions) { o.lease = d })
 }

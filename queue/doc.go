@@ -4,6 +4,17 @@
 // explicit and visible: stored (ready, delayed, in flight), acked, or dead
 // with a reason and its attempt history.
 //
+//	q, err := queue.New[Email](queue.WithCapacity(10_000), queue.WithOverflow(queue.Reject))
+//	...
+//	id, err := q.Enqueue(ctx, Email{To: "ada@example.com"}, queue.WithKey("ada@example.com"))
+//	if errors.Is(err, queue.ErrFull) { /* shed load */ }
+//
+//	c, err := q.Consume(ctx, func(ctx context.Context, job queue.Job[Email]) error {
+//		return send(ctx, job.Payload) // nil acks; an error retries with backoff
+//	}, queue.Workers(8), queue.MaxAttempts(5))
+//	...
+//	report, err := c.Close(shutdownCtx) // drains; what is left stays queued
+//
 // # Guarantees
 //
 //   - Enqueue is bounded: a capacity and an [Overflow] policy (Block, Reject,
