@@ -25,7 +25,10 @@ func (f optionFunc) apply(o *options) { f(o) }
 // running, Go blocks until one returns or the scope is cancelled (then the task is skipped),
 // and TryGo returns false. Limit(0) means no limit, the default of Run. A negative n panics.
 //
-// A bounded scope runs its tasks on at most n reused goroutines.
+// A bounded scope runs its tasks on at most n reused goroutines. A task that calls Go (or waits
+// on a Handle) in its own bounded scope holds a slot while it waits: if every running task does
+// that, none can proceed until the scope is cancelled. Tasks that start tasks should use TryGo,
+// or the limit should leave room.
 func Limit(n int) Option {
 	if n < 0 {
 		panic("scope: negative limit")
@@ -57,8 +60,8 @@ func ReturnPanics() Option {
 // OnStuck reports tasks that do not stop: when the scope has been cancelled and its body has
 // returned, and tasks are still running grace later, Run calls report once, in its own
 // goroutine, with the names of the named tasks still running (GoNamed; unnamed tasks appear as
-// "#index"), in start order. Run then goes on waiting for them. A nil report or a negative
-// grace panics.
+// "#index"), in start order. Run then goes on waiting for them. Tracking running tasks costs
+// a lock when each task starts and ends. A nil report or a negative grace panics.
 func OnStuck(grace time.Duration, report func(running []string)) Option {
 	if report == nil {
 		panic("scope: nil stuck report")
