@@ -116,8 +116,12 @@ type Hooks struct {
 	// OnRetry is called after a failed job was scheduled again, with
 	// the error and the delay.
 	OnRetry func(Event)
-	// OnDead is called after a job was dead-lettered, with the reason.
+	// OnDead is called after a job was dead-lettered, with the reason
+	// (this includes jobs evicted by DropOldest, with ReasonOverflow).
 	OnDead func(Event)
+	// OnDrop is called when DropNewest refused a job at capacity, with
+	// Err ErrDropped.
+	OnDrop func(Event)
 }
 
 // Event describes a job event for a hook.
@@ -272,6 +276,9 @@ func (q *Queue[T]) Enqueue(ctx context.Context, payload T, opts ...EnqueueOption
 		q.c.rejected.Add(1)
 	case errors.Is(err, ErrDropped):
 		q.c.dropped.Add(1)
+		if h := q.hooks.OnDrop; h != nil {
+			h(Event{ID: m.ID, Key: m.Key, Err: err})
+		}
 	}
 	return m.ID, err
 }

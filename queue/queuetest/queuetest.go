@@ -555,11 +555,16 @@ func testOverflowReject(e *env) {
 
 func testOverflowDropNewest(e *env) {
 	e.skipUnless(queue.DropNewest)
-	q := e.newQueue(queue.WithCapacity(2), queue.WithOverflow(queue.DropNewest))
+	var dropped []string
+	q := e.newQueue(queue.WithCapacity(2), queue.WithOverflow(queue.DropNewest),
+		queue.WithHooks(queue.Hooks{OnDrop: func(x queue.Event) { dropped = append(dropped, x.ID) }}))
 	e.enqueue(q, "1")
 	e.enqueue(q, "2")
-	if _, err := q.Enqueue(context.Background(), "3"); !errors.Is(err, queue.ErrDropped) {
+	if _, err := q.Enqueue(context.Background(), "3", queue.WithID("third")); !errors.Is(err, queue.ErrDropped) {
 		e.Fatalf("Enqueue at capacity: %v, want ErrDropped", err)
+	}
+	if len(dropped) != 1 || dropped[0] != "third" {
+		e.Errorf("OnDrop saw %v, want [third]", dropped)
 	}
 	got := make(chan string, 3)
 	e.consume(q, func(ctx context.Context, j queue.Job[string]) error { got <- j.Payload; return nil }, queue.Workers(1))
