@@ -2,6 +2,20 @@
 // [queue.Backend] must pass [Run]: the in-memory backend does in package
 // queue, broker backends do in their own tests.
 //
+// Run drives a real queue.Queue and queue.Consumer over the backend and
+// checks, each in its own subtest: acking, delayed jobs, the retry schedule
+// (exact under synctest), max attempts, permanent errors and panics to the
+// dead letters with their history, deduplication while stored and within the
+// horizon, ordering keys under failure and keys in parallel, each overflow
+// policy, lease expiry and redelivery (never in flight twice), start-by
+// expiry, redrive and purge, the shutdown report at drain and at deadline
+// with the jobs left for the next consumer, the accounting identity (every
+// job acked or dead-lettered exactly once) and the stats gauges.
+//
+// A backend that keeps its state in process runs the suite on the virtual
+// clock of testing/synctest; one that talks to a broker declares RealTime,
+// and the suite then uses real time, scaled by Unit, and lower bounds.
+//
 //	func TestConformance(t *testing.T) {
 //		queuetest.Run(t, func(t *testing.T) queue.Backend { return mybackend.New(...) },
 //			queuetest.Capabilities{RealTime: true})
