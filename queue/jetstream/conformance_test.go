@@ -1,6 +1,7 @@
 package jetstream_test
 
 import (
+	"sync"
 	"testing"
 	"time"
 
@@ -13,9 +14,26 @@ import (
 )
 
 // newBackendFunc returns a queuetest backend factory on one server: each subtest gets a queue
-// with a fresh name, closed (and its streams deleted) when the subtest ends.
+// with a fresh name, closed when the subtest ends. The streams are deleted when the parent test
+// ends: deleting the last stream of an account while creating another races in the server
+// (it removes the account's store directory under the new stream).
 func newBackendFunc(t *testing.T, opts ...jetstream.Option) func(t *testing.T) queue.Backend {
 	srv := natstest.Start(t)
+	admin, err := natsjs.New(srv.Connect(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var (
+		mu    sync.Mutex
+		names []string
+	)
+	t.Cleanup(func() {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, name := range names {
+			deleteStreams(t, admin, name)
+		}
+	})
 	return func(t *testing.T) queue.Backend {
 		nc := srv.Connect(t)
 		js, err := natsjs.New(nc)
@@ -23,14 +41,14 @@ func newBackendFunc(t *testing.T, opts ...jetstream.Option) func(t *testing.T) q
 			t.Fatal(err)
 		}
 		name := natstest.Prefix(t)
+		mu.Lock()
+		names = append(names, name)
+		mu.Unlock()
 		b, err := jetstream.New(js, name, opts...)
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() {
-			_ = b.Close()
-			deleteStreams(t, js, name)
-		})
+		t.Cleanup(func() { _ = b.Close() })
 		return b
 	}
 }

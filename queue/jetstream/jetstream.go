@@ -736,7 +736,12 @@ func (b *Backend) pumpFor(ctx context.Context, lease time.Duration) (*pump, erro
 			stopping: make(chan struct{}),
 			stopped:  make(chan struct{}),
 		}
-		cc, err := b.cons.Consume(func(m natsjs.Msg) { b.arrive(p, m) }, natsjs.PullMaxMessages(b.o.prefetch))
+		// Pull requests are sometimes dropped by the server without a word (seen with
+		// nats-server 2.9 and 2.14 under concurrent publishing); the client notices only by
+		// missing heartbeats, so heartbeats are frequent: a stall lasts at most about 1s.
+		cc, err := b.cons.Consume(func(m natsjs.Msg) { b.arrive(p, m) },
+			natsjs.PullMaxMessages(b.o.prefetch), natsjs.PullExpiry(5*time.Second),
+			natsjs.PullHeartbeat(500*time.Millisecond))
 		if err != nil {
 			b.mu.Unlock()
 			return nil, fmt.Errorf("jetstream: consume: %w", err)

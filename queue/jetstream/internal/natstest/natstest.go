@@ -78,6 +78,10 @@ func (s *Server) start() error {
 	if err != nil {
 		return fmt.Errorf("natstest: new server: %w", err)
 	}
+	if f := os.Getenv("CORRAL_NATS_LOG"); f != "" {
+		s.opts.NoLog, s.opts.LogFile = false, f
+		srv.ConfigureLogger()
+	}
 	srv.Start()
 	if !srv.ReadyForConnections(10 * time.Second) {
 		srv.Shutdown()
