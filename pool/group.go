@@ -150,9 +150,17 @@ func (g *Group) Wait() error {
 		}
 		gt.state = gClaimed
 		p.queued--
+		var admitted []*waiter
+		if p.whead != nil { // the claim made room for blocked submitters
+			p.compactLocked()
+			for w := p.admitLocked(p.now()); w != nil; w = p.admitLocked(p.now()) {
+				admitted = append(admitted, w)
+			}
+		}
 		if g.ctx.Err() != nil {
 			p.st.skipped++
 			p.mu.Unlock()
+			signalAll(admitted)
 			p.report(task{ctx: g.ctx, res: gt}, Expired, context.Cause(g.ctx))
 			continue
 		}
@@ -160,6 +168,7 @@ func (g *Group) Wait() error {
 		p.startedLocked(p.now() - gt.enq)
 		p.inline++
 		p.mu.Unlock()
+		signalAll(admitted)
 		p.runInline(task{ctx: g.ctx, fn: gt.fn, res: gt})
 	}
 	g.wg.Wait()
@@ -213,4 +222,10 @@ func (g *Group) result() error {
 		return g.failures[0]
 	}
 	return errors.Join(g.failures...)
+}
+
+func signalAll(ws []*waiter) {
+	for _, w := range ws {
+		w.signal()
+	}
 }

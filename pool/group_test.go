@@ -171,3 +171,62 @@ func TestGroupPendingStaysShort(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// Tasks that Group.Wait claimed do not keep taking room in the queue.
+func TestGroupClaimFreesQueueRoom(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := pool.New(1, 2, pool.WithOverflow(pool.Reject))
+		gate := make(chan struct{})
+		mustSubmit(t, p, bg, waitFor(gate))
+		g := p.Group(bg)
+		var ran atomic.Int64
+		g.Go(func(context.Context) error { ran.Add(1); return nil })
+		g.Go(func(context.Context) error { ran.Add(1); return nil })
+		if err := g.Wait(); err != nil || ran.Load() != 2 {
+			t.Fatalf("Wait = %v, ran %d", err, ran.Load())
+		}
+		// The queue is logically empty: two more tasks fit.
+		mustSubmit(t, p, bg, waitFor(gate))
+		mustSubmit(t, p, bg, waitFor(gate))
+		if err := p.Submit(bg, waitFor(gate)); err != pool.ErrFull {
+			t.Fatalf("third Submit = %v; want ErrFull", err)
+		}
+		close(gate)
+		mustClose(t, p)
+		checkIdentity(t, p.Stats())
+	})
+}
+
+// When Group.Wait claims queued tasks, blocked submitters move into the room at once.
+func TestGroupClaimAdmitsBlockedSubmitters(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := pool.New(1, 2)
+		gate := make(chan struct{})
+		mustSubmit(t, p, bg, waitFor(gate))
+		g := p.Group(bg)
+		g.Go(func(context.Context) error { return nil })
+		g.Go(func(context.Context) error { return nil })
+		errs := make(chan error, 2)
+		for range 2 {
+			go func() { errs <- p.Submit(bg, func(context.Context) error { return nil }) }()
+		}
+		synctest.Wait()
+		if got := p.Stats().Waiting; got != 2 {
+			t.Fatalf("Waiting = %d; want 2", got)
+		}
+		if err := g.Wait(); err != nil {
+			t.Fatal(err)
+		}
+		for range 2 {
+			if err := <-errs; err != nil { // admitted while the worker is still busy
+				t.Fatal(err)
+			}
+		}
+		if s := p.Stats(); s.Queued != 2 || s.Waiting != 0 {
+			t.Fatalf("stats %+v", s)
+		}
+		close(gate)
+		mustClose(t, p)
+		checkIdentity(t, p.Stats())
+	})
+}

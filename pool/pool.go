@@ -165,6 +165,9 @@ func (p *Pool) placeLocked(t task) (placement, *worker) {
 		p.startedLocked(0)
 		return placedSpawn, nil
 	}
+	if p.n == p.capacity && p.queued < p.n {
+		p.compactLocked() // make room taken by tombstones
+	}
 	if p.n < p.capacity && p.whead == nil {
 		p.push(t) // t.enq was read before taking the lock
 		p.queued++
@@ -397,6 +400,24 @@ func (p *Pool) report(t task, r Reason, cause error) {
 	if t.res != nil {
 		t.res.resolve(&dropError{reason: r, cause: cause})
 	}
+}
+
+// compactLocked removes the tombstones (group tasks claimed by Group.Wait) from the queue,
+// keeping the order of the other tasks.
+func (p *Pool) compactLocked() {
+	j := 0
+	for i := 0; i < p.n; i++ {
+		t := p.ring[(p.head+i)%len(p.ring)]
+		if gt, ok := t.res.(*gtask); ok && gt.state != gQueued {
+			continue
+		}
+		p.ring[(p.head+j)%len(p.ring)] = t // j <= i: never overwrites an unread entry
+		j++
+	}
+	for i := j; i < p.n; i++ {
+		p.ring[(p.head+i)%len(p.ring)] = task{}
+	}
+	p.n = j
 }
 
 func (p *Pool) push(t task) {
