@@ -423,7 +423,7 @@ func (p *Pool) compactLocked() {
 func (p *Pool) push(t task) {
 	if p.n == len(p.ring) {
 		c := 2 * len(p.ring)
-		c = max(c, 16)
+		c = max(c, 1024) // most pools never grow past the first allocation
 		c = min(c, p.capacity)
 		r := make([]task, c)
 		for i := 0; i < p.n; i++ {
