@@ -2,7 +2,6 @@ module github.com/corral-go/corral
 
 go 1.25
 
-require (
-	github.com/stretchr/testify v1.12.1
-	go.uber.org/goleak v1.3.0
-)
+require go.uber.org/goleak v1.3.0
+
+require github.com/stretchr/testify v1.12.1 // indirect
