@@ -50,9 +50,10 @@ func Workers(n int) ConsumerOption {
 // Lease sets how long a handler may run before its ctx is cancelled (with
 // cause [ErrLeaseExpired]) and the job redelivered, the attempt spent. A
 // handler that still returns nil acks its job: its work is done. While the
-// handler runs, the consumer keeps renewing the job's lease in the backend,
-// so the job is not delivered to anyone else. The default is 30s
-// (JetStream's default AckWait).
+// handler runs, the consumer keeps renewing the job's lease in the backend
+// (which it takes at 1.5 times d), so the job is not delivered to anyone
+// else; if the consumer goes away, the backend redelivers the job when that
+// lease ends. The default is 30s.
 func Lease(d time.Duration) ConsumerOption {
 	return consumerOptionFunc(func(o *consumerOptions) { o.lease = d })
 }
@@ -219,7 +220,7 @@ func (w *worker[T]) run(context.Context) error {
 	}()
 	var errDelay time.Duration
 	for {
-		err := c.q.backend.Receive(c.recv, c.opts.lease, &w.d)
+		err := c.q.backend.Receive(c.recv, c.backendLease(), &w.d)
 		if err != nil {
 			if c.recv.Err() != nil {
 				normal = true
@@ -253,6 +254,13 @@ func (w *worker[T]) run(context.Context) error {
 	}
 }
 
+// backendLease is the lease asked of the backend: half again the handler's,
+// so that a handler winding down just after its deadline, or a renewal a
+// little late on a busy machine, never lets the job go to someone else.
+func (c *Consumer[T]) backendLease() time.Duration {
+	return c.opts.lease + c.opts.lease/2
+}
+
 // keep extends the backend leases of held jobs every third of a lease, so
 // that a job never expires in the backend while its handler runs (the
 // handler's own deadline is enforced by its context).
@@ -269,7 +277,7 @@ func (c *Consumer[T]) keep() {
 		for _, w := range c.workers {
 			w.mu.Lock()
 			if w.holding {
-				_ = c.q.backend.Extend(c.bg, &w.d, c.opts.lease)
+				_ = c.q.backend.Extend(c.bg, &w.d, c.backendLease())
 			}
 			w.mu.Unlock()
 		}

@@ -104,8 +104,9 @@ func TestConsumerAbandoned(t *testing.T) {
 		if s.InFlight != 1 {
 			t.Errorf("stats %+v: want the abandoned job in flight", s)
 		}
-		// The lease (no longer extended) expires: the job is ready again.
-		time.Sleep(time.Minute)
+		// The backend lease (1.5 leases, no longer renewed) expires: the
+		// job is ready again.
+		time.Sleep(90 * time.Second)
 		if s, _ := q.Stats(ctx); s.Ready != 1 || s.InFlight != 0 {
 			t.Errorf("stats after the lease %+v: want the job ready", s)
 		}

@@ -622,8 +622,8 @@ func testOverflowBlock(e *env) {
 	q := e.newQueue(hooks, queue.WithCapacity(1), queue.WithOverflow(queue.Block))
 	e.enqueue(q, "1")
 	// A blocked Enqueue ends with its ctx.
+	start := time.Now() // before the deadline is set, so elapsed is a lower bound
 	ctx, cancel := context.WithTimeout(context.Background(), 3*e.unit)
-	start := time.Now()
 	if _, err := q.Enqueue(ctx, "x"); !errors.Is(err, context.DeadlineExceeded) {
 		e.Fatalf("blocked Enqueue: %v, want deadline exceeded", err)
 	}
@@ -844,9 +844,9 @@ func testShutdownDeadline(e *env) {
 	}, queue.Workers(2))
 	recv(e, started, "start")
 	recv(e, started, "start")
+	start := time.Now() // before the deadline is set, so elapsed is a lower bound
 	ctx, cancel := context.WithTimeout(context.Background(), 2*e.unit)
 	defer cancel()
-	start := time.Now()
 	r, err := c.Close(ctx)
 	if !errors.Is(err, context.DeadlineExceeded) {
 		e.Errorf("Close: %v, want deadline exceeded", err)
