@@ -224,6 +224,11 @@ func (s *Scope) start(t task, block bool) bool {
 // a rendezvous on an unbuffered channel: when tasks arrive faster than they end, a worker that
 // finishes takes the next task straight from the blocked Go, and never parks.
 func (s *Scope) handOff(t task, block bool) bool {
+	if block && int(s.nworkers.Load()) >= s.opts.limit {
+		// Every worker exists: the send below is taken by a waiting one at once, or waits.
+		s.work <- t // a worker takes it, or drain skips it once the scope is cancelled
+		return true
+	}
 	select {
 	case s.work <- t:
 		return true
@@ -244,7 +249,7 @@ func (s *Scope) handOff(t task, block bool) bool {
 		s.wg.Done()
 		return false
 	}
-	s.work <- t // a worker takes it, or drain skips it once the scope is cancelled
+	s.work <- t
 	return true
 }
 
@@ -337,7 +342,7 @@ func (s *Scope) ended(t *task, c *panics.Catcher, errp *error) {
 			failure = &TaskError{Name: t.name, Index: t.index, Err: err}
 		}
 	}
-	if echo {
+	if echo && !s.echoed.Load() {
 		// Not a failure, and cheap: many tasks echo a cancellation at once.
 		s.echoed.Store(true)
 	}
