@@ -21,6 +21,7 @@ import (
 // TryGo or Spawn after Run has returned panics.
 type Scope struct {
 	ctx         context.Context // the tasks' context, cancelled with a cause
+	done        <-chan struct{} // ctx.Done(), made once
 	cancel      context.CancelCauseFunc
 	release     context.CancelFunc // releases the Timeout context, if any
 	opts        options
@@ -138,6 +139,7 @@ func newScope(ctx context.Context, opts []Option) *Scope {
 		ctx, s.release = context.WithTimeoutCause(ctx, s.opts.timeout, &timeoutError{s.opts.timeout})
 	}
 	s.ctx, s.cancel = context.WithCancelCause(ctx)
+	s.done = s.ctx.Done()
 	if s.opts.limit > 0 {
 		s.work = make(chan task)
 		// Go's wait for a worker is a plain channel send, the cheapest rendezvous; drain is
@@ -315,11 +317,17 @@ func (s *Scope) run(t task) {
 	defer s.ended(&t, &c, &err)
 	defer c.Recover()
 	if t.name != "" {
-		pprof.Do(s.ctx, pprof.Labels("task", t.name), func(ctx context.Context) { err = t.fn(ctx) })
+		err = s.callNamed(&t)
 	} else {
 		err = t.fn(s.ctx)
 	}
 	c.Returned()
+}
+
+// callNamed calls a named task with its pprof label set on the goroutine.
+func (s *Scope) callNamed(t *task) (err error) {
+	pprof.Do(s.ctx, pprof.Labels("task", t.name), func(ctx context.Context) { err = t.fn(ctx) })
+	return err
 }
 
 // ended records the outcome of t, then releases its count in wg.
@@ -396,13 +404,18 @@ func (s *Scope) cancelLocked(cause error) bool {
 	return true
 }
 
-// isEcho reports whether err only echoes the scope's own cancellation.
+// isEcho reports whether err only echoes the scope's own cancellation: the scope is cancelled
+// and err is a context error or matches the cause. Thousands of tasks may ask at once as a
+// scope is cancelled, so the common case takes no lock: a non-blocking receive from a closed
+// channel does not lock it, while ctx.Err and context.Cause do.
 func (s *Scope) isEcho(err error) bool {
-	ctxErr := s.ctx.Err()
-	if ctxErr == nil {
+	select {
+	case <-s.done:
+	default:
 		return false
 	}
-	return errors.Is(err, ctxErr) || errors.Is(err, context.Cause(s.ctx))
+	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) ||
+		errors.Is(err, context.Cause(s.ctx))
 }
 
 func (s *Scope) bodyEnded(err error) {
