@@ -591,7 +591,7 @@ func (m *Memory) Ack(ctx context.Context, d *Delivery) error {
 		return err
 	}
 	heap.Remove(&m.leased, e.heapIdx)
-	m.remove(e, time.Now())
+	m.remove(e)
 	return nil
 }
 
@@ -658,12 +658,12 @@ func (m *Memory) bury(e *entry, reason Reason, a Attempt, now time.Time) {
 	dm.History = append(make([]Attempt, 0, len(e.history)+1), e.history...)
 	dm.History = append(dm.History, a)
 	m.dead = append(m.dead, dm)
-	m.remove(e, now)
+	m.remove(e)
 }
 
 // remove forgets the stored entry e (not in any heap), unblocks its key and
 // recycles it. m.mu held.
-func (m *Memory) remove(e *entry, now time.Time) {
+func (m *Memory) remove(e *entry) {
 	delete(m.ids, e.msg.ID)
 	m.all.remove(e)
 	if k := e.key; k != nil {
@@ -683,6 +683,10 @@ func (m *Memory) remove(e *entry, now time.Time) {
 			delete(m.keys, e.msg.Key)
 			m.keyFree = append(m.keyFree, k)
 		} else if wasHead {
+			var now time.Time // read the clock only if the next job has a delay
+			if !k.head.msg.NotBefore.IsZero() {
+				now = time.Now()
+			}
 			m.schedule(k.head, k.head.msg.NotBefore, now)
 		}
 	}
