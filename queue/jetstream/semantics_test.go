@@ -6,6 +6,7 @@ package jetstream_test
 import (
 	"context"
 	"errors"
+	"os"
 	"testing"
 	"time"
 
@@ -17,7 +18,12 @@ import (
 	"github.com/corral-go/corral/queue/jetstream/internal/natstest"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	if os.Getenv(crashChildEnv) != "" {
+		os.Exit(crashChild())
+	}
+	goleak.VerifyTestMain(m)
+}
 
 func probeSetup(t *testing.T, cfg natsjs.StreamConfig) (context.Context, *nats.Conn, natsjs.JetStream, natsjs.Stream) {
 	t.Helper()
