@@ -1,0 +1,89 @@
+package queuetest_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/corral-go/corral/queue"
+	"github.com/corral-go/corral/queue/queuetest"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func TestMemory(t *testing.T) {
+	queuetest.Run(t, func(t *testing.T) queue.Backend { return queue.NewMemory() }, queuetest.Capabilities{})
+}
+
+// broken is a backend with one deliberate defect.
+type broken struct {
+	queue.Backend
+	defect string
+}
+
+func (b broken) Enqueue(ctx context.Context, m queue.Message) (queue.EnqueueResult, error) {
+	res, err := b.Backend.Enqueue(ctx, m)
+	switch {
+	case b.defect == "duplicates" && errors.Is(err, queue.ErrDuplicate):
+		err = nil // pretends to store it
+	case b.defect == "silent-eviction":
+		res.Evicted = nil
+	}
+	return res, err
+}
+
+func (b broken) Nack(ctx context.Context, d *queue.Delivery, delay time.Duration, a queue.Attempt) error {
+	if b.defect == "no-delay" {
+		delay = 0
+	}
+	return b.Backend.Nack(ctx, d, delay, a)
+}
+
+func (b broken) Bury(ctx context.Context, d *queue.Delivery, r queue.Reason, a queue.Attempt) error {
+	if b.defect == "no-history" {
+		a = queue.Attempt{}
+	}
+	return b.Backend.Bury(ctx, d, r, a)
+}
+
+// TestBroken runs the suite on a broken backend; it is meant to fail, and
+// runs only in the child process of TestSuiteCatchesDefects.
+func TestBroken(t *testing.T) {
+	defect := os.Getenv("QUEUETEST_DEFECT")
+	if defect == "" {
+		t.Skip("run by TestSuiteCatchesDefects")
+	}
+	queuetest.Run(t, func(t *testing.T) queue.Backend { return broken{queue.NewMemory(), defect} }, queuetest.Capabilities{})
+}
+
+// The suite must fail a backend with any of these defects, in the subtest
+// that covers it.
+func TestSuiteCatchesDefects(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the test binary again")
+	}
+	for defect, subtest := range map[string]string{
+		"duplicates":      "DedupWhileStored",
+		"silent-eviction": "OverflowDropOldest",
+		"no-delay":        "RetrySchedule",
+		"no-history":      "MaxAttemptsToDeadLetters",
+	} {
+		t.Run(defect, func(t *testing.T) {
+			cmd := exec.Command(os.Args[0], "-test.run=^TestBroken$", "-test.v")
+			cmd.Env = append(os.Environ(), "QUEUETEST_DEFECT="+defect)
+			out, err := cmd.CombinedOutput()
+			if err == nil {
+				t.Fatalf("the suite passed a backend with defect %q:\n%s", defect, out)
+			}
+			if !strings.Contains(string(out), "--- FAIL: TestBroken/"+subtest+" ") {
+				t.Errorf("defect %q did not fail subtest %s:\n%s", defect, subtest, out)
+			}
+		})
+	}
+}
