@@ -385,7 +385,10 @@ func (q *Queue[T]) Purge(ctx context.Context, id string) error {
 // Stats is a snapshot of a queue: the backend's gauges and this process's
 // counters since New.
 type Stats struct {
-	// Ready, InFlight, Delayed and Dead are the backend's gauges.
+	// Ready is the depth: jobs waiting to be handled now (including jobs
+	// queued behind a busy ordering key). InFlight counts jobs being
+	// handled, Delayed jobs waiting for their delay or retry backoff, Dead
+	// the dead letters. Ready+InFlight+Delayed is what the backend stores.
 	Ready, InFlight, Delayed, Dead int
 	// Lag is the age of the oldest stored job (0 if none).
 	Lag time.Duration
