@@ -87,10 +87,12 @@ type Report struct {
 	Returned int
 	// DeadLettered counts jobs dead-lettered after Close was called.
 	DeadLettered int
-	// Abandoned counts handlers still running when Close returned. Their
-	// jobs stay leased in the backend until the lease expires, then are
-	// redelivered (so an abandoned handler that keeps running may overlap
-	// with the redelivery).
+	// Abandoned counts handlers still running when Close returned (they
+	// ignored their cancelled ctx for the whole shutdown grace). Their jobs
+	// stay leased in the backend until the lease expires, then are
+	// redelivered, so an abandoned handler that keeps running may overlap
+	// with the redelivery. Their goroutines are no longer waited for: each
+	// exits once its handler returns (settling its job as shut down).
 	Abandoned int
 }
 
