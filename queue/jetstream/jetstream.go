@@ -1118,6 +1118,17 @@ func (b *Backend) Stats(ctx context.Context) (queue.BackendStats, error) {
 	return s, nil
 }
 
+// Delete deletes the queue from the servers: its streams, with every job, dead letter and
+// retry state in them. Every Backend of the queue, in every process, must be closed first.
+func (b *Backend) Delete(ctx context.Context) error {
+	for _, name := range []string{b.workStream, b.deadStream, b.stateStream} {
+		if err := b.js.DeleteStream(ctx, name); err != nil && !errors.Is(err, natsjs.ErrStreamNotFound) {
+			return fmt.Errorf("jetstream: delete stream %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
 // Close stops receiving: jobs prefetched but not handed to a worker go back to the broker. It
 // does not delete anything and does not close the NATS connection. Close is idempotent.
 func (b *Backend) Close() error {

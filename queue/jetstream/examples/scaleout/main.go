@@ -1,0 +1,204 @@
+// Command scaleout runs one producer and two workers on a corral queue stored in NATS
+// JetStream: the same queue code as with the in-memory backend, shared by several processes
+// (here, three NATS connections in one process, to stay self-contained).
+//
+//	cd queue/jetstream && go run ./examples/scaleout            # embedded server
+//	cd queue/jetstream && go run ./examples/scaleout -url nats://127.0.0.1:4222
+//
+// Orders are jobs keyed by customer, so each customer's orders are handled in order while
+// different customers are handled in parallel; one order fails once and is retried, one is
+// declined for good and lands in the dead letters.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	natsjs "github.com/nats-io/nats.go/jetstream"
+
+	"github.com/corral-go/corral/backoff"
+	"github.com/corral-go/corral/queue"
+	"github.com/corral-go/corral/queue/jetstream"
+	"github.com/corral-go/corral/retry"
+)
+
+// Order is the job payload; the default codec encodes it as JSON.
+type Order struct {
+	Customer string
+	N        int
+}
+
+func main() {
+	url := flag.String("url", "", "NATS server URL (default: start an embedded server)")
+	flag.Parse()
+	if err := run(*url, os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "scaleout:", err)
+		os.Exit(1)
+	}
+}
+
+const (
+	customers = 3
+	perCust   = 10
+	queueName = "orders"
+)
+
+func run(url string, w io.Writer) error {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if url == "" {
+		dir, err := os.MkdirTemp("", "scaleout")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir)
+		srv, err := server.NewServer(&server.Options{
+			Host: "127.0.0.1", Port: server.RANDOM_PORT, NoLog: true, NoSigs: true,
+			JetStream: true, StoreDir: dir,
+		})
+		if err != nil {
+			return err
+		}
+		srv.Start()
+		defer func() { srv.Shutdown(); srv.WaitForShutdown() }()
+		if !srv.ReadyForConnections(10 * time.Second) {
+			return errors.New("nats server not ready")
+		}
+		url = srv.ClientURL()
+		fmt.Fprintln(w, "nats: embedded JetStream server")
+	}
+
+	// Each party has its own connection and backend, as separate processes would.
+	var closers []func()
+	defer func() {
+		for _, c := range closers {
+			c()
+		}
+	}()
+	open := func(opts ...queue.Option) (*queue.Queue[Order], *jetstream.Backend, error) {
+		nc, err := nats.Connect(url)
+		if err != nil {
+			return nil, nil, err
+		}
+		js, err := natsjs.New(nc)
+		if err != nil {
+			nc.Close()
+			return nil, nil, err
+		}
+		b, err := jetstream.New(js, queueName)
+		if err != nil {
+			nc.Close()
+			return nil, nil, err
+		}
+		closers = append(closers, func() { b.Close(); nc.Close() })
+		q, err := queue.New[Order](append([]queue.Option{queue.WithBackend(b),
+			queue.WithCapacity(1000), queue.WithDedupHorizon(10 * time.Minute)}, opts...)...)
+		if err != nil {
+			return nil, nil, err
+		}
+		return q, b, nil
+	}
+
+	// The producer.
+	producer, backend, err := open()
+	if err != nil {
+		return err
+	}
+	for n := range perCust {
+		for c := range customers {
+			o := Order{Customer: fmt.Sprintf("customer-%d", c), N: n}
+			id := fmt.Sprintf("%s/order-%02d", o.Customer, n)
+			if _, err := producer.Enqueue(ctx, o, queue.WithID(id), queue.WithKey(o.Customer)); err != nil {
+				return err
+			}
+		}
+	}
+	fmt.Fprintf(w, "producer: enqueued %d orders for %d customers\n", customers*perCust, customers)
+	_, err = producer.Enqueue(ctx, Order{Customer: "customer-0", N: 3}, queue.WithID("customer-0/order-03"))
+	fmt.Fprintf(w, "producer: enqueue customer-0/order-03 again: %v\n", err)
+
+	// Two workers.
+	var (
+		mu       sync.Mutex
+		seen     = map[string][]int{} // customer -> order numbers, in handling order
+		byWorker = map[string]int{}
+		failed   bool
+	)
+	settled := make(chan struct{}, 2*customers*perCust)
+	hooks := queue.WithHooks(queue.Hooks{
+		OnSuccess: func(queue.Event) { settled <- struct{}{} },
+		OnDead:    func(queue.Event) { settled <- struct{}{} },
+	})
+	var consumers []*queue.Consumer[Order]
+	for _, name := range []string{"worker-1", "worker-2"} {
+		q, _, err := open(hooks)
+		if err != nil {
+			return err
+		}
+		c, err := q.Consume(ctx, func(ctx context.Context, j queue.Job[Order]) error {
+			mu.Lock()
+			defer mu.Unlock()
+			if j.Payload.Customer == "customer-1" && j.Payload.N == 4 && !failed {
+				failed = true
+				return errors.New("payment service timed out")
+			}
+			if j.Payload.Customer == "customer-2" && j.Payload.N == 7 {
+				return retry.Permanent(errors.New("card declined"))
+			}
+			seen[j.Payload.Customer] = append(seen[j.Payload.Customer], j.Payload.N)
+			byWorker[name]++
+			return nil
+		}, queue.Workers(4), queue.Lease(10*time.Second), queue.Backoff(backoff.Constant(50*time.Millisecond)))
+		if err != nil {
+			return err
+		}
+		consumers = append(consumers, c)
+	}
+	for range customers * perCust {
+		select {
+		case <-settled:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	for _, c := range consumers {
+		if _, err := c.Close(ctx); err != nil {
+			return err
+		}
+	}
+
+	mu.Lock()
+	defer mu.Unlock()
+	handled := byWorker["worker-1"] + byWorker["worker-2"]
+	fmt.Fprintf(w, "workers: %d orders handled (worker-1: %d, worker-2: %d)\n", handled, byWorker["worker-1"], byWorker["worker-2"])
+	ordered := true
+	for _, ns := range seen {
+		ordered = ordered && slices.IsSorted(ns)
+	}
+	fmt.Fprintf(w, "workers: each customer's orders handled in order: %v\n", ordered)
+	for dl, err := range producer.DeadLetters(ctx) {
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(w, "dead letter: %s (%s after %d attempt): %s\n", dl.Job.ID, dl.Reason, dl.Job.Attempt, dl.History[len(dl.History)-1].Error)
+		if err := producer.Purge(ctx, dl.Job.ID); err != nil {
+			return err
+		}
+	}
+	st, err := producer.Stats(ctx)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "stats: ready %d, in flight %d, delayed %d, dead %d\n", st.Ready, st.InFlight, st.Delayed, st.Dead)
+	// Remove the queue from the server: its streams and everything in them.
+	return backend.Delete(ctx)
+}
