@@ -24,13 +24,23 @@ import (
 func TestChaosAccounting(t *testing.T) {
 	seed := rand.Uint64()
 	t.Logf("seed %d", seed)
-	synctest.Test(t, func(t *testing.T) { chaos(t, seed) })
+	synctest.Test(t, func(t *testing.T) { chaos(t, seed, time.Second) })
+}
+
+// The same on the real clock, 50 times faster, so that timers really fire
+// concurrently with handlers and settles.
+func TestChaosAccountingRealTime(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real time")
+	}
+	seed := rand.Uint64()
+	t.Logf("seed %d", seed)
+	chaos(t, seed, 20*time.Millisecond)
 }
 
 const (
 	chaosProducers = 3
 	chaosJobs      = 60 // per producer
-	chaosLease     = 10 * time.Second
 )
 
 type chaosJob struct {
@@ -38,7 +48,10 @@ type chaosJob struct {
 	Key             string
 }
 
-func chaos(t *testing.T, seed uint64) {
+// chaos runs the scenario with unit as its second.
+func chaos(t *testing.T, seed uint64, unit time.Duration) {
+	ms := unit / 1000
+	lease := 10 * unit
 	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
 	var (
 		mu       sync.Mutex
@@ -108,10 +121,10 @@ func chaos(t *testing.T, seed uint64) {
 			panic("poison")
 		case b < 85: // overrun the lease, then give up shortly after
 			<-ctx.Done()
-			time.Sleep(200 * time.Millisecond)
+			time.Sleep(200 * ms)
 			return ctx.Err()
 		default: // slow but within the lease, cancellable
-			tm := time.NewTimer(time.Duration(b-80) * 500 * time.Millisecond)
+			tm := time.NewTimer(time.Duration(b-80) * 500 * ms)
 			defer tm.Stop()
 			select {
 			case <-tm.C:
@@ -126,7 +139,7 @@ func chaos(t *testing.T, seed uint64) {
 	var producers sync.WaitGroup
 	for p := range chaosProducers {
 		keyless := rng.IntN(3) == 0
-		pause := time.Duration(rng.IntN(500)) * time.Millisecond
+		pause := time.Duration(rng.IntN(500)) * ms
 		producers.Go(func() {
 			for i := range chaosJobs {
 				j := chaosJob{Producer: p, Index: i}
@@ -150,8 +163,8 @@ func chaos(t *testing.T, seed uint64) {
 
 	opts := func() []queue.ConsumerOption {
 		return []queue.ConsumerOption{
-			queue.Workers(1 + rng.IntN(4)), queue.Lease(chaosLease), queue.MaxAttempts(4),
-			queue.Backoff(backoff.Constant(time.Duration(rng.IntN(3)) * time.Second)),
+			queue.Workers(1 + rng.IntN(4)), queue.Lease(lease), queue.MaxAttempts(4),
+			queue.Backoff(backoff.Constant(time.Duration(rng.IntN(3)) * unit)),
 		}
 	}
 	for round := range 4 {
@@ -159,8 +172,8 @@ func chaos(t *testing.T, seed uint64) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(time.Duration(rng.IntN(20_000)) * time.Millisecond)
-		ctx, cancel := context.WithTimeout(context.Background(), time.Duration(rng.IntN(5_000))*time.Millisecond)
+		time.Sleep(time.Duration(rng.IntN(20_000)) * ms)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Duration(rng.IntN(5_000))*ms)
 		r, err := c.Close(ctx)
 		cancel()
 		t.Logf("round %d: report %+v, close error %v", round, r, err)
@@ -178,7 +191,7 @@ func chaos(t *testing.T, seed uint64) {
 	}
 	producers.Wait()
 	for range 1000 {
-		time.Sleep(10 * time.Second)
+		time.Sleep(10 * unit)
 		mu.Lock()
 		n := len(settled)
 		mu.Unlock()
