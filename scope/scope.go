@@ -74,7 +74,7 @@ type task struct {
 //
 // If a task panicked (and ReturnPanics is not set), Run cancels the scope, waits for every task,
 // then panics with a *PanicError carrying the first panic's value and stack, and every other
-// panic and failure. If body panics or calls runtime.Goexit, Run cancels the scope, waits for
+// panic and failure (so a root cause that was an error, not a panic, is among those carried). If body panics or calls runtime.Goexit, Run cancels the scope, waits for
 // every task and lets the panic or Goexit go on (combined into a *PanicError if tasks panicked).
 //
 // A nil ctx, body or Option panics.
