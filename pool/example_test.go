@@ -127,10 +127,11 @@ func ExamplePool_Close() {
 	p := pool.New(1, 4,
 		pool.WithDropHook(func(ctx context.Context, r pool.Reason) { fmt.Println("drop hook:", ctx.Value(jobKey{}), r) }))
 	started := make(chan struct{})
+	stopped := make(chan error, 1)
 	_ = p.Submit(context.Background(), func(ctx context.Context) error {
 		close(started)
 		<-ctx.Done() // a long task that honours cancellation
-		fmt.Println("running task stopped:", context.Cause(ctx))
+		stopped <- context.Cause(ctx)
 		return ctx.Err()
 	})
 	<-started
@@ -140,7 +141,8 @@ func ExamplePool_Close() {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
-	err := p.Close(ctx)
+	err := p.Close(ctx) // returns once the running task has returned
+	fmt.Println("running task stopped:", <-stopped)
 	fmt.Println("close:", err)
 	fmt.Println("submit after close:", p.Submit(context.Background(), noop))
 	// Output:
