@@ -120,7 +120,6 @@ type Consumer[T any] struct {
 
 	mu      sync.Mutex    // guards the fields below
 	running int           // worker loops that have not returned
-	held    int           // workers holding a job
 	drained chan struct{} // closed when running reaches 0
 	report  Report
 }
@@ -240,9 +239,6 @@ func (w *worker[T]) run(context.Context) error {
 			continue
 		}
 		errDelay = 0
-		c.mu.Lock()
-		c.held++
-		c.mu.Unlock()
 		w.mu.Lock()
 		w.holding = true
 		w.mu.Unlock()
@@ -460,8 +456,8 @@ func (w *worker[T]) settle(o op, delay time.Duration, a Attempt, ev Event) {
 	w.d = Delivery{}
 	// Count for the report before any hook runs, so that an outcome a
 	// caller observed before calling Close is never reported as its drain.
-	c.mu.Lock()
 	if err == nil && c.closing.Load() {
+		c.mu.Lock()
 		switch o {
 		case opAck:
 			c.report.Acked++
@@ -470,9 +466,8 @@ func (w *worker[T]) settle(o op, delay time.Duration, a Attempt, ev Event) {
 		case opBury:
 			c.report.DeadLettered++
 		}
+		c.mu.Unlock()
 	}
-	c.held--
-	c.mu.Unlock()
 	if err != nil {
 		return
 	}
@@ -528,8 +523,16 @@ func (c *Consumer[T]) Close(ctx context.Context) (Report, error) {
 	}
 	c.baseCancel(ErrClosed)
 	<-c.keepDone
+	abandoned := 0
+	for _, w := range c.workers {
+		w.mu.Lock()
+		if w.holding {
+			abandoned++
+		}
+		w.mu.Unlock()
+	}
 	c.mu.Lock()
-	c.report.Abandoned = c.held
+	c.report.Abandoned = abandoned
 	r := c.report
 	drained := c.running == 0
 	c.mu.Unlock()
