@@ -38,7 +38,7 @@ var poolImpls = []struct {
 	new  func() submitter
 }{
 	{"corral", func() submitter { return corralSubmitter() }},
-	{"corral/untimed", func() submitter { return corralSubmitter(pool.WithoutTimings()) }},
+	{"corral/timed", func() submitter { return corralSubmitter(pool.WithTimings()) }},
 	{"baseline", func() submitter {
 		// The physical limit: a buffered channel of funcs feeding fixed goroutines.
 		ch := make(chan func(), poolQueue)

@@ -194,9 +194,10 @@ func TestTaskContextCache(t *testing.T) {
 	})
 }
 
-func TestWithoutTimings(t *testing.T) {
+// Without WithTimings, the summaries count tasks but measure no durations.
+func TestTimingsOffByDefault(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p := pool.New(1, 1, pool.WithoutTimings())
+		p := pool.New(1, 1)
 		mustSubmit(t, p, bg, func(context.Context) error { time.Sleep(time.Second); return nil })
 		mustSubmit(t, p, bg, func(context.Context) error { return nil })
 		mustClose(t, p)

@@ -35,8 +35,9 @@
 //
 // Stats. Pool.Stats returns a consistent snapshot of counters and gauges, with an exact
 // accounting identity (every submit ends in exactly one outcome) and queue-wait and run-time
-// summaries. Counters are updated inside critical sections the pool takes anyway; timings cost
-// two clock reads per task, which WithoutTimings turns off.
+// summaries. Counters are updated inside critical sections the pool takes anyway. The
+// summaries always count tasks; their durations (Total, Max) are measured only with
+// WithTimings, as they cost two clock reads per task.
 //
 // Everything in this package is safe for concurrent use.
 package pool

@@ -105,9 +105,9 @@ func New(workers, queue int, opts ...Option) *Pool {
 // clock is the time since the pool was created, read from the monotonic clock.
 func (p *Pool) clock() int64 { return int64(time.Since(p.epoch)) }
 
-// now is clock, or 0 if the pool does not measure task timings.
+// now is clock, or 0 if the pool does not measure task timings (WithTimings).
 func (p *Pool) now() int64 {
-	if p.opts.untimed {
+	if !p.opts.timed {
 		return 0
 	}
 	return p.clock()
@@ -552,7 +552,7 @@ func (p *Pool) work(w *worker, t task) {
 		}
 		w.parked = true
 		w.parkedAt = now
-		if p.opts.untimed {
+		if !p.opts.timed {
 			w.parkedAt = p.clock()
 		}
 		p.idle = append(p.idle, w)

@@ -27,6 +27,8 @@ type Stats struct {
 	Waiting int // submitters blocked now (Block)
 	Workers int // worker goroutines now
 
+	// The summaries always count tasks; Total and Max stay zero unless the pool was created
+	// with WithTimings.
 	QueueWait Summary // time from queueing to start, of started tasks (0 for hand-offs)
 	RunTime   Summary // time from start to return, of finished tasks
 }

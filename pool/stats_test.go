@@ -10,10 +10,10 @@ import (
 	"github.com/corral-go/corral/pool"
 )
 
-// Stats reports exact counters and queue-wait and run-time summaries.
+// Stats reports exact counters and, with WithTimings, queue-wait and run-time summaries.
 func TestStatsSummaries(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p := pool.New(1, 2, pool.WithOverflow(pool.Reject))
+		p := pool.New(1, 2, pool.WithOverflow(pool.Reject), pool.WithTimings())
 		sleep := func(d time.Duration, err error) func(context.Context) error {
 			return func(context.Context) error { time.Sleep(d); return err }
 		}

@@ -172,7 +172,7 @@ func newDemo(cfg config) (*demo, error) {
 	}
 	d := &demo{
 		cfg:      cfg,
-		resize:   pool.New(runtime.GOMAXPROCS(0), resizeQueue),
+		resize:   pool.New(runtime.GOMAXPROCS(0), resizeQueue, pool.WithTimings()),
 		viewers:  make(chan struct{}, maxViewers),
 		watched:  make(chan struct{}),
 		stopped:  make(chan struct{}),
