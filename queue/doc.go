@@ -29,7 +29,9 @@
 //     the last allowed attempt dead-letters it.
 //   - A handler that runs past its lease has its context cancelled with
 //     cause [ErrLeaseExpired] and its job is redelivered (the attempt is
-//     spent). A job is never handled twice at once by one consumer.
+//     spent). A job is never in flight twice at once: while its handler
+//     runs, the consumer renews the job's lease in the backend (only a
+//     handler that Close abandoned can outlive it).
 //   - Jobs with the same ordering key ([WithKey]) are handled one at a time
 //     in enqueue order. A failing job holds its key, through its retry
 //     delays, until it is acked or dead-lettered; other keys run in parallel.
