@@ -18,7 +18,8 @@ import (
 
 // TestChaosAccounting: random producers and handlers (succeed, fail, fail
 // permanently, panic, overrun the lease, run slowly), consumers closed at
-// random times with random deadlines, then a final consumer drains the rest.
+// random times with random deadlines (one or two at once), then a final
+// consumer drains the rest.
 // Every accepted job must be acked or dead-lettered exactly once, no job or
 // key may be handled concurrently with itself, and per-key order must hold.
 func TestChaosAccounting(t *testing.T) {
@@ -168,20 +169,27 @@ func chaos(t *testing.T, seed uint64, unit time.Duration) {
 		}
 	}
 	for round := range 4 {
-		c, err := q.Consume(context.Background(), handler, opts()...)
-		if err != nil {
-			t.Fatal(err)
+		// One or two consumers share the queue during a round.
+		var cs []*queue.Consumer[chaosJob]
+		for range 1 + rng.IntN(2) {
+			c, err := q.Consume(context.Background(), handler, opts()...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cs = append(cs, c)
 		}
 		time.Sleep(time.Duration(rng.IntN(20_000)) * ms)
-		ctx, cancel := context.WithTimeout(context.Background(), time.Duration(rng.IntN(5_000))*ms)
-		r, err := c.Close(ctx)
-		cancel()
-		t.Logf("round %d: report %+v, close error %v", round, r, err)
-		if r.Abandoned != 0 {
-			t.Errorf("round %d: %d handlers abandoned (every chaos handler honours cancellation)", round, r.Abandoned)
-		}
-		if err != nil && !errors.Is(err, context.DeadlineExceeded) {
-			t.Errorf("round %d: Close: %v", round, err)
+		for i, c := range cs {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Duration(rng.IntN(5_000))*ms)
+			r, err := c.Close(ctx)
+			cancel()
+			t.Logf("round %d, consumer %d: report %+v, close error %v", round, i, r, err)
+			if r.Abandoned != 0 {
+				t.Errorf("round %d: %d handlers abandoned (every chaos handler honours cancellation)", round, r.Abandoned)
+			}
+			if err != nil && !errors.Is(err, context.DeadlineExceeded) {
+				t.Errorf("round %d: Close: %v", round, err)
+			}
 		}
 	}
 	// A final consumer drains the rest (and unblocks the producers).
