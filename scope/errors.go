@@ -23,8 +23,8 @@ var ErrTimeout = errors.New("scope: timeout")
 type TaskError struct {
 	// Name is the task's name if it was started with GoNamed, else "".
 	Name string
-	// Index is the task's start index: the number of tasks handed to the scope (started or
-	// skipped) before it.
+	// Index is the task's start index: its position, from 0, among the calls of Go, GoNamed,
+	// TryGo and Spawn on the scope (a call that started, skipped or refused a task).
 	Index int
 	// Err is the error the task returned, or ErrGoexit.
 	Err error
