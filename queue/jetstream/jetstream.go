@@ -155,6 +155,11 @@ func (b *Backend) Open(ctx context.Context, cfg queue.Config) error {
 	if cfg.Capacity < 0 || cfg.DedupHorizon < 0 || cfg.Overflow < queue.Block || cfg.Overflow > queue.DropOldest {
 		return fmt.Errorf("jetstream: invalid config %+v", cfg)
 	}
+	if v := b.nc.ConnectedServerVersion(); v != "" && !versionAtLeast(v, 2, 9, 0) {
+		// 2.9 brought the direct "next message on a subject" read that ordering keys and
+		// dead-letter listing use; NakWithDelay needs 2.7.1.
+		return fmt.Errorf("jetstream: nats-server %s is too old: corral's queue needs 2.9.0 or later", v)
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.opened {
@@ -271,6 +276,24 @@ func (b *Backend) opened0() error {
 		return queue.ErrClosed
 	}
 	return nil
+}
+
+var semver = regexp.MustCompile(`^v?(\d+)\.(\d+)\.(\d+)`)
+
+// versionAtLeast reports whether the server version v is at least major.minor.patch.
+func versionAtLeast(v string, major, minor, patch int) bool {
+	m := semver.FindStringSubmatch(v)
+	if m == nil {
+		return false
+	}
+	want := [3]int{major, minor, patch}
+	for i := range want {
+		n, _ := strconv.Atoi(m[i+1])
+		if n != want[i] {
+			return n > want[i]
+		}
+	}
+	return true
 }
 
 func apiCode(err error) natsjs.ErrorCode {
@@ -414,7 +437,9 @@ func (b *Backend) Enqueue(ctx context.Context, m queue.Message) (queue.EnqueueRe
 // can be handed it meanwhile), writes it to the dead letters with reason overflow and removes
 // it. It returns "" if no job is waiting.
 func (b *Backend) evictOldest(ctx context.Context) (string, error) {
-	batch, err := b.cons.FetchNoWait(1)
+	// Not FetchNoWait: the server may answer "no messages" for a job published an instant
+	// ago, before the consumer has seen it.
+	batch, err := b.cons.Fetch(1, natsjs.FetchMaxWait(100*time.Millisecond))
 	if err != nil {
 		return "", fmt.Errorf("jetstream: evict: %w", err)
 	}
@@ -624,6 +649,20 @@ func (b *Backend) Receive(ctx context.Context, lease time.Duration, d *queue.Del
 				b.receivers--
 				b.mu.Unlock()
 				continue
+			case <-p.dead:
+				// The client gave up on this subscription (for example the consumer was
+				// deleted): release what it prefetched and start another.
+				b.mu.Lock()
+				b.receivers--
+				retire := b.pump == p
+				if retire {
+					b.pump = nil
+				}
+				b.mu.Unlock()
+				if retire {
+					b.stopPump(p)
+				}
+				continue
 			case <-ctx.Done():
 			}
 		}
@@ -703,6 +742,8 @@ type arrival struct {
 // pump prefetches messages into buf with the client's Consume.
 type pump struct {
 	cc       natsjs.ConsumeContext
+	dead     <-chan struct{} // cc.Closed(): closed when the client stops the subscription
+	stopOnce sync.Once
 	buf      chan arrival  // capacity: the prefetch
 	stopping chan struct{} // closed by stopPump
 	stopped  chan struct{} // closed when the pump has released everything
@@ -746,7 +787,7 @@ func (b *Backend) pumpFor(ctx context.Context, lease time.Duration) (*pump, erro
 			b.mu.Unlock()
 			return nil, fmt.Errorf("jetstream: consume: %w", err)
 		}
-		p.cc = cc
+		p.cc, p.dead = cc, cc.Closed()
 		b.pump = p
 	}
 	p := b.pump
@@ -775,6 +816,10 @@ func (b *Backend) arrive(p *pump, m natsjs.Msg) {
 
 // stopPump stops p and releases the messages it prefetched.
 func (b *Backend) stopPump(p *pump) {
+	p.stopOnce.Do(func() { b.stopPump1(p) })
+}
+
+func (b *Backend) stopPump1(p *pump) {
 	close(p.stopping)
 	p.cc.Drain()
 	t := time.NewTimer(10 * time.Second)
