@@ -101,6 +101,42 @@ func TestGroupSkipsAfterCancel(t *testing.T) {
 	checkIdentity(t, s)
 }
 
+// A worker, too, skips a queued task of a group that was cancelled while it waited.
+func TestGroupWorkerSkipsAfterCancel(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var d drops
+		p := pool.New(1, 8, d.hook())
+		gate := make(chan struct{})
+		mustSubmit(t, p, bg, waitFor(gate))
+		ctx, cancel := context.WithCancelCause(bg)
+		g := p.Group(ctx)
+		var ran atomic.Int64
+		for range 3 {
+			g.Go(func(context.Context) error { ran.Add(1); return nil })
+		}
+		parent := errors.New("parent gone")
+		cancel(parent)
+		close(gate)
+		synctest.Wait() // the worker has taken the queue
+		if s := p.Stats(); s.Queued != 0 || s.Skipped != 3 || s.Started != 1 {
+			t.Fatalf("stats after the worker ran dry: %+v", s)
+		}
+		if err := g.Wait(); err != parent {
+			t.Fatalf("Wait = %v; want the parent's cause", err)
+		}
+		mustClose(t, p)
+		if ran.Load() != 0 || len(d.got()) != 3 {
+			t.Fatalf("ran %d; drops %v", ran.Load(), d.got())
+		}
+		for _, x := range d.got() {
+			if x.reason != pool.Expired {
+				t.Fatalf("drop reason %v; want Expired", x.reason)
+			}
+		}
+		checkIdentity(t, p.Stats())
+	})
+}
+
 func TestGroupPanicIsFailure(t *testing.T) {
 	p := pool.New(2, 2)
 	defer mustClose(t, p)
