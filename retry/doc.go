@@ -24,9 +24,13 @@
 //
 // # Classification
 //
-// An error is retried unless it is marked with [Permanent], is a context error (cancellation
-// or deadline; an attempt's own [AttemptTimeout] excepted), or the [If] predicate rejects
-// it. The predicate is consulted last, so it can never retry a Permanent error. A server's
+// Once the caller's context is canceled or past its deadline, nothing is retried: the call
+// ends with [ErrCanceled] and the context's cause. Otherwise an error is retried unless it is
+// marked with [Permanent] or the [If] predicate rejects it. The predicate is consulted last,
+// so it can never retry a Permanent error. What the operation returns is not judged by
+// whether it matches context.Canceled or context.DeadlineExceeded: while the caller's
+// context is live such an error is the operation's own (an [AttemptTimeout], an
+// http.Client timeout, a dial timeout) and is retried like any other. A server's
 // hint ([After], [ParseRetryAfter] for HTTP Retry-After) replaces the backoff delay, is
 // clamped to [MaxHint], and jitter only lengthens it.
 //

@@ -1,7 +1,6 @@
 package retry
 
 import (
-	"context"
 	"errors"
 	"strconv"
 	"time"
@@ -21,11 +20,14 @@ var (
 	ErrMaxElapsed = errors.New("retry: out of time")
 	// ErrBudgetExhausted: the shared [Budget] refused the retry.
 	ErrBudgetExhausted = errors.New("retry: budget exhausted")
-	// ErrPermanent: the error was not retryable: marked with [Permanent], rejected by the
-	// [If] predicate, or a context error that did not come from [AttemptTimeout].
+	// ErrPermanent: the error was not retryable: marked with [Permanent] or rejected by the
+	// [If] predicate.
 	ErrPermanent = errors.New("retry: permanent error")
-	// ErrCanceled: the caller's context was canceled or its deadline passed, before or
-	// between attempts. The context's cause is in [Error.Cause].
+	// ErrCanceled: the caller's context was canceled or its deadline passed, before, during
+	// or between attempts. The context's cause is in [Error.Cause]. Only the caller's
+	// context counts: an attempt that fails with a context error of its own (an
+	// [AttemptTimeout], a client or dial timeout) while the caller's context is live is
+	// retried like any other error.
 	ErrCanceled = errors.New("retry: canceled")
 	// ErrAttemptTimeout is the cancellation cause of an attempt's context when its
 	// [AttemptTimeout] elapses: context.Cause(ctx) inside the operation returns it.
@@ -140,13 +142,13 @@ func (e *hintError) Unwrap() error { return e.err }
 // IsPermanent reports whether err, or an error it wraps, was marked with [Permanent]. It
 // does not look inside the [*Error] of a nested call.
 func IsPermanent(err error) bool {
-	return classify(err, true).permanent
+	return classify(err).permanent
 }
 
 // Hint returns the delay attached to err (or an error it wraps) with [After], unclamped.
 // It does not look inside the [*Error] of a nested call.
 func Hint(err error) (time.Duration, bool) {
-	c := classify(err, true)
+	c := classify(err)
 	return c.hint, c.hinted
 }
 
@@ -154,42 +156,34 @@ func Hint(err error) (time.Duration, bool) {
 type class struct {
 	permanent bool          // marked with Permanent
 	hinted    bool          // carries a hint from After
-	context   bool          // matches context.Canceled or context.DeadlineExceeded
 	hint      time.Duration // the first hint found
 }
 
 // classify walks err's tree once, without allocating. Our marks count only outside a nested
-// *Error (they belonged to the inner loop); context errors count anywhere, as with errors.Is.
-func classify(err error, marks bool) (c class) {
+// *Error (they belonged to the inner loop), so the walk does not enter one.
+func classify(err error) (c class) {
 	for err != nil {
-		if err == context.Canceled || err == context.DeadlineExceeded {
-			c.context = true
-		}
 		switch e := err.(type) {
 		case *permanentError:
-			c.permanent = c.permanent || marks
+			c.permanent = true
 			err = e.err
 			continue
 		case *hintError:
-			if marks && !c.hinted {
+			if !c.hinted {
 				c.hint, c.hinted = e.d, true
 			}
 			err = e.err
 			continue
 		case *Error:
-			marks = false
-		}
-		if x, ok := err.(interface{ Is(error) bool }); ok && !c.context {
-			c.context = x.Is(context.Canceled) || x.Is(context.DeadlineExceeded)
+			return c // nothing below a nested call's outcome counts
 		}
 		switch u := err.(type) {
 		case interface{ Unwrap() error }:
 			err = u.Unwrap()
 		case interface{ Unwrap() []error }:
 			for _, inner := range u.Unwrap() {
-				ic := classify(inner, marks)
+				ic := classify(inner)
 				c.permanent = c.permanent || ic.permanent
-				c.context = c.context || ic.context
 				if ic.hinted && !c.hinted {
 					c.hint, c.hinted = ic.hint, true
 				}

@@ -88,8 +88,11 @@ func MaxHint(d time.Duration) Option {
 }
 
 // If retries an error only if retryable(err) is true. It is consulted after the rules it
-// cannot override: an error marked [Permanent] and a context error are never retried.
-// Without it, every other error is retried.
+// cannot override: nothing is retried once the caller's context is done, and an error
+// marked [Permanent] is never retried. Without it, every other error is retried, including
+// one that matches context.DeadlineExceeded or context.Canceled while the caller's context
+// is live (an http.Client timeout, a dial timeout, the operation's own deadline): reject
+// those here if they should not be retried.
 func If(retryable func(err error) bool) Option {
 	return optionFunc(func(o *options) { o.retryIf = retryable })
 }
@@ -193,12 +196,17 @@ func DoValue[T any](ctx context.Context, p *Policy, op func(context.Context) (T,
 	return v, nil
 }
 
-// Next is the decision Do makes after a failed attempt, for a caller that does not loop
-// in-process (a job queue that redelivers with a delay). attempts is the number of attempts
-// made so far (from 1), prev the delay chosen before the last one (0 for none), and err the
-// last attempt's error. Next returns the delay before the next attempt and a nil reason, or
-// the reason to give up: ErrPermanent (marked [Permanent], rejected by [If], or a context
-// error) or ErrMaxAttempts. A hint from [After] replaces the backoff delay as in Do.
+// Next is the decision Do makes after a failed attempt while the caller's context is live,
+// for a caller that does not loop in-process (a job queue that redelivers with a delay).
+// attempts is the number of attempts made so far (from 1), prev the delay chosen before the
+// last one (0 for none), and err the last attempt's error. Next returns the delay before the
+// next attempt and a nil reason, or the reason to give up: ErrPermanent (marked [Permanent]
+// or rejected by [If]) or ErrMaxAttempts. A hint from [After] replaces the backoff delay as
+// in Do.
+//
+// Next has no context: like Do, it does not judge an error by whether it matches
+// context.Canceled or context.DeadlineExceeded (such an error is retried unless If rejects
+// it). A caller whose own context is done stops without asking Next, as Do does.
 //
 // Next is pure apart from randomness: it consults neither the clock, nor MaxElapsed, nor
 // the budget (call [Budget.Withdraw] and [Budget.Deposit] yourself). It panics if err is nil.
@@ -206,17 +214,16 @@ func (p *Policy) Next(attempts int, prev time.Duration, err error) (time.Duratio
 	if err == nil {
 		panic("retry: Next with a nil error")
 	}
-	return p.decide(max(attempts, 1), prev, err, false)
+	return p.decide(max(attempts, 1), prev, err)
 }
 
 // decide classifies the error of attempt number made (from 1) and picks the next delay.
-func (p *Policy) decide(made int, prev time.Duration, err error, attemptTimedOut bool) (time.Duration, error) {
+// The caller has checked that its context is live: a context error in err is the
+// operation's own (an attempt timeout, a client or dial timeout) and retryable.
+func (p *Policy) decide(made int, prev time.Duration, err error) (time.Duration, error) {
 	o := &p.o
-	c := classify(err, true)
+	c := classify(err)
 	if c.permanent {
-		return 0, ErrPermanent
-	}
-	if c.context && !attemptTimedOut {
 		return 0, ErrPermanent
 	}
 	if o.retryIf != nil && !o.retryIf(err) {
@@ -249,12 +256,12 @@ func (p *Policy) run(ctx context.Context, op func(context.Context) error, first 
 	o := &p.o
 	var local [4]error
 	errs := local[:0]
-	err, timedOut := first, false
+	err := first
 	if err == nil {
 		if ctx.Err() != nil {
 			return p.giveUp(errs, ErrCanceled, context.Cause(ctx))
 		}
-		if timedOut, err = p.attempt(ctx, op); err == nil {
+		if err = p.attempt(ctx, op); err == nil {
 			p.succeeded()
 			return nil
 		}
@@ -274,7 +281,7 @@ func (p *Policy) run(ctx context.Context, op func(context.Context) error, first 
 		if ctx.Err() != nil {
 			return p.giveUp(errs, ErrCanceled, context.Cause(ctx))
 		}
-		delay, reason := p.decide(len(errs), prev, err, timedOut)
+		delay, reason := p.decide(len(errs), prev, err)
 		if reason != nil {
 			return p.giveUp(errs, reason, nil)
 		}
@@ -314,24 +321,21 @@ func (p *Policy) run(ctx context.Context, op func(context.Context) error, first 
 			return p.giveUp(errs, ErrCanceled, context.Cause(ctx))
 		}
 		prev = delay
-		if timedOut, err = p.attempt(ctx, op); err == nil {
+		if err = p.attempt(ctx, op); err == nil {
 			p.succeeded()
 			return nil
 		}
 	}
 }
 
-// attempt runs op once, with the per-attempt timeout if there is one, and reports whether
-// it failed because that timeout elapsed while ctx was live.
-func (p *Policy) attempt(ctx context.Context, op func(context.Context) error) (timedOut bool, err error) {
+// attempt runs op once, with the per-attempt timeout if there is one.
+func (p *Policy) attempt(ctx context.Context, op func(context.Context) error) error {
 	if p.o.attemptTimeout <= 0 {
-		return false, op(ctx)
+		return op(ctx)
 	}
 	actx, cancel := context.WithTimeoutCause(ctx, p.o.attemptTimeout, ErrAttemptTimeout)
-	err = op(actx)
-	timedOut = err != nil && context.Cause(actx) == ErrAttemptTimeout && ctx.Err() == nil
-	cancel()
-	return timedOut, err
+	defer cancel()
+	return op(actx)
 }
 
 func (p *Policy) succeeded() {

@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -298,7 +301,9 @@ func TestCanceledBeforeFirstAttempt(t *testing.T) {
 	}
 }
 
-func TestContextErrorsAreNeverRetried(t *testing.T) {
+// The rule "context cancellation and deadline are never retried" is about the caller's
+// context: once it is done, the call stops, whatever the operation returned.
+func TestCallerContextErrorsAreNeverRetried(t *testing.T) {
 	t.Run("caller canceled during the attempt", func(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		calls := 0
@@ -310,17 +315,115 @@ func TestContextErrorsAreNeverRetried(t *testing.T) {
 		equal(t, 1, calls)
 		equal(t, retry.ErrCanceled, asError(t, err).Reason)
 	})
-	t.Run("context error from elsewhere", func(t *testing.T) {
-		for _, cerr := range []error{context.Canceled, fmt.Errorf("dial: %w", context.DeadlineExceeded)} {
+	t.Run("caller's deadline passed during the attempt", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+			defer cancel()
 			calls := 0
-			err := retry.Do(context.Background(), func(ctx context.Context) error {
+			err := retry.Do(ctx, func(ctx context.Context) error {
 				calls++
-				return cerr
+				<-ctx.Done()
+				return errors.Join(errA, ctx.Err())
 			}, retry.If(func(error) bool { return true }), noJitter(0))
 			equal(t, 1, calls)
-			equal(t, retry.ErrPermanent, asError(t, err).Reason)
-		}
+			e := asError(t, err)
+			equal(t, retry.ErrCanceled, e.Reason)
+			equal(t, context.DeadlineExceeded, e.Cause)
+		})
 	})
+}
+
+// A context error that the operation made itself, while the caller's context is live (an
+// http.Client.Timeout, a dial timeout, a per-call deadline), is an ordinary transient error:
+// it is retried, and only the If predicate can reject it. (It used to end the call with
+// ErrPermanent, and no predicate could override that.)
+func TestOperationsOwnContextErrorsAreRetried(t *testing.T) {
+	for _, cerr := range []error{
+		context.Canceled,
+		context.DeadlineExceeded,
+		fmt.Errorf("dial: %w", context.DeadlineExceeded),
+		errors.Join(errA, context.Canceled),
+	} {
+		t.Run(cerr.Error(), func(t *testing.T) {
+			calls := 0
+			op := func(context.Context) error { calls++; return cerr }
+			err := retry.Do(context.Background(), op, noJitter(0))
+			equal(t, 3, calls, "retried like any error")
+			e := asError(t, err)
+			equal(t, retry.ErrMaxAttempts, e.Reason)
+			equal(t, nil, e.Cause, "the caller's context did not end")
+			check(t, errors.Is(err, cerr), "attempt error kept: %v", err)
+
+			calls = 0
+			err = retry.Do(context.Background(), op, noJitter(0),
+				retry.If(func(err error) bool {
+					return !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded)
+				}))
+			equal(t, 1, calls, "the predicate can still reject it")
+			equal(t, retry.ErrPermanent, asError(t, err).Reason)
+		})
+	}
+}
+
+// A per-call deadline inside the operation: the first call runs into its own 200ms timeout,
+// the retry 50ms later succeeds. Exact virtual times.
+func TestOperationTimeoutIsRetried(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		start := time.Now()
+		var at []time.Duration
+		var retried []error
+		err := retry.Do(t.Context(), func(ctx context.Context) error {
+			at = append(at, time.Since(start))
+			ctx, cancel := context.WithTimeout(ctx, 200*ms)
+			defer cancel()
+			if len(at) == 1 {
+				<-ctx.Done() // the slow first call
+				return fmt.Errorf("query: %w", ctx.Err())
+			}
+			return nil
+		}, noJitter(50*ms), retry.OnRetry(func(_ int, err error, _ time.Duration) { retried = append(retried, err) }))
+		equal(t, nil, err)
+		equal(t, []time.Duration{0, 250 * ms}, at)
+		equal(t, 1, len(retried))
+		check(t, errors.Is(retried[0], context.DeadlineExceeded), "first error %v", retried[0])
+	})
+}
+
+// The reviewer's reproducer: an http.Client with a Timeout against a server whose first
+// response is slow. The client's timeout error matches context.DeadlineExceeded while the
+// caller's context is live; the call must retry and succeed. Real loopback network, so the
+// test asserts outcomes, not times.
+func TestHTTPClientTimeoutIsRetried(t *testing.T) {
+	var hits atomic.Int32
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if hits.Add(1) == 1 {
+			select { // the first request hangs until the client gives up on it
+			case <-r.Context().Done():
+			case <-release:
+			}
+		}
+		w.WriteHeader(http.StatusOK)
+	}))
+	defer srv.Close()
+	defer close(release)
+	client := &http.Client{Timeout: 200 * ms, Transport: srv.Client().Transport}
+	var retried []error
+	err := retry.Do(context.Background(), func(ctx context.Context) error {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL, nil)
+		if err != nil {
+			return retry.Permanent(err)
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			return err
+		}
+		return resp.Body.Close()
+	}, retry.MaxAttempts(5), noJitter(0), retry.OnRetry(func(_ int, err error, _ time.Duration) { retried = append(retried, err) }))
+	equal(t, nil, err)
+	check(t, len(retried) >= 1 && errors.Is(retried[0], context.DeadlineExceeded),
+		"first attempt should have failed with the client's timeout: %v", retried)
+	check(t, hits.Load() >= 2, "server saw %d requests", hits.Load())
 }
 
 func TestPermanentStopsAndCannotBeOverridden(t *testing.T) {
@@ -540,7 +643,9 @@ func TestNextForCallersThatDoNotLoop(t *testing.T) {
 	equal(t, out{0, retry.ErrMaxAttempts}, next(4, errA))
 	equal(t, out{0, retry.ErrPermanent}, next(1, errB), "predicate")
 	equal(t, out{0, retry.ErrPermanent}, next(1, retry.Permanent(errA)))
-	equal(t, out{0, retry.ErrPermanent}, next(1, context.Canceled))
+	// Next has no caller context to consult: a context error is an ordinary error to it.
+	equal(t, out{time.Second, nil}, next(1, context.Canceled))
+	equal(t, out{2 * time.Second, nil}, next(2, fmt.Errorf("dial: %w", context.DeadlineExceeded)))
 	equal(t, out{5 * time.Second, nil}, next(1, retry.After(errA, 5*time.Second)))
 	equal(t, out{10 * time.Second, nil}, next(2, retry.After(errA, time.Hour)))
 	equal(t, out{time.Second, nil}, next(0, errA), "attempts below 1 count as 1")
