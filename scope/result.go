@@ -112,13 +112,29 @@ func withDefaultLimit(opts []Option) []Option {
 // mapSlot is one element of MapSeq's ordered window.
 type mapSlot[R any] struct {
 	done chan struct{} // closed when the call ended or was skipped
-	val  R
-	err  error
+	val  R             // written before done is closed
+	err  error         // written before done is closed
+}
+
+// ready reports whether the slot's call has ended, without waiting.
+func (sl *mapSlot[R]) ready() bool {
+	select {
+	case <-sl.done:
+		return true
+	default:
+		return false
+	}
 }
 
 // MapSeq is Map over a sequence, yielding results lazily in the order of in. At most n calls
 // run at once and at most n results wait to be consumed, where n is set by a Limit option
-// (default, and for Limit(0), runtime.GOMAXPROCS(0)). in is iterated on a goroutine of its own.
+// (default, and for Limit(0), runtime.GOMAXPROCS(0)).
+//
+// The goroutine that ranges over the sequence drives in itself, with iter.Pull: it asks in for
+// the next element only when the window of n calls has room, and yields a result that is ready
+// before it asks for more. No goroutine iterates in on its own, so in is never read ahead of
+// the window, and when the consumer stops early (break) nothing waits for in: the range
+// statement ends once the calls have returned. A slow in delays the results behind it.
 //
 // The sequence yields (r, nil) for each successful call, in order, until the scope is cancelled;
 // a call that failed yields nothing. If Run's error is not nil, it is yielded last as (zero R,
@@ -145,32 +161,34 @@ func MapSeq[T, R any](ctx context.Context, in iter.Seq[T], f func(ctx context.Co
 		}
 		stopped := false
 		err := Run(ctx, func(s *Scope) error {
-			window := make(chan *mapSlot[R], n-1) // plus the one the consumer waits on: n results
-			feeder := task{name: "MapSeq input", fn: func(ctx context.Context) error {
-				defer close(window)
-				for v := range in {
-					sl := &mapSlot[R]{done: make(chan struct{})}
-					select {
-					case window <- sl:
-					case <-ctx.Done():
-						return nil
+			next, stop := iter.Pull(in)
+			defer stop()
+			window := make([]*mapSlot[R], n) // a ring: count slots from head, oldest first
+			head, count := 0, 0
+			more := true // in may have more elements
+			for {
+				if more && count < n && (count == 0 || !window[head].ready()) {
+					if s.ctx.Err() != nil {
+						more = false
+						continue
 					}
-					s.start(taskDef{
-						fn: func(ctx context.Context) error {
-							r, err := f(ctx, v)
-							sl.val = r
-							return err
-						},
-						settle: func(err error) {
-							sl.err = err
-							close(sl.done)
-						},
-					}.task(), true)
+					v, ok := next()
+					if !ok {
+						more = false
+						continue
+					}
+					sl := &mapSlot[R]{done: make(chan struct{})}
+					window[(head+count)%n] = sl
+					count++
+					s.start(mapTask(sl, f, v), true)
+					continue
 				}
-				return nil
-			}}
-			s.startUnbounded(feeder)
-			for sl := range window {
+				if count == 0 {
+					return nil
+				}
+				sl := window[head]
+				window[head] = nil
+				head, count = (head+1)%n, count-1
 				<-sl.done
 				if s.ctx.Err() != nil {
 					return nil
@@ -184,13 +202,27 @@ func MapSeq[T, R any](ctx context.Context, in iter.Seq[T], f func(ctx context.Co
 					return nil
 				}
 			}
-			return nil
 		}, opts...)
 		if err != nil && !stopped {
 			var zero R
 			yield(zero, err)
 		}
 	}
+}
+
+// mapTask is the task of one MapSeq call: f(v), its outcome kept in sl.
+func mapTask[T, R any](sl *mapSlot[R], f func(context.Context, T) (R, error), v T) task {
+	return taskDef{
+		fn: func(ctx context.Context) error {
+			r, err := f(ctx, v)
+			sl.val = r
+			return err
+		},
+		settle: func(err error) {
+			sl.err = err
+			close(sl.done)
+		},
+	}.task()
 }
 
 var errNoTasks = errors.New("scope: First of no tasks")
@@ -203,18 +235,6 @@ type taskDef struct {
 }
 
 func (d taskDef) task() task { return task{fn: d.fn, name: d.name, settle: d.settle} }
-
-// startUnbounded starts t, a helper of the scope rather than a user's task, on a goroutine of
-// its own, outside the scope's Limit and its numbering.
-func (s *Scope) startUnbounded(t task) {
-	t.index = -1
-	if s.ctx.Err() != nil {
-		s.skip(&t)
-		return
-	}
-	s.wg.Add(1)
-	go s.run(t)
-}
 
 // stop cancels the scope because its consumer stopped; this is not a failure.
 func (s *Scope) stop() {

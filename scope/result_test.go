@@ -157,8 +157,36 @@ func TestMapSeqBreakJoinsEveryWorker(t *testing.T) {
 		// Nothing runs any more, right as the range statement ends.
 		equal(t, int32(0), running.Load(), "calls still running after the loop")
 		isTrue(t, stopped.Load(), "input sequence not stopped")
-		isTrue(t, produced.Load() <= 3+4+1, "read %d inputs ahead of a consumer that took 3", produced.Load())
+		// The input is read only to fill the window: 3 consumed, at most 4-1 others in it.
+		isTrue(t, produced.Load() <= 3+4-1, "read %d inputs ahead of a consumer that took 3", produced.Load())
 		isTrue(t, causes.Load() >= 1, "waiting calls saw the consumer's stop as cause")
+	})
+}
+
+func TestMapSeqBreakDoesNotWaitForInput(t *testing.T) {
+	// An input that blocks between elements, deaf to ctx, must not hold up the range statement
+	// after a break: the consumer's goroutine pulls it, so nothing is inside it then.
+	synctest.Test(t, func(t *testing.T) {
+		late := make(chan struct{})
+		go func() { time.Sleep(time.Hour); close(late) }() // the second element comes an hour later
+		inReturned := false
+		in := func(yield func(int) bool) {
+			defer func() { inReturned = true }()
+			if !yield(1) {
+				return
+			}
+			<-late
+			yield(2)
+		}
+		start := time.Now()
+		for v, err := range scope.MapSeq(t.Context(), in, func(ctx context.Context, v int) (int, error) { return v * 10, nil }, scope.Limit(1)) {
+			noErr(t, err)
+			equal(t, 10, v)
+			break
+		}
+		equal(t, time.Duration(0), time.Since(start), "the range statement waited for the input's next element")
+		isTrue(t, inReturned, "the input was not stopped when the range statement ended")
+		<-late // let the hour pass, so the bubble ends with no goroutine left
 	})
 }
 
