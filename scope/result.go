@@ -134,13 +134,21 @@ func (sl *mapSlot[R]) ready() bool {
 // the next element only when the window of n calls has room, and yields a result that is ready
 // before it asks for more. No goroutine iterates in on its own, so in is never read ahead of
 // the window, and when the consumer stops early (break) nothing waits for in: the range
-// statement ends once the calls have returned. A slow in delays the results behind it.
+// statement ends once the calls have returned. The price: while that goroutine waits for in's
+// next element, it yields nothing, so an input that is slow between elements delays results
+// already computed (with Limit(1), in is asked for an element only after the previous result
+// was consumed).
 //
-// The sequence yields (r, nil) for each successful call, in order, until the scope is cancelled;
-// a call that failed yields nothing. If Run's error is not nil, it is yielded last as (zero R,
-// err). When the consumer stops early (break), the scope is cancelled and every call has
-// returned before the range statement ends. A panic in f or in the loop body is raised in the
-// consumer's goroutine once every call has returned.
+// The sequence yields (r, nil) for each call that succeeded, in the order of in, and stops at
+// the first call that failed or was skipped. Once the scope is cancelled, no more of in is
+// read, but results already computed are still yielded. Unless every element of in was mapped
+// and yielded, the sequence ends with (zero R, err): err is Run's error (which holds every
+// failure) or, if that is nil, the scope's cancellation cause (or, if the scope was not
+// cancelled, the failed call's error): a computed result is never dropped without an error. If
+// Run's error is not nil, it is yielded last in any case. When the consumer stops early
+// (break), the scope is cancelled and every call has returned before the range statement ends.
+// A panic in f or in the loop body is raised in the consumer's goroutine once every call has
+// returned.
 func MapSeq[T, R any](ctx context.Context, in iter.Seq[T], f func(ctx context.Context, v T) (R, error), opts ...Option) iter.Seq2[R, error] {
 	if in == nil || f == nil {
 		panic("scope: nil sequence or func")
@@ -159,7 +167,10 @@ func MapSeq[T, R any](ctx context.Context, in iter.Seq[T], f func(ctx context.Co
 			n = runtime.GOMAXPROCS(0)
 			opts = append(opts, Limit(n))
 		}
-		stopped := false
+		var (
+			stopped bool  // the consumer broke out of the loop
+			cut     error // why not every element was delivered, for when Run's error is nil
+		)
 		err := Run(ctx, func(s *Scope) error {
 			next, stop := iter.Pull(in)
 			defer stop()
@@ -169,7 +180,8 @@ func MapSeq[T, R any](ctx context.Context, in iter.Seq[T], f func(ctx context.Co
 			for {
 				if more && count < n && (count == 0 || !window[head].ready()) {
 					if s.ctx.Err() != nil {
-						more = false
+						// Start nothing more, but deliver what has been computed.
+						more, cut = false, context.Cause(s.ctx)
 						continue
 					}
 					v, ok := next()
@@ -190,11 +202,12 @@ func MapSeq[T, R any](ctx context.Context, in iter.Seq[T], f func(ctx context.Co
 				window[head] = nil
 				head, count = (head+1)%n, count-1
 				<-sl.done
-				if s.ctx.Err() != nil {
-					return nil
-				}
 				if sl.err != nil {
-					continue // reported in Run's error
+					// Failed or skipped: the results behind it are not delivered.
+					if cut = context.Cause(s.ctx); cut == nil {
+						cut = sl.err // a policy that neither cancels nor reports
+					}
+					return nil
 				}
 				if !yield(sl.val, nil) {
 					stopped = true
@@ -203,7 +216,13 @@ func MapSeq[T, R any](ctx context.Context, in iter.Seq[T], f func(ctx context.Co
 				}
 			}
 		}, opts...)
-		if err != nil && !stopped {
+		if stopped {
+			return
+		}
+		if err == nil {
+			err = cut
+		}
+		if err != nil {
 			var zero R
 			yield(zero, err)
 		}

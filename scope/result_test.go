@@ -2,6 +2,7 @@ package scope_test
 
 import (
 	"context"
+	"errors"
 	"iter"
 	"slices"
 	"strconv"
@@ -208,6 +209,111 @@ func TestMapSeqFailureEndsWithTheError(t *testing.T) {
 	equal(t, []int{0, 1, 2}, got)
 	equal(t, 1, len(errs))
 	errIs(t, errs[0], errA)
+}
+
+func TestMapSeqParentCancelDeliversComputedResults(t *testing.T) {
+	// Every call has returned when the parent is cancelled: the computed results are yielded,
+	// not dropped, and nothing was cut short, so there is no error.
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := context.WithCancel(t.Context())
+		defer cancel()
+		exhausted := make(chan struct{})
+		in := func(yield func(int) bool) {
+			for _, v := range []int{1, 2, 3} {
+				if !yield(v) {
+					return
+				}
+			}
+			close(exhausted)
+		}
+		var got []int
+		var errs []error
+		for v, err := range scope.MapSeq(ctx, in, func(ctx context.Context, v int) (int, error) {
+			if v == 1 {
+				<-exhausted // the whole input is in the window before the first result
+			}
+			return v, nil
+		}, scope.Limit(4)) {
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			got = append(got, v)
+			if len(got) == 1 {
+				synctest.Wait() // every call has returned
+				cancel()
+			}
+		}
+		equal(t, []int{1, 2, 3}, got)
+		equal(t, 0, len(errs), "errors %v", errs)
+	})
+}
+
+func TestMapSeqParentCancelEndsWithTheCause(t *testing.T) {
+	// The parent is cancelled while the input has more: every call that ran is delivered, in
+	// order, then the cancellation cause says that the sequence was cut short.
+	synctest.Test(t, func(t *testing.T) {
+		errShutdown := errors.New("shutdown")
+		ctx, cancel := context.WithCancelCause(t.Context())
+		defer cancel(nil)
+		var calls atomic.Int32
+		var got []int
+		var errs []error
+		for v, err := range scope.MapSeq(ctx, slices.Values([]int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}), func(ctx context.Context, v int) (int, error) {
+			calls.Add(1)
+			return v * 10, nil // ignores ctx: a call that started finishes
+		}, scope.Limit(2)) {
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			isTrue(t, len(errs) == 0, "a result after the error")
+			got = append(got, v)
+			if len(got) == 1 {
+				synctest.Wait() // the calls started so far have returned
+				cancel(errShutdown)
+			}
+		}
+		n := int(calls.Load())
+		isTrue(t, n < 10, "%d calls: the input was read after the cancel", n)
+		want := make([]int, n)
+		for i := range want {
+			want[i] = i * 10
+		}
+		equal(t, want, got, "every call that ran is delivered")
+		equal(t, 1, len(errs))
+		same(t, errShutdown, errs[0])
+	})
+}
+
+// ignoreFailures is a policy that neither cancels nor reports on a failure.
+type ignoreFailures struct{}
+
+func (ignoreFailures) Decide(error) (cancel, report bool) { return false, false }
+
+func TestMapSeqStopsAtTheFirstFailure(t *testing.T) {
+	for _, p := range []scope.Policy{scope.Supervise(), ignoreFailures{}} {
+		var calls atomic.Int32
+		var got []int
+		var errs []error
+		for v, err := range scope.MapSeq(t.Context(), slices.Values([]int{0, 1, 2, 3, 4}), func(ctx context.Context, v int) (int, error) {
+			calls.Add(1)
+			if v == 2 {
+				return 0, errA
+			}
+			return v, nil
+		}, scope.Limit(1), scope.WithPolicy(p)) {
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			got = append(got, v)
+		}
+		equal(t, []int{0, 1}, got, "%T", p)
+		equal(t, int32(3), calls.Load(), "%T: the input is not read past the failure", p)
+		equal(t, 1, len(errs), "%T", p)
+		errIs(t, errs[0], errA, "%T", p)
+	}
 }
 
 func TestMapSeqPanicInLoopBodyJoins(t *testing.T) {
