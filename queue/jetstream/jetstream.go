@@ -1131,6 +1131,17 @@ func (b *Backend) Stats(ctx context.Context) (queue.BackendStats, error) {
 	if err != nil {
 		return s, fmt.Errorf("jetstream: stats: %w", err)
 	}
+	if wi.State.Msgs > 0 && ci.AckFloor.Stream >= wi.State.FirstSeq {
+		// Every job up to the ack floor was acked, so a work-queue stream should not hold
+		// it; a server restart can leave one behind (the ack persisted, the removal not),
+		// and the consumer never delivers it again. Remove the leftovers.
+		if err := b.statWork.Purge(ctx, natsjs.WithPurgeSequence(ci.AckFloor.Stream+1)); err != nil {
+			return s, fmt.Errorf("jetstream: stats: remove acked jobs: %w", err)
+		}
+		if wi, err = b.statWork.Info(ctx); err != nil {
+			return s, fmt.Errorf("jetstream: stats: %w", err)
+		}
+	}
 	di, err := b.statDead.Info(ctx)
 	if err != nil {
 		return s, fmt.Errorf("jetstream: stats: %w", err)

@@ -27,7 +27,8 @@ func TestServerRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := jetstream.New(js, natstest.Prefix(t))
+	name := natstest.Prefix(t)
+	b, err := jetstream.New(js, name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +93,8 @@ func TestServerRestart(t *testing.T) {
 	srv.Restart(t)
 
 	// Until every accepted job was handled and the work stream is empty (jobs whose ack was
-	// lost in the outage come back after their lease).
+	// lost in the outage come back after their lease; a job acked just before the stop may
+	// be kept by the restarted server, and Stats removes it). On time-out, say what is left.
 	deadline := time.NewTimer(time.Minute)
 	defer deadline.Stop()
 	tick := time.NewTicker(100 * time.Millisecond)
@@ -103,7 +105,29 @@ func TestServerRestart(t *testing.T) {
 			continue
 		case <-tick.C:
 		case <-deadline.C:
-			t.Fatal("timed out")
+			mu.Lock()
+			var missing []string
+			for id := range accepted {
+				if handled[id] == 0 {
+					missing = append(missing, id)
+				}
+			}
+			n := len(accepted)
+			mu.Unlock()
+			st, err := q.Stats(ctx)
+			t.Logf("timed out: %d accepted, not handled: %v; stats %+v (%v)", n, missing, st, err)
+			if s, err := js.Stream(ctx, "CORRAL_"+name); err == nil {
+				si := s.CachedInfo()
+				t.Logf("stream state %+v", si.State)
+				if m, err := s.GetMsg(ctx, si.State.FirstSeq); err == nil {
+					t.Logf("first stored job: seq %d, id %s", m.Sequence, m.Header.Get("Corral-Id"))
+				}
+				if c, err := s.Consumer(ctx, "corral"); err == nil {
+					ci := c.CachedInfo()
+					t.Logf("consumer: pending %d ackpending %d waiting %d delivered %+v ackfloor %+v", ci.NumPending, ci.NumAckPending, ci.NumWaiting, ci.Delivered, ci.AckFloor)
+				}
+			}
+			t.FailNow()
 		}
 		mu.Lock()
 		done = len(accepted) == jobs
