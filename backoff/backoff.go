@@ -146,19 +146,40 @@ func Exponential(base time.Duration, factor float64, cap time.Duration, opts ...
 	case base == 0 || factor == 1:
 		p.capAt = math.MaxInt
 	default:
-		// smallest n with base*factor^n >= cap, computed the way expDelay computes, so
-		// the schedule is monotone and saturates exactly at capAt.
-		est := math.Ceil(math.Log(float64(cap)/float64(base)) / math.Log(factor))
-		n := int(math.Min(est, 1<<62))
-		for n > 0 && p.rawExp(n-1) >= float64(cap) {
-			n--
-		}
-		for p.rawExp(n) < float64(cap) {
-			n++
-		}
-		p.capAt = n
+		p.capAt = p.firstAtCap()
 	}
 	return p.with(opts)
+}
+
+// firstAtCap returns the smallest n with rawExp(n) >= cap, computed with rawExp itself so
+// that the schedule saturates exactly at capAt; 0 < base < cap and factor > 1. A factor
+// barely above 1 puts n near 2^57 and makes any estimate from logarithms far off (rawExp's
+// rounding error grows with n), so the search is bounded instead: double an upper bound,
+// then bisect, at most about 2×63 evaluations of rawExp. If even rawExp(MaxInt) is below
+// cap, it returns MaxInt, and step clamps each delay to cap itself.
+func (p *Policy) firstAtCap() int {
+	c := float64(p.cap)
+	lo, hi := 0, 1 // rawExp(lo) = base < cap
+	for p.rawExp(hi) < c {
+		if hi > math.MaxInt/2 {
+			if p.rawExp(math.MaxInt) < c {
+				return math.MaxInt
+			}
+			lo, hi = hi, math.MaxInt
+			break
+		}
+		lo, hi = hi, 2*hi
+	}
+	// rawExp(lo) < cap <= rawExp(hi)
+	for hi-lo > 1 {
+		mid := lo + (hi-lo)/2
+		if p.rawExp(mid) < c {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return hi
 }
 
 func checkBaseCap(base, cap time.Duration) {

@@ -104,6 +104,51 @@ func TestHugeAttemptNumbersSaturateAtTheCap(t *testing.T) {
 	equal(t, 100*ms, backoff.Exponential(100*ms, 2, time.Second).Delay(-5, 0))
 }
 
+// Regression: Exponential hung at construction for a factor barely above 1
+// (math.Nextafter(1, 2) puts the cap-reaching attempt near 2^57, and the old linear
+// refinement walked there from a far-off estimate). The attempt it computes must be the
+// first whose delay is the cap, and no delay may exceed the cap.
+func TestFactorsNearOneBuildAndSaturate(t *testing.T) {
+	factors := []float64{math.Nextafter(1, 2), 1 + 1e-15, 1 + 1e-12, 1 + 1e-9, 1 + 1e-6, 1.0001}
+	bounds := [][2]time.Duration{{1, time.Hour}, {time.Millisecond, time.Minute}, {1, math.MaxInt64}, {time.Hour, time.Hour + 1}}
+	for _, f := range factors {
+		for _, b := range bounds {
+			base, cap := b[0], b[1]
+			p := backoff.Exponential(base, f, cap)
+			n := backoff.CapAt(p)
+			want := math.Log(float64(cap)/float64(base)) / math.Log1p(f-1)
+			// rawExp's rounding grows with n; the exact attempt is within 0.1% of the
+			// real-number answer for these factors.
+			near(t, want, float64(n), want*1e-3+1, fmt.Sprintf("%v: cap-reaching attempt", p))
+			equal(t, cap, p.Delay(n, 0), "%v: delay of attempt %d", p, n)
+			check(t, p.Delay(n-1, 0) < cap, "%v: delay of attempt %d is already the cap", p, n-1)
+			check(t, p.Delay(n-2, 0) <= p.Delay(n-1, 0), "%v: not monotone below the cap", p)
+			for _, j := range []backoff.Jitter{backoff.NoJitter, backoff.FullJitter, backoff.EqualJitter, backoff.DecorrelatedJitter} {
+				q := backoff.Exponential(base, f, cap, backoff.WithJitter(j), backoff.WithSeed(uint64(n)))
+				for _, k := range []int{0, 1, n / 2, n - 1, n, n + 1, 1 << 40, math.MaxInt} {
+					d := q.Delay(k, cap/2)
+					check(t, d >= 0 && d <= cap, "%v: Delay(%d) = %v, want in [0, %v]", q, k, d, cap)
+				}
+			}
+		}
+	}
+}
+
+// For factors whose schedules are short enough to walk, the cap-reaching attempt found by
+// the search is the one a linear scan finds.
+func TestCapAtMatchesALinearScan(t *testing.T) {
+	for _, f := range []float64{1.001, 1.01, 1.1, 1.5, 2, math.E, 3, 10, 1e10, math.MaxFloat64} {
+		for _, b := range [][2]time.Duration{{1, 2}, {1, time.Second}, {100 * ms, 10 * time.Second}, {3, math.MaxInt64}, {time.Second, time.Second + 1}} {
+			p := backoff.Exponential(b[0], f, b[1])
+			n := 0
+			for p.Delay(n, 0) < p.Cap() {
+				n++
+			}
+			equal(t, n, backoff.CapAt(p), "%v", p)
+		}
+	}
+}
+
 func TestFullJitterStaysInRangeAndIsUniform(t *testing.T) {
 	const seeds = 20_000
 	tmax := 800 * ms // the un-jittered delay of retry 3
@@ -272,7 +317,17 @@ func FuzzDelay(f *testing.F) {
 	f.Add(uint8(1), int64(1), int64(math.MaxInt64), 1.0, uint8(3), uint64(9), math.MaxInt, int64(math.MaxInt64))
 	f.Add(uint8(2), int64(0), int64(0), 1e300, uint8(2), uint64(0), -1, int64(-1))
 	f.Add(uint8(0), int64(5), int64(5), 1.5, uint8(0), uint64(3), 3, int64(4))
+	// Factors barely above 1 (Exponential used to hang building these).
+	f.Add(uint8(2), int64(1), int64(time.Hour), math.Nextafter(1, 2), uint8(0), uint64(0), 1<<57, int64(0))
+	f.Add(uint8(2), int64(1), int64(math.MaxInt64), 1+1e-12, uint8(1), uint64(1), math.MaxInt, int64(0))
+	f.Add(uint8(2), int64(ms), int64(time.Minute), 1+1e-9, uint8(3), uint64(5), 1<<40, int64(ms))
+	f.Add(uint8(0x80), int64(1), int64(time.Hour), 0.5, uint8(2), uint64(2), 1<<50, int64(0))
 	f.Fuzz(func(t *testing.T, kind uint8, base, cap int64, factor float64, jitter uint8, seed uint64, n int, prev int64) {
+		if kind&0x80 != 0 {
+			// Steer half the inputs to factors in [1, 1+1e-6), where the cap is reached
+			// only after a huge number of attempts; the fuzzer rarely finds them itself.
+			factor = 1 + math.Mod(math.Abs(factor), 1)*1e-6
+		}
 		valid := base >= 0 && cap >= base && jitter <= uint8(backoff.DecorrelatedJitter)
 		if kind%3 == 2 {
 			valid = valid && factor >= 1 && !math.IsInf(factor, 1)
@@ -317,6 +372,15 @@ func FuzzDelay(f *testing.F) {
 			}
 		}
 		check(p.Delay(n, time.Duration(prev)), "Delay(n, prev)")
+		if kind%3 == 2 {
+			// The cap-reaching attempt is exact: its delay is the cap, the one before is not.
+			plain := backoff.Exponential(time.Duration(base), factor, time.Duration(cap))
+			if k := backoff.CapAt(p); k < math.MaxInt {
+				if plain.Delay(k, 0) != time.Duration(cap) || (k > 0 && plain.Delay(k-1, 0) >= time.Duration(cap)) {
+					t.Fatalf("%v: cap-reaching attempt %d: delays %v, %v", plain, k, plain.Delay(k-1, 0), plain.Delay(k, 0))
+				}
+			}
+		}
 		check(p.Delay(10_000, 0), "Delay(10000, 0)")
 		check(p.Delay(math.MaxInt, 0), "Delay(MaxInt, 0)")
 		seq := p.Sequence()
