@@ -237,6 +237,9 @@ func (b *Backend) Open(ctx context.Context, cfg queue.Config) error {
 	if b.statCons, err = b.statWork.Consumer(ctx, b.consumerName); err != nil {
 		return fmt.Errorf("jetstream: consumer %s: %w", b.consumerName, err)
 	}
+	if _, err := b.removeAcked(ctx, b.statWork.CachedInfo(), b.statCons.CachedInfo()); err != nil {
+		return fmt.Errorf("jetstream: open: %w", err)
+	}
 	b.opened, b.cfg, b.work, b.dead, b.state, b.cons = true, cfg, work, dead, state, cons
 	return nil
 }
@@ -1131,13 +1134,9 @@ func (b *Backend) Stats(ctx context.Context) (queue.BackendStats, error) {
 	if err != nil {
 		return s, fmt.Errorf("jetstream: stats: %w", err)
 	}
-	if wi.State.Msgs > 0 && ci.AckFloor.Stream >= wi.State.FirstSeq {
-		// Every job up to the ack floor was acked, so a work-queue stream should not hold
-		// it; a server restart can leave one behind (the ack persisted, the removal not),
-		// and the consumer never delivers it again. Remove the leftovers.
-		if err := b.statWork.Purge(ctx, natsjs.WithPurgeSequence(ci.AckFloor.Stream+1)); err != nil {
-			return s, fmt.Errorf("jetstream: stats: remove acked jobs: %w", err)
-		}
+	if removed, err := b.removeAcked(ctx, wi, ci); err != nil {
+		return s, fmt.Errorf("jetstream: stats: %w", err)
+	} else if removed {
 		if wi, err = b.statWork.Info(ctx); err != nil {
 			return s, fmt.Errorf("jetstream: stats: %w", err)
 		}
@@ -1172,6 +1171,20 @@ func (b *Backend) Stats(ctx context.Context) (queue.BackendStats, error) {
 		s.Oldest = wi.State.FirstTime
 	}
 	return s, nil
+}
+
+// removeAcked deletes the jobs at or below the consumer's ack floor. Every one of them was
+// acked, so a work-queue stream should not hold it, but a server restart can leave one behind
+// (the ack persisted, the removal not), and the consumer never delivers it again. b.statsMu
+// held.
+func (b *Backend) removeAcked(ctx context.Context, wi *natsjs.StreamInfo, ci *natsjs.ConsumerInfo) (bool, error) {
+	if wi.State.Msgs == 0 || ci.AckFloor.Stream < wi.State.FirstSeq {
+		return false, nil
+	}
+	if err := b.statWork.Purge(ctx, natsjs.WithPurgeSequence(ci.AckFloor.Stream+1)); err != nil {
+		return false, fmt.Errorf("remove acked jobs: %w", err)
+	}
+	return true, nil
 }
 
 // Delete deletes the queue from the servers: its streams, with every job, dead letter and
