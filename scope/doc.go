@@ -31,7 +31,8 @@
 //     runtime.Goexit (t.FailNow) has failed: ErrGoexit.
 //   - Policies: what a scope does when a task ends is a Policy: FailFast (the default),
 //     Supervise (failures are collected, siblings keep running), FirstSuccess (the first success
-//     completes the scope and cancels the rest), or your own.
+//     completes the scope and cancels the rest), or your own; WithPolicy takes a constructor, so
+//     that every scope has a Policy value of its own.
 //   - Typed results: Spawn returns a Handle to one task's value; First returns the first
 //     success's value; Map and MapSeq map a slice or an iter.Seq, bounded and in order, and a
 //     break out of a MapSeq loop cancels and joins every call before the loop ends.

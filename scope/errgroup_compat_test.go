@@ -32,7 +32,7 @@ func TestErrgroupZeroGroup(t *testing.T) {
 				}
 			}
 			return nil
-		}, scope.WithPolicy(scope.Supervise()))
+		}, scope.WithPolicy(scope.Supervise))
 		got := unwrapAll(err)
 		equal(t, len(want), len(got), "errs %v: Run() = %v", errs, err)
 		for i := range want {

@@ -76,7 +76,7 @@ func ExampleSupervise() {
 			})
 		}
 		return nil
-	}, scope.WithPolicy(scope.Supervise()))
+	}, scope.WithPolicy(scope.Supervise))
 	fmt.Println(err)
 	// Output: scope: task "b" failed: disk full
 }
@@ -122,7 +122,7 @@ func ExamplePolicy() {
 			return ctx.Err()
 		})
 		return nil
-	}, scope.WithPolicy(&twoSuccesses{}))
+	}, scope.WithPolicy(func() scope.Policy { return &twoSuccesses{} })) // a fresh count per Run
 	fmt.Println(err, cancelled.Load())
 	// Output: <nil> 1
 }
@@ -192,7 +192,7 @@ func ExampleFirstSuccess() {
 		s.Go(func(ctx context.Context) error { return errors.New("replica 1 down") })
 		s.Go(func(ctx context.Context) error { return nil })
 		return nil
-	}, scope.WithPolicy(scope.FirstSuccess()))
+	}, scope.WithPolicy(scope.FirstSuccess))
 	fmt.Println(err) // the failure is dropped: a task succeeded
 	// Output: <nil>
 }

@@ -11,7 +11,7 @@ type options struct {
 	limitSet     bool
 	timeout      time.Duration
 	timeoutSet   bool
-	policy       Policy
+	newPolicy    func() Policy // nil: FailFast
 	returnPanics bool
 	stuckGrace   time.Duration
 	stuckReport  func(running []string)
@@ -42,13 +42,20 @@ func Timeout(d time.Duration) Option {
 	return optionFunc(func(o *options) { o.timeout = d; o.timeoutSet = true })
 }
 
-// WithPolicy sets the completion policy of the scope; the default is FailFast. A nil Policy
-// panics.
-func WithPolicy(p Policy) Option {
-	if p == nil {
+// WithPolicy sets the completion policy of the scope; the default is FailFast. Run calls
+// newPolicy once, as it starts, and the scope alone uses the Policy it returns: a Policy may
+// keep state for one scope without a lock, and options that hold WithPolicy can be reused by
+// any number of Runs, one after another or at once. FailFast, Supervise and FirstSuccess are
+// such constructors:
+//
+//	scope.Run(ctx, body, scope.WithPolicy(scope.Supervise))
+//
+// A nil newPolicy panics, and so does Run if newPolicy returns nil.
+func WithPolicy(newPolicy func() Policy) Option {
+	if newPolicy == nil {
 		panic("scope: nil policy")
 	}
-	return optionFunc(func(o *options) { o.policy = p })
+	return optionFunc(func(o *options) { o.newPolicy = newPolicy })
 }
 
 // ReturnPanics makes a task panic a failure like a returned error: a *PanicError handed to the

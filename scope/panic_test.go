@@ -89,7 +89,7 @@ func TestReturnPanics(t *testing.T) {
 		s.Go(func(ctx context.Context) error { panic("boom") })
 		s.Go(func(ctx context.Context) error { return errA })
 		return nil
-	}, scope.ReturnPanics(), scope.WithPolicy(scope.Supervise()))
+	}, scope.ReturnPanics(), scope.WithPolicy(scope.Supervise))
 	equal(t, nil, v)
 	var pe *scope.PanicError
 	errAs(t, err, &pe)
@@ -119,7 +119,7 @@ func TestGoexitIsAFailure(t *testing.T) {
 				s.Go(func(ctx context.Context) error { ran.Add(1); return nil })
 			}
 			return nil
-		}, append(opts, scope.WithPolicy(scope.Supervise()))...)
+		}, append(opts, scope.WithPolicy(scope.Supervise))...)
 		equal(t, 3, len(unwrapAll(err)))
 		equal(t, int32(3), ran.Load())
 	}

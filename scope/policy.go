@@ -1,7 +1,8 @@
 package scope
 
 // A Policy decides what a scope does when one of its tasks ends. It is the one extension point
-// for completion semantics; FailFast, Supervise and FirstSuccess are Policies.
+// for completion semantics; FailFast, Supervise and FirstSuccess return Policies, and are the
+// constructors WithPolicy takes: scope.WithPolicy(scope.Supervise).
 //
 // Decide is called once for every task that ends, with nil if the task succeeded, or its
 // failure: a *TaskError (an error, or ErrGoexit) or, with ReturnPanics, a *PanicError. A task
@@ -15,8 +16,9 @@ package scope
 // Run reports no task failure (earlier ones are dropped). report is ignored on success.
 //
 // The scope calls Decide serially, never concurrently for one scope, while holding its own lock:
-// Decide must be quick and must not call the scope. A Policy that keeps state must not be shared
-// by scopes that run at the same time.
+// Decide must be quick and must not call the scope. WithPolicy takes a constructor, which Run
+// calls once per scope, so a Policy that keeps state (a count of successes, say) gets a fresh
+// value for each scope and needs no lock.
 type Policy interface {
 	Decide(failure error) (cancel, report bool)
 }

@@ -25,7 +25,7 @@ func TestSuperviseKeepsSiblingsRunning(t *testing.T) {
 			return errB
 		})
 		return nil
-	}, scope.WithPolicy(scope.Supervise()))
+	}, scope.WithPolicy(scope.Supervise))
 	equal(t, int32(1), finished.Load())
 	errs := unwrapAll(err)
 	equal(t, 2, len(errs))
@@ -78,7 +78,7 @@ func TestFirstSuccessPolicyWithRun(t *testing.T) {
 		h = append(h, scope.Spawn(s, func(ctx context.Context) (int, error) { return 0, errA }))
 		h = append(h, scope.Spawn(s, func(ctx context.Context) (int, error) { return 7, nil }))
 		return nil
-	}, scope.WithPolicy(scope.FirstSuccess()))
+	}, scope.WithPolicy(scope.FirstSuccess))
 	noErr(t, err)
 	v, err := h[1].Wait()
 	noErr(t, err)
@@ -117,7 +117,7 @@ func TestCustomPolicy(t *testing.T) {
 					})
 				}
 				return nil
-			}, scope.WithPolicy(&quorum{n: 2, tolerate: 1}))
+			}, scope.WithPolicy(func() scope.Policy { return &quorum{n: 2, tolerate: 1} }))
 			return time.Since(start), err
 		}
 		d, err := run(errA, nil, nil, nil, nil)
@@ -130,6 +130,40 @@ func TestCustomPolicy(t *testing.T) {
 		equal(t, 2, len(errs))
 		errIs(t, errs[0], errB, "the failure that cancelled is the root cause")
 		errIs(t, errs[1], errA)
+	})
+}
+
+func TestPolicyPerScope(t *testing.T) {
+	// Options made once and reused by Runs one after another, and by Runs at the same time:
+	// each scope gets a fresh policy, so each completes on its own second success. With one
+	// shared value, the second Run saw a count of 2 already and never completed.
+	synctest.Test(t, func(t *testing.T) {
+		var made atomic.Int32
+		opts := []scope.Option{
+			scope.WithPolicy(func() scope.Policy { made.Add(1); return &quorum{n: 2, tolerate: 0} }),
+			scope.Timeout(time.Hour), // only if the policy fails to complete the scope
+		}
+		run := func() error {
+			return scope.Run(t.Context(), func(s *scope.Scope) error {
+				s.Go(func(ctx context.Context) error { return nil })
+				s.Go(func(ctx context.Context) error { return nil })
+				s.Go(func(ctx context.Context) error { <-ctx.Done(); return ctx.Err() })
+				return nil
+			}, opts...)
+		}
+		start := time.Now()
+		for i := range 2 {
+			noErr(t, run(), "sequential run %d", i)
+		}
+		errs := make(chan error, 3)
+		for range 3 {
+			go func() { errs <- run() }()
+		}
+		for range 3 {
+			noErr(t, <-errs, "concurrent run")
+		}
+		equal(t, time.Duration(0), time.Since(start), "a scope waited for its Timeout")
+		equal(t, int32(5), made.Load(), "one policy per Run")
 	})
 }
 

@@ -74,7 +74,7 @@ func First[T any](ctx context.Context, tasks []func(ctx context.Context) (T, err
 			handles[i] = Spawn(s, t)
 		}
 		return nil
-	}, append(opts[:len(opts):len(opts)], WithPolicy(firstSuccess{}))...)
+	}, append(opts[:len(opts):len(opts)], WithPolicy(FirstSuccess))...)
 	var zero T
 	if !sc.won {
 		return zero, err

@@ -292,7 +292,7 @@ type ignoreFailures struct{}
 func (ignoreFailures) Decide(error) (cancel, report bool) { return false, false }
 
 func TestMapSeqStopsAtTheFirstFailure(t *testing.T) {
-	for _, p := range []scope.Policy{scope.Supervise(), ignoreFailures{}} {
+	for _, p := range []func() scope.Policy{scope.Supervise, func() scope.Policy { return ignoreFailures{} }} {
 		var calls atomic.Int32
 		var got []int
 		var errs []error
@@ -309,10 +309,10 @@ func TestMapSeqStopsAtTheFirstFailure(t *testing.T) {
 			}
 			got = append(got, v)
 		}
-		equal(t, []int{0, 1}, got, "%T", p)
-		equal(t, int32(3), calls.Load(), "%T: the input is not read past the failure", p)
-		equal(t, 1, len(errs), "%T", p)
-		errIs(t, errs[0], errA, "%T", p)
+		equal(t, []int{0, 1}, got, "%T", p())
+		equal(t, int32(3), calls.Load(), "%T: the input is not read past the failure", p())
+		equal(t, 1, len(errs), "%T", p())
+		errIs(t, errs[0], errA, "%T", p())
 	}
 }
 

@@ -25,8 +25,9 @@ type Scope struct {
 	cancel      context.CancelCauseFunc
 	release     context.CancelFunc // releases the Timeout context, if any
 	opts        options
-	successNoop bool // the policy ignores successes, so a plain success skips the lock
-	track       bool // OnStuck is set: running tasks are tracked by index
+	policy      Policy // made for this scope by the WithPolicy constructor; used under mu
+	successNoop bool   // the policy ignores successes, so a plain success skips the lock
+	track       bool   // OnStuck is set: running tasks are tracked by index
 
 	wg      sync.WaitGroup // counts tasks handed to the scope that have not ended
 	next    atomic.Int64   // start index of the next task
@@ -124,14 +125,19 @@ func Run(ctx context.Context, body func(s *Scope) error, opts ...Option) error {
 
 func newScope(ctx context.Context, opts []Option) *Scope {
 	s := &Scope{}
-	s.opts.policy = failFast{}
 	for _, o := range opts {
 		if o == nil {
 			panic("scope: nil option")
 		}
 		o.apply(&s.opts)
 	}
-	switch s.opts.policy.(type) {
+	s.policy = failFast{}
+	if s.opts.newPolicy != nil {
+		if s.policy = s.opts.newPolicy(); s.policy == nil {
+			panic("scope: WithPolicy's constructor returned a nil Policy")
+		}
+	}
+	switch s.policy.(type) {
 	case failFast, supervise:
 		s.successNoop = true
 	}
@@ -377,7 +383,7 @@ func (s *Scope) ended(t *task, c *panics.Catcher, errp *error) {
 
 // decideLocked applies the policy to a task's outcome. s.mu must be held.
 func (s *Scope) decideLocked(t *task, failure error) {
-	cancel, report := s.opts.policy.Decide(failure)
+	cancel, report := s.policy.Decide(failure)
 	if failure == nil {
 		if cancel && s.cancelLocked(&doneError{"scope: completed by task " + taskLabel(t.name, t.index)}) {
 			s.won, s.winner = true, t.index

@@ -241,6 +241,9 @@ func TestBadInputPanics(t *testing.T) {
 		"nil context":    func() { var ctx context.Context; _ = scope.Run(ctx, func(*scope.Scope) error { return nil }) },
 		"negative limit": func() { scope.Limit(-1) },
 		"nil policy":     func() { scope.WithPolicy(nil) },
+		"nil policy made": func() {
+			_ = scope.Run(t.Context(), func(*scope.Scope) error { return nil }, scope.WithPolicy(func() scope.Policy { return nil }))
+		},
 		"nil option": func() {
 			_ = scope.Run(t.Context(), func(*scope.Scope) error { return nil }, nil)
 		},

@@ -49,7 +49,7 @@ func TestStress(t *testing.T) {
 	}{
 		{"failfast-returnpanics", []scope.Option{scope.ReturnPanics()}, 1500, false},
 		{"failfast-reraise", nil, 1500, true},
-		{"supervise", []scope.Option{scope.ReturnPanics(), scope.WithPolicy(scope.Supervise())}, 15, false},
+		{"supervise", []scope.Option{scope.ReturnPanics(), scope.WithPolicy(scope.Supervise)}, 15, false},
 	}
 	for mi, m := range modes {
 		t.Run(m.name, func(t *testing.T) {

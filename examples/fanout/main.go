@@ -177,7 +177,7 @@ func run(ctx context.Context, out io.Writer) error {
 			return nil, &orgError{id: id, err: err}
 		}
 		return users, nil
-	}, scope.Limit(concurrency), scope.WithPolicy(scope.Supervise()))
+	}, scope.Limit(concurrency), scope.WithPolicy(scope.Supervise))
 	elapsed := time.Since(start)
 
 	ok, users := 0, 0
