@@ -114,13 +114,13 @@ func (p *twoSuccesses) Decide(failure error) (cancel, report bool) {
 func ExamplePolicy() {
 	var cancelled atomic.Int32
 	err := scope.Run(context.Background(), func(s *scope.Scope) error {
-		s.Go(func(ctx context.Context) error { return nil })
-		s.Go(func(ctx context.Context) error { return nil })
 		s.Go(func(ctx context.Context) error {
-			<-ctx.Done()
+			<-ctx.Done() // cancelled once the two others have succeeded
 			cancelled.Add(1)
 			return ctx.Err()
 		})
+		s.Go(func(ctx context.Context) error { return nil })
+		s.Go(func(ctx context.Context) error { return nil })
 		return nil
 	}, scope.WithPolicy(func() scope.Policy { return &twoSuccesses{} })) // a fresh count per Run
 	fmt.Println(err, cancelled.Load())
