@@ -37,6 +37,60 @@ func TestNamedTaskCarriesPprofLabel(t *testing.T) {
 	isTrue(t, strings.Contains(profile.String(), `labels: {"task":"indexer"}`), "goroutine profile lacks the label")
 }
 
+// waitFor blocks on ch; goroutine profiles find unnamed tasks by this frame.
+func waitFor(ch <-chan struct{}) { <-ch }
+
+// labelsOf returns the "# labels:" lines of the goroutine profile's records whose stack has fn.
+func labelsOf(t *testing.T, fn string) []string {
+	t.Helper()
+	var b bytes.Buffer
+	if err := pprof.Lookup("goroutine").WriteTo(&b, 1); err != nil {
+		t.Fatal(err)
+	}
+	var labels []string
+	for _, rec := range strings.Split(b.String(), "\n\n") {
+		if !strings.Contains(rec, fn) {
+			continue
+		}
+		l := "(none)"
+		for _, line := range strings.Split(rec, "\n") {
+			if strings.HasPrefix(line, "# labels: ") {
+				l = strings.TrimPrefix(line, "# labels: ")
+			}
+		}
+		labels = append(labels, l)
+	}
+	return labels
+}
+
+func TestUnnamedTaskCarriesTheScopeLabels(t *testing.T) {
+	// A goroutine inherits the labels of the goroutine that starts it. A worker that a named
+	// task created, or an unbounded task it started, carried task=parent after parent ended.
+	for _, opts := range [][]scope.Option{nil, {scope.Limit(2)}} {
+		ctx := pprof.WithLabels(t.Context(), pprof.Labels("req", "r1"))
+		var got []string
+		err := scope.Run(ctx, func(s *scope.Scope) error {
+			release := make(chan struct{})
+			started := make(chan struct{})
+			s.GoNamed("parent", func(ctx context.Context) error {
+				s.Go(func(ctx context.Context) error { close(started); waitFor(release); return nil })
+				return nil
+			})
+			<-started
+			// A second unnamed task, so that both workers of Limit(2) hold one.
+			s.Go(func(ctx context.Context) error { waitFor(release); return nil })
+			got = labelsOf(t, "scope_test.waitFor")
+			close(release)
+			return nil
+		}, opts...)
+		noErr(t, err)
+		for _, l := range got {
+			equal(t, `{"req":"r1"}`, l, "labels of an unnamed task (opts %d)", len(opts))
+		}
+		isTrue(t, len(got) >= 1, "no profile record of the waiting tasks")
+	}
+}
+
 func TestOnStuckReportsRunningTasks(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var reports [][]string

@@ -33,6 +33,7 @@ type Scope struct {
 	next    atomic.Int64   // start index of the next task
 	skipped atomic.Int64   // tasks not run because the scope was cancelled
 	closed  atomic.Bool    // set once Run has joined every task; never reset
+	named   atomic.Bool    // set by the first GoNamed; never reset
 	echoed  atomic.Bool    // a task or the body returned the scope's own cancellation
 
 	// Bounded scopes only (opts.limit > 0): tasks run on at most limit reused workers.
@@ -184,11 +185,24 @@ func (s *Scope) Go(task func(ctx context.Context) error) {
 	s.start(taskOf(task, ""), true)
 }
 
-// GoNamed is Go for a named task: while it runs, its goroutine carries the pprof label
-// task=name, its failures name it, and OnStuck reports it by name.
+// labels gives an unnamed task's goroutine the pprof labels of Run's ctx. A new goroutine
+// inherits the labels of the one that started it, which may be a named task's (task=name) that
+// ends long before: a bounded worker sets them once, as it starts (a named task's pprof.Do
+// restores them as it ends); an unbounded task only once the scope has a named task.
+func (s *Scope) labels() { pprof.SetGoroutineLabels(s.ctx) }
+
+// GoNamed is Go for a named task: while it runs, its goroutine carries the pprof labels of
+// Run's ctx plus task=name, its failures name it, and OnStuck reports it by name.
+//
+// An unnamed task never carries another task's name: it runs with the pprof labels of Run's
+// ctx, except that in a scope without a Limit where no task is named, a task keeps the labels
+// of the goroutine that called Go, as a plain go statement would.
 func (s *Scope) GoNamed(name string, task func(ctx context.Context) error) {
 	if task == nil {
 		panic("scope: nil task")
+	}
+	if !s.named.Load() {
+		s.named.Store(true)
 	}
 	s.start(taskOf(task, name), true)
 }
@@ -221,7 +235,7 @@ func (s *Scope) start(t task, block bool) bool {
 	}
 	s.wg.Add(1)
 	if s.work == nil {
-		go s.run(t)
+		go s.runUnbounded(t)
 		return true
 	}
 	return s.handOff(t, block)
@@ -273,6 +287,7 @@ func (s *Scope) drain() {
 
 // worker runs t (unless t.fn is nil), then every task handed to it, until Run closes work.
 func (s *Scope) worker(t task) {
+	s.labels()
 	exited := false
 	defer func() {
 		if !exited {
@@ -308,7 +323,18 @@ func (s *Scope) skip(t *task) {
 
 // runPlain runs a task started by Go in an unbounded scope.
 func (s *Scope) runPlain(fn func(context.Context) error, index int) {
+	if s.named.Load() {
+		s.labels()
+	}
 	s.run(task{fn: fn, index: index})
+}
+
+// runUnbounded runs t, started by GoNamed, TryGo or Spawn in an unbounded scope.
+func (s *Scope) runUnbounded(t task) {
+	if t.name == "" && s.named.Load() {
+		s.labels()
+	}
+	s.run(t)
 }
 
 // run runs one task in the current goroutine and records how it ended.
