@@ -15,11 +15,11 @@
 //
 // # Bounds
 //
-// Every call is bounded by [MaxAttempts] (default 3), optionally [MaxElapsed] (time spent
-// retrying) and [AttemptTimeout] (each attempt's context carries the deadline), and always by
-// the caller's context: an attempt never starts once the context is done, and a call never
-// sleeps past the context's deadline: if the next attempt would start at or after it, the call
-// gives up at once with the last error. A [Budget] shared across calls caps retries to a
+// Every call is bounded by [MaxAttempts] (default 3), optionally [MaxElapsed] (time since
+// the call started) and [AttemptTimeout] (each attempt's context carries the deadline), and
+// always by the caller's context: an attempt never starts once the context is done, and a
+// call never sleeps past the context's deadline: if the next attempt would start at or after
+// it, the call gives up at once with the last error. A [Budget] shared across calls caps retries to a
 // ratio of successes plus a minimum rate; an empty budget ends the call at once.
 //
 // # Classification

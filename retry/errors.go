@@ -14,9 +14,10 @@ var (
 	ErrExhausted = errors.New("retry: gave up")
 	// ErrMaxAttempts: the last allowed attempt failed.
 	ErrMaxAttempts = errors.New("retry: max attempts reached")
-	// ErrMaxElapsed: the next attempt would start after the MaxElapsed limit or after the
-	// context's deadline, so the call gave up at once instead of sleeping. In the deadline
-	// case the error also matches context.DeadlineExceeded.
+	// ErrMaxElapsed: the next attempt would start after the MaxElapsed limit (counted from
+	// the start of the call) or after the context's deadline, so the call gave up at once
+	// instead of sleeping. In the deadline case the error also matches
+	// context.DeadlineExceeded.
 	ErrMaxElapsed = errors.New("retry: out of time")
 	// ErrBudgetExhausted: the shared [Budget] refused the retry.
 	ErrBudgetExhausted = errors.New("retry: budget exhausted")

@@ -47,11 +47,15 @@ func MaxAttempts(n int) Option {
 	return optionFunc(func(o *options) { o.attempts = n })
 }
 
-// MaxElapsed bounds the time spent retrying, measured from the end of the first failed
-// attempt: a retry is never scheduled to start later than d after it; the call gives up
-// with ErrMaxElapsed instead of sleeping. Attempts are not interrupted (see [AttemptTimeout]),
-// and the first attempt never counts, however long it ran. 0 (the default) means no limit.
-// It panics if d is negative.
+// MaxElapsed bounds the time a call spends, measured from the start of the call (just
+// before the first attempt): a retry is never scheduled to start later than d after it; the
+// call gives up with ErrMaxElapsed instead of sleeping. Attempts are not interrupted (see
+// [AttemptTimeout]): the first attempt always runs, and if it fails after running longer
+// than d, the call gives up after it. 0 (the default) means no limit. It panics if d is
+// negative.
+//
+// With MaxElapsed, a call reads the clock once before its first attempt; without it, a
+// first attempt that succeeds never reads the clock.
 func MaxElapsed(d time.Duration) Option {
 	if d < 0 {
 		panic("retry: negative max elapsed " + d.String())
@@ -123,6 +127,9 @@ func WithBudget(b *Budget) Option {
 // zero Policy uses every default.
 type Policy struct {
 	o options
+	// loop is set by New when the first attempt cannot take the fast path of Do (it needs
+	// a context of its own or the clock); immutable.
+	loop bool
 }
 
 // New returns a Policy with the given options.
@@ -131,6 +138,7 @@ func New(opts ...Option) *Policy {
 	for _, opt := range opts {
 		opt.apply(&p.o)
 	}
+	p.loop = p.o.attemptTimeout > 0 || p.o.maxElapsed > 0
 	return p
 }
 
@@ -152,10 +160,10 @@ func Do(ctx context.Context, op func(context.Context) error, opts ...Option) err
 // the last error.
 //
 // A first attempt that succeeds costs one check of ctx.Err and no allocation (with
-// AttemptTimeout, the attempt's context costs a few allocations). A call that gives up
-// allocates its *Error.
+// MaxElapsed, one clock read; with AttemptTimeout, the attempt's context costs a few
+// allocations). A call that gives up allocates its *Error.
 func (p *Policy) Do(ctx context.Context, op func(context.Context) error) error {
-	if p.o.attemptTimeout == 0 && ctx.Err() == nil {
+	if !p.loop && ctx.Err() == nil {
 		err := op(ctx)
 		if err == nil {
 			if b := p.o.budget; b != nil {
@@ -176,7 +184,7 @@ func DoValue[T any](ctx context.Context, p *Policy, op func(context.Context) (T,
 	}
 	var v T
 	var err error
-	if p.o.attemptTimeout == 0 && ctx.Err() == nil {
+	if !p.loop && ctx.Err() == nil {
 		if v, err = op(ctx); err == nil {
 			if b := p.o.budget; b != nil {
 				b.Deposit()
@@ -250,14 +258,19 @@ func (p *Policy) decide(made int, prev time.Duration, err error) (time.Duration,
 	return bo.Delay(made-1, prev), nil
 }
 
-// run is the retry loop. If first is non-nil, one attempt already ran and failed with it.
-// Attempt errors collect in a stack array; the *Error is allocated only when giving up.
+// run is the retry loop. If first is non-nil, one attempt already ran and failed with it
+// (only when p.loop is false: no MaxElapsed, so no start time is needed). Attempt errors
+// collect in a stack array; the *Error is allocated only when giving up.
 func (p *Policy) run(ctx context.Context, op func(context.Context) error, first error) error {
 	o := &p.o
 	var local [4]error
 	errs := local[:0]
+	var start time.Time // start of the call, read only with MaxElapsed
 	err := first
 	if err == nil {
+		if o.maxElapsed > 0 {
+			start = time.Now()
+		}
 		if ctx.Err() != nil {
 			return p.giveUp(errs, ErrCanceled, context.Cause(ctx))
 		}
@@ -267,9 +280,8 @@ func (p *Policy) run(ctx context.Context, op func(context.Context) error, first 
 		}
 	}
 	var (
-		prev      time.Duration
-		firstFail time.Time
-		timer     *time.Timer
+		prev  time.Duration
+		timer *time.Timer
 	)
 	defer func() {
 		if timer != nil {
@@ -287,12 +299,8 @@ func (p *Policy) run(ctx context.Context, op func(context.Context) error, first 
 		}
 		deadline, hasDeadline := ctx.Deadline()
 		if o.maxElapsed > 0 || hasDeadline {
-			now := time.Now()
-			if len(errs) == 1 {
-				firstFail = now
-			}
-			next := now.Add(delay)
-			if o.maxElapsed > 0 && next.Sub(firstFail) > o.maxElapsed {
+			next := time.Now().Add(delay)
+			if o.maxElapsed > 0 && next.Sub(start) > o.maxElapsed {
 				return p.giveUp(errs, ErrMaxElapsed, nil)
 			}
 			if hasDeadline && !next.Before(deadline) {

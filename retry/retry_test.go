@@ -173,6 +173,29 @@ func TestAttemptTimeout(t *testing.T) {
 	})
 }
 
+// MaxElapsed bounds DoValue and a loop with AttemptTimeout the same way: from the start of
+// the call.
+func TestMaxElapsedWithDoValueAndAttemptTimeout(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		start := time.Now()
+		var at []time.Duration
+		p := retry.New(retry.MaxAttempts(100), retry.MaxElapsed(1950*ms),
+			retry.AttemptTimeout(400*ms), noJitter(100*ms))
+		v, err := retry.DoValue(t.Context(), p, func(ctx context.Context) (int, error) {
+			at = append(at, time.Since(start))
+			<-ctx.Done()
+			return len(at), ctx.Err()
+		})
+		equal(t, 0, v)
+		equal(t, []time.Duration{0, 500 * ms, 1000 * ms, 1500 * ms}, at)
+		// The fourth attempt times out at 1.9s; a fifth would start at 2s, past the limit.
+		equal(t, 1900*ms, time.Since(start), "gave up without sleeping")
+		e := asError(t, err)
+		equal(t, retry.ErrMaxElapsed, e.Reason)
+		equal(t, 4, e.Attempts)
+	})
+}
+
 func TestAttemptTimeoutSucceeds(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		v, err := retry.DoValue(t.Context(), retry.New(retry.AttemptTimeout(time.Second)),
@@ -197,8 +220,12 @@ func TestMaxElapsed(t *testing.T) {
 		{"limit between attempts", 0, time.Second, []time.Duration{0, 300 * ms, 600 * ms, 900 * ms}, 900 * ms},
 		{"attempt exactly at the limit", 0, 900 * ms, []time.Duration{0, 300 * ms, 600 * ms, 900 * ms}, 900 * ms},
 		{"just below", 0, 899 * ms, []time.Duration{0, 300 * ms, 600 * ms}, 600 * ms},
-		{"a slow first attempt does not count", 5 * time.Second, time.Second,
-			[]time.Duration{0, 5300 * ms, 5600 * ms, 5900 * ms}, 5900 * ms},
+		// Measured from the start of the call, as every peer does: the first attempt's
+		// time counts. (It used to be measured from the end of the first failed attempt,
+		// which gave [0, 500ms, 800ms, 1.1s] here and [0, 5.3s, 5.6s, 5.9s] below.)
+		{"the first attempt's time counts", 200 * ms, time.Second, []time.Duration{0, 500 * ms, 800 * ms}, 800 * ms},
+		{"a first attempt longer than the limit ends the call", 5 * time.Second, time.Second,
+			[]time.Duration{0}, 5 * time.Second},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -703,13 +730,15 @@ func TestAllocations(t *testing.T) {
 		"defaults": retry.New(),
 		"budget":   retry.New(retry.WithBudget(retry.NewBudget(0.1, 10))),
 		"hooks":    retry.New(retry.OnRetry(func(int, error, time.Duration) {}), retry.OnGiveUp(func(*retry.Error) {})),
+		"elapsed":  retry.New(retry.MaxElapsed(time.Minute)),
 	} {
 		equal(t, 0.0, testing.AllocsPerRun(1000, func() { _ = p.Do(ctx, ok) }), "%s success", name)
 	}
-	vp := retry.New()
-	equal(t, 0.0, testing.AllocsPerRun(1000, func() {
-		_, _ = retry.DoValue(ctx, vp, func(context.Context) (int, error) { return 1, nil })
-	}), "DoValue success")
+	for name, vp := range map[string]*retry.Policy{"defaults": retry.New(), "elapsed": retry.New(retry.MaxElapsed(time.Minute))} {
+		equal(t, 0.0, testing.AllocsPerRun(1000, func() {
+			_, _ = retry.DoValue(ctx, vp, func(context.Context) (int, error) { return 1, nil })
+		}), "%s DoValue success", name)
+	}
 
 	fail := func(context.Context) error { return errA }
 	two := retry.New(retry.MaxAttempts(2), noJitter(0))
