@@ -83,10 +83,15 @@ func Backoff(p backoff.Policy) Option {
 
 // MaxHint caps a server's hint ([After], [ParseRetryAfter]) (default one minute). A longer
 // hint is cut to d: the call retries after d rather than wait for an unbounded time or give
-// up. It panics if d is negative.
+// up. It panics if d is zero or negative: a zero cap would turn every hinted retry into an
+// immediate one, ignoring both the server and the backoff, and unlike MaxElapsed(0) it
+// cannot mean "no limit" (a hint is always capped). To ignore hints, do not attach them.
 func MaxHint(d time.Duration) Option {
 	if d < 0 {
 		panic("retry: negative max hint " + d.String())
+	}
+	if d == 0 {
+		panic("retry: zero max hint (leave MaxHint out for the default of one minute)")
 	}
 	return optionFunc(func(o *options) { o.maxHint = d })
 }

@@ -712,6 +712,8 @@ func TestOptionPanics(t *testing.T) {
 	panicsWith(t, "retry: negative max elapsed -1s", func() { retry.MaxElapsed(-time.Second) })
 	panicsWith(t, "retry: negative attempt timeout -1s", func() { retry.AttemptTimeout(-time.Second) })
 	panicsWith(t, "retry: negative max hint -1s", func() { retry.MaxHint(-time.Second) })
+	// MaxHint(0) used to mean one minute, silently; its doc said a longer hint is cut to 0.
+	panicsWith(t, "retry: zero max hint (leave MaxHint out for the default of one minute)", func() { retry.MaxHint(0) })
 }
 
 func TestErrorFormatting(t *testing.T) {
