@@ -65,7 +65,7 @@ type Policy struct {
 	src    rand.Source // if non-nil, the source of randomness (WithSource)
 }
 
-// Option configures a Policy at construction.
+// Option configures a Policy at construction. A nil Option makes the constructor panic.
 type Option interface{ apply(*Policy) }
 
 type optionFunc func(*Policy)
@@ -193,6 +193,9 @@ func checkBaseCap(base, cap time.Duration) {
 
 func (p Policy) with(opts []Option) Policy {
 	for _, o := range opts {
+		if o == nil {
+			panic("backoff: nil option")
+		}
 		o.apply(&p)
 	}
 	return p

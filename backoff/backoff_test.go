@@ -261,10 +261,14 @@ func TestBadInputPanics(t *testing.T) {
 		},
 		"backoff: unknown jitter Jitter(9)": func() { backoff.WithJitter(9) },
 		"backoff: negative count -1":        func() { backoff.Constant(time.Second).Delays(-1) },
+		// A nil Option used to panic with a bare nil dereference.
+		"backoff: nil option": func() { backoff.Constant(time.Second, nil) },
 	}
 	for msg, f := range cases {
 		panicsWith(t, msg, f)
 	}
+	panicsWith(t, "backoff: nil option", func() { backoff.Linear(time.Second, time.Minute, backoff.WithSeed(1), nil) })
+	panicsWith(t, "backoff: nil option", func() { backoff.Exponential(time.Second, 2, time.Minute, nil) })
 }
 
 func TestString(t *testing.T) {

@@ -18,8 +18,8 @@
 //
 // Every delay is in [0, cap] for every attempt number: growth saturates at the cap, it never
 // overflows or turns negative. Invalid parameters (a negative base, a factor below 1, a cap
-// below the base) are programmer errors and panic with a "backoff:" message when the policy
-// is built.
+// below the base, a nil Option) are programmer errors and panic with a "backoff:" message
+// when the policy is built.
 //
 // Randomness comes from the runtime's fast, concurrency-safe generator. [WithSeed] replaces
 // it with a seeded one, so a schedule is reproducible (for tests and docs): with a seed,

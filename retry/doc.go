@@ -46,6 +46,11 @@
 // than a direct call. The loop uses the time package's clock and timers only, so tests drive
 // it with testing/synctest.
 //
+// Invalid arguments are programmer errors and panic with a "retry:" message: a negative
+// [MaxElapsed], [AttemptTimeout] or [MaxHint], a zero MaxHint, [MaxAttempts] below 1, a nil
+// Option, and a nil context or operation passed to [Do], [Policy.Do] or [DoValue]. A nil
+// *Policy is not an error: it is the zero Policy, with every default.
+//
 // Callers that do not loop in-process (job queues redelivering later) use [Policy.Next],
 // [IsPermanent], [Hint] and [Budget.Withdraw]/[Budget.Deposit] to apply the same rules.
 package retry

@@ -31,7 +31,7 @@ type options struct {
 	budget         *Budget
 }
 
-// Option configures a [Policy].
+// Option configures a [Policy]. A nil Option makes [New] and [Do] panic.
 type Option interface{ apply(*options) }
 
 type optionFunc func(*options)
@@ -129,7 +129,7 @@ func WithBudget(b *Budget) Option {
 
 // Policy is a reusable retry configuration: build it once with [New] and call [Policy.Do]
 // (or [DoValue]) as often as needed. A Policy is immutable and safe for concurrent use; the
-// zero Policy uses every default.
+// zero Policy uses every default, and so does a nil *Policy (for Do, DoValue and Next alike).
 type Policy struct {
 	o options
 	// loop is set by New when the first attempt cannot take the fast path of Do (it needs
@@ -137,10 +137,13 @@ type Policy struct {
 	loop bool
 }
 
-// New returns a Policy with the given options.
+// New returns a Policy with the given options. It panics if an option is nil.
 func New(opts ...Option) *Policy {
 	p := &Policy{}
 	for _, opt := range opts {
+		if opt == nil {
+			panic("retry: nil option")
+		}
 		opt.apply(&p.o)
 	}
 	p.loop = p.o.attemptTimeout > 0 || p.o.maxElapsed > 0
@@ -149,8 +152,20 @@ func New(opts ...Option) *Policy {
 
 var zeroPolicy Policy
 
+// checkArgs panics, with a message that names the culprit, on the programmer errors that
+// would otherwise surface as a bare nil dereference somewhere inside the loop.
+func checkArgs(ctx context.Context, hasOp bool) {
+	if ctx == nil {
+		panic("retry: nil context")
+	}
+	if !hasOp {
+		panic("retry: nil operation")
+	}
+}
+
 // Do calls op until it succeeds or the policy gives up, and returns nil or an [*Error].
 // It is New(opts...).Do(ctx, op), for one-off calls; hot paths should reuse a Policy.
+// It panics if ctx, op or an option is nil.
 func Do(ctx context.Context, op func(context.Context) error, opts ...Option) error {
 	return New(opts...).Do(ctx, op)
 }
@@ -167,7 +182,15 @@ func Do(ctx context.Context, op func(context.Context) error, opts ...Option) err
 // A first attempt that succeeds costs one check of ctx.Err and no allocation (with
 // MaxElapsed, one clock read; with AttemptTimeout, the attempt's context costs a few
 // allocations). A call that gives up allocates its *Error.
+//
+// A nil p is the zero Policy (all defaults). Do panics if ctx or op is nil.
 func (p *Policy) Do(ctx context.Context, op func(context.Context) error) error {
+	if ctx == nil || op == nil {
+		checkArgs(ctx, op != nil)
+	}
+	if p == nil {
+		p = &zeroPolicy
+	}
 	if !p.loop && ctx.Err() == nil {
 		err := op(ctx)
 		if err == nil {
@@ -183,7 +206,11 @@ func (p *Policy) Do(ctx context.Context, op func(context.Context) error) error {
 
 // DoValue is the value-returning form of [Policy.Do]: it returns op's value from the attempt
 // that succeeded, or the zero T and an [*Error]. A nil p is the zero Policy (all defaults).
+// It panics if ctx or op is nil.
 func DoValue[T any](ctx context.Context, p *Policy, op func(context.Context) (T, error)) (T, error) {
+	if ctx == nil || op == nil {
+		checkArgs(ctx, op != nil)
+	}
 	if p == nil {
 		p = &zeroPolicy
 	}
@@ -223,9 +250,13 @@ func DoValue[T any](ctx context.Context, p *Policy, op func(context.Context) (T,
 //
 // Next is pure apart from randomness: it consults neither the clock, nor MaxElapsed, nor
 // the budget (call [Budget.Withdraw] and [Budget.Deposit] yourself). It panics if err is nil.
+// A nil p is the zero Policy.
 func (p *Policy) Next(attempts int, prev time.Duration, err error) (time.Duration, error) {
 	if err == nil {
 		panic("retry: Next with a nil error")
+	}
+	if p == nil {
+		p = &zeroPolicy
 	}
 	return p.decide(max(attempts, 1), prev, err)
 }

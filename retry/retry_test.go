@@ -716,6 +716,55 @@ func TestOptionPanics(t *testing.T) {
 	panicsWith(t, "retry: zero max hint (leave MaxHint out for the default of one minute)", func() { retry.MaxHint(0) })
 }
 
+// Nil arguments are programmer errors: each panics with a "retry:" message that names it,
+// not with a bare nil dereference from inside the loop (as they did before).
+func TestNilArgumentsPanicClearly(t *testing.T) {
+	var nilCtx context.Context
+	ctx := context.Background()
+	op := func(context.Context) error { return nil }
+	vop := func(context.Context) (int, error) { return 1, nil }
+	p := retry.New()
+	var np *retry.Policy
+	panicsWith(t, "retry: nil option", func() { retry.New(nil) })
+	panicsWith(t, "retry: nil option", func() { retry.New(retry.MaxAttempts(2), nil) })
+	panicsWith(t, "retry: nil option", func() { _ = retry.Do(ctx, op, nil) })
+	panicsWith(t, "retry: nil context", func() { _ = retry.Do(nilCtx, op) })
+	panicsWith(t, "retry: nil context", func() { _ = p.Do(nilCtx, op) })
+	panicsWith(t, "retry: nil context", func() { _ = np.Do(nilCtx, op) })
+	panicsWith(t, "retry: nil context", func() { _, _ = retry.DoValue(nilCtx, p, vop) })
+	panicsWith(t, "retry: nil operation", func() { _ = retry.Do(ctx, nil) })
+	panicsWith(t, "retry: nil operation", func() { _ = p.Do(ctx, nil) })
+	panicsWith(t, "retry: nil operation", func() { _, _ = retry.DoValue[int](ctx, nil, nil) })
+	panicsWith(t, "retry: nil operation", func() {
+		_ = retry.New(retry.AttemptTimeout(time.Second)).Do(ctx, nil)
+	})
+}
+
+// A nil *Policy is the zero Policy for Do, DoValue and Next alike.
+func TestNilPolicyIsTheZeroPolicy(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var np *retry.Policy
+		var zero retry.Policy
+		equal(t, nil, np.Do(t.Context(), func(context.Context) error { return nil }))
+		calls := 0
+		e := asError(t, np.Do(t.Context(), func(context.Context) error { calls++; return errA }))
+		equal(t, 3, calls, "default max attempts")
+		equal(t, retry.ErrMaxAttempts, e.Reason)
+		calls = 0
+		_, err := retry.DoValue(t.Context(), np, func(context.Context) (int, error) { calls++; return 0, errA })
+		equal(t, 3, calls)
+		equal(t, 3, asError(t, err).Attempts)
+		for n := 1; n <= 3; n++ {
+			d, reason := np.Next(n, 0, errA)
+			zd, zreason := zero.Next(n, 0, errA)
+			equal(t, zreason, reason, "Next(%d) reason", n)
+			check(t, d >= 0 && zd >= 0 && d <= 10*time.Second, "Next(%d) delay %v", n, d)
+		}
+		_, reason := np.Next(3, 0, errA)
+		equal(t, retry.ErrMaxAttempts, reason)
+	})
+}
+
 func TestErrorFormatting(t *testing.T) {
 	e := asError(t, retry.Do(context.Background(), func(context.Context) error { return errA },
 		retry.MaxAttempts(1)))
