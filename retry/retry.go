@@ -177,7 +177,9 @@ func Do(ctx context.Context, op func(context.Context) error, opts ...Option) err
 // starts an attempt once ctx is done and never sleeps past ctx's deadline: if the next
 // attempt would start at or after it, Do gives up at once with ErrMaxElapsed and the last
 // error. When ctx ends during a sleep, Do returns at once with ErrCanceled, the cause and
-// the last error.
+// the last error; when it ends during an attempt that then fails, Do gives up with
+// ErrCanceled after that attempt, whatever its error. Only ctx's state decides this: an
+// attempt that fails with a context error of its own while ctx is live is retried.
 //
 // A first attempt that succeeds costs one check of ctx.Err and no allocation (with
 // MaxElapsed, one clock read; with AttemptTimeout, the attempt's context costs a few
