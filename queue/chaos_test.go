@@ -234,10 +234,7 @@ func chaos(t *testing.T, seed uint64, unit time.Duration) {
 		t.Fatal(err)
 	}
 	t.Logf("stats %+v", s)
-	var dead uint64
-	for _, n := range s.DeadLettered {
-		dead += n
-	}
+	dead := s.DeadLetteredTotal()
 	if s.Ready+s.InFlight+s.Delayed != 0 || s.Acked+dead != s.Enqueued || uint64(s.Dead) != dead {
 		t.Errorf("stats %+v: want nothing stored and enqueued = acked + dead", s)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"runtime"
 	"runtime/debug"
 	"sync"
@@ -21,9 +22,9 @@ import (
 // panicked, in which case the job is dead-lettered.
 //
 // ctx is cancelled with cause [ErrLeaseExpired] when the handler runs past
-// its lease, and with a cause matching [ErrClosed] when the consumer is
-// closed before the handler returns. It must not be used after the handler
-// returns.
+// its lease, and with a cause matching [ErrClosed] when the consumer's Close
+// gives up waiting. It must not be used after the handler returns. A handler
+// must return soon once ctx is done: [Consumer.Close] waits for it.
 type Handler[T any] func(ctx context.Context, job Job[T]) error
 
 // ConsumerOption configures a Consumer in Consume.
@@ -34,7 +35,6 @@ type consumerOptions struct {
 	lease       time.Duration
 	maxAttempts int
 	backoff     backoff.Policy
-	grace       time.Duration
 }
 
 type consumerOptionFunc func(*consumerOptions)
@@ -64,35 +64,47 @@ func MaxAttempts(n int) ConsumerOption {
 	return consumerOptionFunc(func(o *consumerOptions) { o.maxAttempts = n })
 }
 
-// Backoff sets the redelivery delay after a failed attempt: retry n (0
-// after the first failure) waits p.Delay(n, 0). The default is
-// backoff.Exponential(time.Second, 2, 10*time.Minute) with equal jitter.
+// Backoff sets the redelivery delay after a failed attempt: failed attempt
+// n (from 1) waits the delay of retry n-1 of p, as a retry loop would.
+//
+// A backend does not keep a job's previous delay, which decorrelated jitter
+// draws from: the consumer replays p's [backoff.Sequence] up to retry n-1
+// instead, so each delay follows the same distribution as in an in-process
+// loop (with backoff.WithSeed, the delays are exactly p.Delays), though it is
+// not drawn from the job's actual previous delay.
+//
+// A server's hint attached to the handler's error with retry.After replaces
+// the delay, clamped to p.Cap() or one minute (retry's default MaxHint),
+// whichever is longer, and jittered only upward (p.Spread), as in
+// retry.Policy.Next.
+//
+// The default is backoff.Exponential(time.Second, 2, 10*time.Minute) with
+// equal jitter.
 func Backoff(p backoff.Policy) ConsumerOption {
 	return consumerOptionFunc(func(o *consumerOptions) { o.backoff = p })
 }
 
-// ShutdownGrace sets how long Close waits for cancelled handlers to return
-// once its ctx ended. Handlers still running after that are abandoned. The
-// default is 1s.
-func ShutdownGrace(d time.Duration) ConsumerOption {
-	return consumerOptionFunc(func(o *consumerOptions) { o.grace = d })
-}
-
-// Report is what Close did with the jobs in the consumer's hands.
+// Report is what Close did with the jobs in the consumer's hands once it was
+// called. Each job whose handler returned after the call, or that the
+// consumer settled after the call without running a handler (a job received
+// as Close began is returned unhandled), is counted in exactly one field. A
+// job whose handler returned before the call is not counted, even if the
+// consumer was still settling it.
 type Report struct {
-	// Acked counts jobs acked after Close was called (the drain).
+	// Acked counts jobs acked.
 	Acked int
-	// Returned counts jobs given back to the backend unacked after Close
-	// was called: released unattempted, or scheduled for a retry.
+	// Returned counts jobs given back to the backend unacked: released
+	// unattempted (their handler cancelled by Close), or scheduled for a
+	// retry.
 	Returned int
-	// DeadLettered counts jobs dead-lettered after Close was called.
+	// DeadLettered counts jobs dead-lettered.
 	DeadLettered int
-	// Abandoned counts handlers still running when Close returned (they
-	// ignored their cancelled ctx for the whole shutdown grace). Their jobs
-	// stay leased in the backend until the lease expires, then are
-	// redelivered, so an abandoned handler that keeps running may overlap
-	// with the redelivery. Their goroutines are no longer waited for: each
-	// exits once its handler returns (settling its job as shut down).
+	// Abandoned counts jobs the consumer could not settle: the backend call
+	// that acks, returns or dead-letters the job failed (a broker
+	// unreachable), or the job's lease was lost (it expired in the backend
+	// and the job moved on). The backend redelivers such a job once its
+	// lease ends (or already has, if the lease was lost). Handlers are
+	// never abandoned: Close waits for every one to return.
 	Abandoned int
 }
 
@@ -100,10 +112,11 @@ type Report struct {
 // started by [Queue.Consume] and stopped by Close. A Consumer is safe for
 // concurrent use.
 type Consumer[T any] struct {
-	q    *Queue[T]
-	h    Handler[T]
-	opts consumerOptions
-	bg   context.Context // for backend calls that must not be cancelled
+	q     *Queue[T]
+	h     Handler[T]
+	opts  consumerOptions
+	retry *retry.Policy   // the backoff and hint rules of redeliveries
+	bg    context.Context // for backend calls that must not be cancelled
 
 	base       context.Context // parent of handler contexts
 	baseCancel context.CancelCauseFunc
@@ -114,7 +127,7 @@ type Consumer[T any] struct {
 	pool     *pool.Pool
 	keepDone chan struct{}
 
-	closing atomic.Bool // set once by Close, never reset
+	closing atomic.Bool // set once by Close (before intake stops), never reset
 	closeMu sync.Mutex  // serialises Close
 	closed  bool        // guarded by closeMu
 
@@ -158,17 +171,21 @@ func (q *Queue[T]) Consume(ctx context.Context, h Handler[T], opts ...ConsumerOp
 		lease:       30 * time.Second,
 		maxAttempts: 10,
 		backoff:     backoff.Exponential(time.Second, 2, 10*time.Minute, backoff.WithJitter(backoff.EqualJitter)),
-		grace:       time.Second,
 	}
 	for _, opt := range opts {
 		opt.applyConsumer(&o)
 	}
-	if o.workers < 1 || o.lease <= 0 || o.maxAttempts < 1 || o.grace < 0 {
-		return nil, fmt.Errorf("queue: invalid consumer options (workers %d, lease %v, max attempts %d, grace %v)",
-			o.workers, o.lease, o.maxAttempts, o.grace)
+	if o.workers < 1 || o.lease <= 0 || o.maxAttempts < 1 {
+		return nil, fmt.Errorf("queue: invalid consumer options (workers %d, lease %v, max attempts %d)",
+			o.workers, o.lease, o.maxAttempts)
+	}
+	// The consumer counts attempts itself: retry's limit is out of reach.
+	ro := []retry.Option{retry.Backoff(o.backoff), retry.MaxAttempts(math.MaxInt)}
+	if o.backoff.Cap() > time.Minute { // else retry's default MaxHint, one minute
+		ro = append(ro, retry.MaxHint(o.backoff.Cap()))
 	}
 	c := &Consumer[T]{
-		q: q, h: h, opts: o,
+		q: q, h: h, opts: o, retry: retry.New(ro...),
 		bg:       context.WithoutCancel(ctx),
 		keepDone: make(chan struct{}),
 		drained:  make(chan struct{}),
@@ -244,7 +261,7 @@ func (w *worker[T]) run(context.Context) error {
 		w.mu.Unlock()
 		if c.recv.Err() != nil {
 			// Close started while the job was being received.
-			w.settle(opRelease, 0, Attempt{}, Event{})
+			w.settle(c.closing.Load(), opRelease, 0, Attempt{}, Event{})
 			normal = true
 			return nil
 		}
@@ -261,7 +278,9 @@ func (c *Consumer[T]) backendLease() time.Duration {
 
 // keep extends the backend leases of held jobs every third of a lease, so
 // that a job never expires in the backend while its handler runs (the
-// handler's own deadline is enforced by its context).
+// handler's own deadline is enforced by its context), until every worker
+// loop has returned: a handler still running after its ctx was cancelled
+// keeps its job, so that no one else handles it meanwhile.
 func (c *Consumer[T]) keep() {
 	defer close(c.keepDone)
 	t := time.NewTicker(max(c.opts.lease/3, time.Millisecond))
@@ -269,7 +288,7 @@ func (c *Consumer[T]) keep() {
 	for {
 		select {
 		case <-t.C:
-		case <-c.base.Done():
+		case <-c.drained:
 			return
 		}
 		for _, w := range c.workers {
@@ -353,7 +372,7 @@ func (w *worker[T]) handle() {
 	}
 	job, err := q.job(&d.Message)
 	if err != nil {
-		w.settle(opBury, 0, Attempt{Number: d.Attempt, Start: now, End: now, Error: err.Error()},
+		w.settle(c.closing.Load(), opBury, 0, Attempt{Number: d.Attempt, Start: now, End: now, Error: err.Error()},
 			Event{Reason: ReasonPermanent, Err: err})
 		return
 	}
@@ -361,13 +380,13 @@ func (w *worker[T]) handle() {
 		// The last attempt's lease expired in the backend (its consumer
 		// was gone): no attempt left.
 		err := fmt.Errorf("queue: delivered %d times, max attempts %d", d.Attempt, c.opts.maxAttempts)
-		w.settle(opBury, 0, Attempt{Number: d.Attempt, Start: now, End: now, Error: err.Error()},
+		w.settle(c.closing.Load(), opBury, 0, Attempt{Number: d.Attempt, Start: now, End: now, Error: err.Error()},
 			Event{Reason: ReasonAttempts, Err: err})
 		return
 	}
 	if d.Attempt == 1 && !d.StartBy.IsZero() && now.After(d.StartBy) {
 		err := errors.New("queue: not started by " + d.StartBy.Format(time.RFC3339Nano))
-		w.settle(opBury, 0, Attempt{Number: 1, Start: now, End: now, Error: err.Error()},
+		w.settle(c.closing.Load(), opBury, 0, Attempt{Number: 1, Start: now, End: now, Error: err.Error()},
 			Event{Reason: ReasonExpired, Err: err})
 		return
 	}
@@ -380,7 +399,10 @@ func (w *worker[T]) handle() {
 		herr     error
 	)
 	defer func() {
-		// Runs on return, panic and runtime.Goexit alike.
+		// Runs on return, panic and runtime.Goexit alike. Whether the job
+		// is Close's to report is decided as the handler returns, before it
+		// is settled: a caller who saw it settled called Close later.
+		drain := c.closing.Load()
 		var panicErr error
 		if !returned {
 			if r := recover(); r != nil {
@@ -398,11 +420,11 @@ func (w *worker[T]) handle() {
 		switch {
 		case panicErr != nil:
 			a.Error = panicErr.Error()
-			w.settle(opBury, 0, a, Event{Reason: ReasonPanic, Err: panicErr})
+			w.settle(drain, opBury, 0, a, Event{Reason: ReasonPanic, Err: panicErr})
 		case herr == nil:
-			w.settle(opAck, 0, a, Event{})
+			w.settle(drain, opAck, 0, a, Event{})
 		case shutdown:
-			w.settle(opRelease, 0, a, Event{})
+			w.settle(drain, opRelease, 0, a, Event{})
 		default:
 			if leaseOver {
 				herr = fmt.Errorf("%w: %w", ErrLeaseExpired, herr)
@@ -410,12 +432,12 @@ func (w *worker[T]) handle() {
 			a.Error = herr.Error()
 			switch {
 			case retry.IsPermanent(herr):
-				w.settle(opBury, 0, a, Event{Reason: ReasonPermanent, Err: herr})
+				w.settle(drain, opBury, 0, a, Event{Reason: ReasonPermanent, Err: herr})
 			case d.Attempt >= c.opts.maxAttempts:
-				w.settle(opBury, 0, a, Event{Reason: ReasonAttempts, Err: herr})
+				w.settle(drain, opBury, 0, a, Event{Reason: ReasonAttempts, Err: herr})
 			default:
 				delay := c.retryDelay(d.Attempt, herr)
-				w.settle(opNack, delay, a, Event{Err: herr, Delay: delay})
+				w.settle(drain, opNack, delay, a, Event{Err: herr, Delay: delay})
 			}
 		}
 	}()
@@ -423,18 +445,35 @@ func (w *worker[T]) handle() {
 	returned = true
 }
 
-// retryDelay is the redelivery delay after failed attempt n (1-based).
+// errRetry stands for a handler's error in retry.Policy.Next, so that only
+// Next's hint and backoff rules apply: the consumer has classified the
+// handler's error itself (permanent, last attempt) before asking.
+var errRetry = errors.New("queue: retry")
+
+// retryDelay is the redelivery delay after failed attempt n (from 1), whose
+// error was err.
 func (c *Consumer[T]) retryDelay(n int, err error) time.Duration {
-	if d, ok := retry.Hint(err); ok {
-		return c.opts.backoff.Spread(d, n-1)
+	// The backend does not keep the previous delay: replay the sequence to
+	// it (n is at most MaxAttempts; a policy other than decorrelated
+	// jitter ignores prev).
+	var prev time.Duration
+	seq := c.opts.backoff.Sequence()
+	for range n - 1 {
+		prev = seq.Next()
 	}
-	return c.opts.backoff.Delay(n-1, 0)
+	e := errRetry
+	if h, ok := retry.Hint(err); ok {
+		e = retry.After(errRetry, h)
+	}
+	d, _ := c.retry.Next(n, prev, e) // never gives up: see Consume
+	return d
 }
 
 // settle applies op to the job w holds, counts the outcome and calls its
-// hook. A lost lease (the backend already moved the job on) counts as
-// nothing.
-func (w *worker[T]) settle(o op, delay time.Duration, a Attempt, ev Event) {
+// hook. drain says whether the outcome is Close's to report. A failed
+// backend call (a lost lease: the backend already moved the job on) counts
+// as nothing, or as abandoned in Close's report.
+func (w *worker[T]) settle(drain bool, o op, delay time.Duration, a Attempt, ev Event) {
 	c := w.c
 	b := c.q.backend
 	d := &w.d
@@ -454,16 +493,16 @@ func (w *worker[T]) settle(o op, delay time.Duration, a Attempt, ev Event) {
 	w.mu.Unlock()
 	ev.ID, ev.Key, ev.Attempt = d.ID, d.Key, d.Attempt
 	w.d = Delivery{}
-	// Count for the report before any hook runs, so that an outcome a
-	// caller observed before calling Close is never reported as its drain.
-	if err == nil && c.closing.Load() {
+	if drain {
 		c.mu.Lock()
-		switch o {
-		case opAck:
+		switch {
+		case err != nil:
+			c.report.Abandoned++
+		case o == opAck:
 			c.report.Acked++
-		case opNack, opRelease:
+		case o == opNack || o == opRelease:
 			c.report.Returned++
-		case opBury:
+		case o == opBury:
 			c.report.DeadLettered++
 		}
 		c.mu.Unlock()
@@ -491,14 +530,25 @@ func (w *worker[T]) settle(o op, delay time.Duration, a Attempt, ev Event) {
 	}
 }
 
-// Close stops intake, waits for running handlers to finish and returns what
-// happened to the jobs in hand. If ctx ends first, Close cancels the
-// handlers (their jobs are returned to the backend unattempted), waits up to
-// the shutdown grace for them, and reports the ones still running as
-// abandoned; it then returns context.Cause(ctx) as well as the report.
-// Jobs not yet received stay in the backend, for the next consumer. Close is
-// idempotent: later calls return ErrClosed. Close must not be called from a
-// handler of the same consumer (it would wait for itself).
+// Close stops intake, waits for every running handler to return, settles
+// their jobs, and returns what happened to the jobs in the consumer's hands
+// (see [Report]). Jobs not yet received stay in the backend, for the next
+// consumer.
+//
+// If ctx ends first, Close cancels the running handlers, with a cause that
+// matches [ErrClosed] and wraps context.Cause(ctx), and still waits for them
+// to return: the job of a handler that then fails is returned to the backend
+// unattempted, that of one returning nil is acked. Close then returns the
+// report and context.Cause(ctx).
+//
+// A handler must return soon once its ctx is done: Close waits for it, as
+// pool.Pool.Close and scope.Run wait for their tasks. Until it returns, its
+// job stays leased to this consumer, the lease renewed, so no one else
+// handles it. When Close returns, every goroutine of the consumer has
+// returned.
+//
+// Close is idempotent: later calls return ErrClosed. Close must not be
+// called from a handler of the same consumer (it would wait for itself).
 func (c *Consumer[T]) Close(ctx context.Context) (Report, error) {
 	c.closeMu.Lock()
 	defer c.closeMu.Unlock()
@@ -514,34 +564,15 @@ func (c *Consumer[T]) Close(ctx context.Context) (Report, error) {
 	case <-ctx.Done():
 		err = context.Cause(ctx)
 		c.baseCancel(&closeCause{cause: err})
-		t := time.NewTimer(c.opts.grace)
-		select {
-		case <-c.drained:
-		case <-t.C:
-		}
-		t.Stop()
+		<-c.drained
 	}
 	c.baseCancel(ErrClosed)
 	<-c.keepDone
-	abandoned := 0
-	for _, w := range c.workers {
-		w.mu.Lock()
-		if w.holding {
-			abandoned++
-		}
-		w.mu.Unlock()
-	}
+	// Every worker loop has returned: the pool has nothing left to run.
+	_ = c.pool.Close(context.Background())
 	c.mu.Lock()
-	c.report.Abandoned = abandoned
 	r := c.report
-	drained := c.running == 0
 	c.mu.Unlock()
-	if drained {
-		_ = c.pool.Close(context.Background())
-	}
-	// Else abandoned handlers keep their pool workers: the pool is left to
-	// wind down by itself (its workers exit after their idle timeout once
-	// the handlers return), since closing it would wait for them.
 	return r, err
 }
 

@@ -9,6 +9,9 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/corral-go/corral/backoff"
+	"github.com/corral-go/corral/retry"
 )
 
 // A handler calling runtime.Goexit (t.FailNow in a handler) fails its job
@@ -73,54 +76,10 @@ func TestConsumerGoexit(t *testing.T) {
 	})
 }
 
-// A handler that ignores its cancelled context is abandoned by Close after
-// the grace period; its job stays leased and is redelivered after the lease.
-func TestConsumerAbandoned(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		ctx := context.Background()
-		q, _ := New[string]()
-		release := make(chan struct{})
-		started := make(chan struct{})
-		c, _ := q.Consume(ctx, func(ctx context.Context, j Job[string]) error {
-			close(started)
-			<-release // ignores ctx
-			return nil
-		}, Workers(1), Lease(time.Minute), ShutdownGrace(2*time.Second))
-		if _, err := q.Enqueue(ctx, "stubborn"); err != nil {
-			t.Fatal(err)
-		}
-		<-started
-		cctx, cancel := context.WithTimeout(ctx, time.Second)
-		defer cancel()
-		start := time.Now()
-		r, err := c.Close(cctx)
-		if !errors.Is(err, context.DeadlineExceeded) || r != (Report{Abandoned: 1}) {
-			t.Errorf("Close = %+v, %v; want 1 abandoned, deadline exceeded", r, err)
-		}
-		if got := time.Since(start); got != 3*time.Second {
-			t.Errorf("Close took %v, want 3s (deadline + grace)", got)
-		}
-		s, _ := q.Stats(ctx)
-		if s.InFlight != 1 {
-			t.Errorf("stats %+v: want the abandoned job in flight", s)
-		}
-		// The backend lease (1.5 leases, no longer renewed) expires: the
-		// job is ready again.
-		time.Sleep(90 * time.Second)
-		if s, _ := q.Stats(ctx); s.Ready != 1 || s.InFlight != 0 {
-			t.Errorf("stats after the lease %+v: want the job ready", s)
-		}
-		close(release)
-		// The abandoned handler returns, its worker exits, and the pool's
-		// idle worker goroutine leaves after the pool's idle timeout.
-		time.Sleep(2 * time.Second)
-	})
-}
-
 func TestConsumerOptionsValidated(t *testing.T) {
 	q, _ := New[int]()
 	h := func(context.Context, Job[int]) error { return nil }
-	for _, o := range []ConsumerOption{Workers(0), Lease(0), MaxAttempts(0), ShutdownGrace(-1)} {
+	for _, o := range []ConsumerOption{Workers(0), Lease(0), MaxAttempts(0)} {
 		if c, err := q.Consume(context.Background(), h, o); err == nil {
 			_, _ = c.Close(context.Background())
 			t.Errorf("Consume accepted an invalid option")
@@ -142,4 +101,39 @@ func TestGeneratedIDs(t *testing.T) {
 	if id := q2.newID(); seen[id] {
 		t.Fatalf("two queues generated the same ID %q", id)
 	}
+}
+
+// Stats.DeadLetteredTotal sums the dead letters of every reason.
+func TestStatsDeadLetteredTotal(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		dead := make(chan Event, 3)
+		q, _ := New[int](WithHooks(Hooks{OnDead: func(e Event) { dead <- e }}))
+		c, _ := q.Consume(ctx, func(ctx context.Context, j Job[int]) error {
+			switch j.Payload {
+			case 1:
+				return retry.Permanent(errors.New("bad input"))
+			case 2:
+				panic("poison")
+			case 3:
+				return errors.New("flaky")
+			}
+			return nil
+		}, Workers(1), MaxAttempts(2), Backoff(backoff.Constant(time.Second)))
+		for p := range 5 {
+			if _, err := q.Enqueue(ctx, p); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for range 3 {
+			<-dead
+		}
+		if _, err := c.Close(ctx); err != nil {
+			t.Fatal(err)
+		}
+		s, _ := q.Stats(ctx)
+		if got := s.DeadLetteredTotal(); got != 3 || s.Dead != 3 || s.Acked != 2 {
+			t.Errorf("stats %+v, DeadLetteredTotal %d: want 3 dead, 2 acked", s, got)
+		}
+	})
 }

@@ -30,8 +30,10 @@
 //   - A handler that runs past its lease has its context cancelled with
 //     cause [ErrLeaseExpired] and its job is redelivered (the attempt is
 //     spent). A job is never in flight twice at once: while its handler
-//     runs, the consumer renews the job's lease in the backend (only a
-//     handler that Close abandoned can outlive it).
+//     runs, the consumer renews the job's lease in the backend.
+//   - Every goroutine has an owner: [Consumer.Close] returns only after every
+//     handler has returned (at its deadline it cancels them, then still
+//     waits), so a handler must return once its context is done.
 //   - Jobs with the same ordering key ([WithKey]) are handled one at a time
 //     in enqueue order. A failing job holds its key, through its retry
 //     delays, until it is acked or dead-lettered; other keys run in parallel.

@@ -128,8 +128,8 @@ func Example_orderingKey() {
 }
 
 // Close stops taking jobs, waits for the running handlers, and at its
-// deadline cancels them and reports what it did. Jobs it did not finish stay
-// in the queue for the next consumer.
+// deadline cancels them, waits for them to return, and reports what it did.
+// Jobs it did not finish stay in the queue for the next consumer.
 func ExampleConsumer_Close() {
 	ctx := context.Background()
 	q, _ := queue.New[int]()

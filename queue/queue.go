@@ -406,6 +406,16 @@ type Stats struct {
 	DeadLettered map[Reason]uint64
 }
 
+// DeadLetteredTotal returns the number of jobs dead-lettered, all reasons
+// together: the sum of s.DeadLettered.
+func (s Stats) DeadLetteredTotal() uint64 {
+	var n uint64
+	for _, v := range s.DeadLettered {
+		n += v
+	}
+	return n
+}
+
 // Stats returns a snapshot of the queue.
 func (q *Queue[T]) Stats(ctx context.Context) (Stats, error) {
 	bs, err := q.backend.Stats(ctx)
