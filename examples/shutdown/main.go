@@ -63,7 +63,6 @@ const (
 	orderLease    = 5 * time.Second        // a handler running longer is cancelled and its order redelivered
 	maxAttempts   = 3                      // attempts per order before it is dead-lettered
 	retryDelay    = 50 * time.Millisecond  // wait before a failed order is retried
-	handlerGrace  = 200 * time.Millisecond // how long cancelled handlers get to return once Close gives up
 	renderQueue   = 2 * orderWorkers       // invoices waiting for a render worker
 	closeReserve  = 500 * time.Millisecond // end of the deadline kept for Consumer.Close and Pool.Close
 	maxBodyBytes  = 4 << 10                // largest order body accepted
@@ -211,7 +210,6 @@ func newService() (*service, error) {
 		queue.Lease(orderLease),
 		queue.MaxAttempts(maxAttempts),
 		queue.Backoff(backoff.Constant(retryDelay)),
-		queue.ShutdownGrace(handlerGrace),
 	)
 	if err != nil {
 		_ = s.render.Close(context.Background())
@@ -351,9 +349,9 @@ func (s *service) shutdown(why error, srv *http.Server, grace time.Duration, out
 	deadline := start.Add(grace)
 	ctx, cancel := context.WithDeadlineCause(context.Background(), deadline, errDeadline)
 	defer cancel()
-	// Steps 1 to 3 end closeReserve before the deadline, so that
-	// Consumer.Close (which waits up to handlerGrace past its ctx) and
-	// Pool.Close still fit in it when the backlog does not.
+	// Steps 1 to 3 end closeReserve before the deadline, so that what
+	// Consumer.Close does when its ctx ends (cancel the handlers and wait
+	// for them to return) and Pool.Close still fit in it.
 	early, cancelEarly := context.WithDeadlineCause(ctx, deadline.Add(-closeReserve), errDeadline)
 	defer cancelEarly()
 	left := func() time.Duration { return time.Until(deadline).Round(time.Millisecond) }
@@ -418,11 +416,7 @@ func (s *service) finished() (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	n := st.Acked
-	for _, d := range st.DeadLettered {
-		n += d
-	}
-	return n, nil
+	return st.Acked + st.DeadLetteredTotal(), nil
 }
 
 // drainBacklog waits until the queue holds no job, ready, delayed (waiting

@@ -128,7 +128,7 @@ func TestServeDeadline(t *testing.T) {
 	}
 	start := time.Now()
 	out, err := p.stop(t, syscall.SIGTERM)
-	if elapsed := time.Since(start); elapsed > grace+handlerGrace+time.Second {
+	if elapsed := time.Since(start); elapsed > grace+time.Second {
 		t.Errorf("shutdown took %v with -grace %v", elapsed, grace)
 	}
 	var exit *exec.ExitError
