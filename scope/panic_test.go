@@ -143,15 +143,32 @@ func TestBodyPanicJoinsTasksFirst(t *testing.T) {
 }
 
 func TestBodyPanicWithTaskPanicKeepsBoth(t *testing.T) {
-	v, _ := recoverRun(func(s *scope.Scope) error {
-		done := make(chan struct{})
-		s.Go(func(ctx context.Context) error { defer close(done); panic("task") })
-		<-done
-		panic("body")
-	})
-	pe := v.(*scope.PanicError)
-	equal(t, any("task"), pe.Value)
-	isTrue(t, strings.Contains(pe.Error(), `task "body" panicked: body`), pe.Error())
+	// With ReturnPanics too: a task's panic is a failure then, and the body's panic used to go
+	// on alone, dropping it.
+	for _, opts := range [][]scope.Option{nil, {scope.ReturnPanics()}, {scope.ReturnPanics(), scope.WithPolicy(scope.Supervise)}} {
+		v, _ := recoverRun(func(s *scope.Scope) error {
+			gate := make(chan struct{}) // both start before either can cancel the scope
+			done := make(chan struct{}, 2)
+			s.Go(func(ctx context.Context) error { <-gate; done <- struct{}{}; return errA })
+			s.Go(func(ctx context.Context) error { <-gate; done <- struct{}{}; panic("task") })
+			close(gate)
+			<-done
+			<-done
+			panic("body")
+		}, opts...)
+		pe, ok := v.(*scope.PanicError)
+		isTrue(t, ok, "opts %d: panic value %T %v", len(opts), v, v)
+		equal(t, any("task"), pe.Value)
+		isTrue(t, strings.Contains(pe.Error(), `task "body" panicked: body`), pe.Error())
+		var body *scope.PanicError
+		for _, e := range pe.Unwrap() {
+			if b, ok := e.(*scope.PanicError); ok && b.Name == "body" {
+				body = b
+			}
+		}
+		isTrue(t, body != nil && body.Index == -1 && body.Value == "body", "the body's panic is carried")
+		errIs(t, pe, errA, "opts %d: the task failure is carried", len(opts))
+	}
 }
 
 func TestBodyGoexitJoinsTasksFirst(t *testing.T) {

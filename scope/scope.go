@@ -76,8 +76,12 @@ type task struct {
 //
 // If a task panicked (and ReturnPanics is not set), Run cancels the scope, waits for every task,
 // then panics with a *PanicError carrying the first panic's value and stack, and every other
-// panic and failure (so a root cause that was an error, not a panic, is among those carried). If body panics or calls runtime.Goexit, Run cancels the scope, waits for
-// every task and lets the panic or Goexit go on (combined into a *PanicError if tasks panicked).
+// panic and failure (so a root cause that was an error, not a panic, is among those carried).
+//
+// If body panics or calls runtime.Goexit, Run cancels the scope, waits for every task and lets
+// the panic or Goexit go on. If a task panicked too, with or without ReturnPanics, Run panics
+// instead with that task's *PanicError (the first one), which carries every other panic and
+// failure and the body's panic (Name "body", Index -1): no panic is lost.
 //
 // A nil ctx, body or Option panics.
 func Run(ctx context.Context, body func(s *Scope) error, opts ...Option) error {
@@ -100,9 +104,8 @@ func Run(ctx context.Context, body func(s *Scope) error, opts ...Option) error {
 		s.mu.Unlock()
 		s.join()
 		s.finish()
-		if len(s.panics) > 0 {
+		if p := s.firstPanic(); p != nil {
 			v := recover() // nil for Goexit
-			p := s.panics[0]
 			p.others = append(p.others, s.othersThan(p)...)
 			if v != nil {
 				p.others = append(p.others, &PanicError{Name: "body", Index: -1, Value: v, Stack: stack})
@@ -547,6 +550,22 @@ func (s *Scope) result() error {
 	return errors.Join(errs...)
 }
 
+// firstPanic returns the first task panic, or nil: the first re-raised one, or with
+// ReturnPanics the first among the failures.
+func (s *Scope) firstPanic() *PanicError {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.panics) > 0 {
+		return s.panics[0]
+	}
+	for _, f := range s.failures {
+		if p, ok := f.(*PanicError); ok {
+			return p
+		}
+	}
+	return nil
+}
+
 // othersThan returns every panic and failure of the scope except p, for a re-raised panic.
 func (s *Scope) othersThan(p *PanicError) []error {
 	s.mu.Lock()
@@ -557,7 +576,12 @@ func (s *Scope) othersThan(p *PanicError) []error {
 			errs = append(errs, q)
 		}
 	}
-	return append(errs, s.failures...)
+	for _, f := range s.failures {
+		if f != error(p) {
+			errs = append(errs, f)
+		}
+	}
+	return errs
 }
 
 // finish releases the scope's contexts once every task has ended.
