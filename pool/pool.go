@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"reflect"
+	"runtime"
 	"runtime/debug"
 	"sync"
 	"time"
@@ -298,6 +299,7 @@ func (p *Pool) overflow(t task) error {
 	p.wtail = w
 	p.nwait++
 	p.mu.Unlock()
+	w.spin()
 	var err error
 	select {
 	case <-w.ready:
@@ -359,6 +361,22 @@ func (p *Pool) popWaiterLocked(err error) *waiter {
 	w.err = err
 	w.done = true
 	return w
+}
+
+// spinRounds bounds how many times a blocked submitter yields before it parks.
+const spinRounds = 4
+
+// spin yields the processor a few times, or until w is admitted or refused, before its
+// submitter parks. Workers usually make room within a tiny task's time (on another processor,
+// or on this one while it yields), and parking the submitter and waking it again for every
+// task of a full queue costs more than the task. Bounded: spinRounds yields at most.
+func (w *waiter) spin() {
+	for range spinRounds {
+		runtime.Gosched()
+		if len(w.ready) > 0 {
+			return
+		}
+	}
 }
 
 func (w *waiter) signal() {
