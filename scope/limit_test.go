@@ -2,6 +2,7 @@ package scope_test
 
 import (
 	"context"
+	"errors"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -91,6 +92,59 @@ func TestLimitGoUnblocksOnCancel(t *testing.T) {
 		errIs(t, err, errA)
 		equal(t, int32(0), ran.Load())
 		equal(t, 3, sc.Skipped(), "final once Run returned")
+	})
+}
+
+func TestLimitGoInTaskUnblocksOnCancel(t *testing.T) {
+	// A task, not the body, waits in Go for a slot (both are held: its own and a sibling's);
+	// cancelling the scope ends the wait and skips the task it wanted to start.
+	synctest.Test(t, func(t *testing.T) {
+		errStop := errors.New("stop")
+		ctx, cancel := context.WithCancelCause(t.Context())
+		defer cancel(nil)
+		var ran atomic.Int32
+		var goReturned atomic.Bool
+		var sc *scope.Scope
+		err := scope.Run(ctx, func(s *scope.Scope) error {
+			sc = s
+			s.Go(func(ctx context.Context) error { <-ctx.Done(); return ctx.Err() })
+			s.Go(func(ctx context.Context) error {
+				s.Go(func(ctx context.Context) error { ran.Add(1); return nil })
+				goReturned.Store(true)
+				return nil
+			})
+			synctest.Wait()
+			isTrue(t, !goReturned.Load(), "Go returned although every slot was held")
+			cancel(errStop)
+			return nil
+		}, scope.Limit(2))
+		same(t, errStop, err)
+		isTrue(t, goReturned.Load())
+		equal(t, int32(0), ran.Load())
+		equal(t, 1, sc.Skipped())
+	})
+}
+
+func TestLimitSelfDeadlockEndsOnCancel(t *testing.T) {
+	// The documented trap: a task that calls Go in its own bounded scope while it holds the
+	// only slot waits for itself. Go keeps its contract (it waits for a slot or the scope's
+	// cancellation), so the scope's Timeout is what ends the wait, and the task is skipped.
+	synctest.Test(t, func(t *testing.T) {
+		var ran atomic.Int32
+		var sc *scope.Scope
+		start := time.Now()
+		err := scope.Run(t.Context(), func(s *scope.Scope) error {
+			sc = s
+			s.Go(func(ctx context.Context) error {
+				s.Go(func(ctx context.Context) error { ran.Add(1); return nil })
+				return nil
+			})
+			return nil
+		}, scope.Limit(1), scope.Timeout(time.Second))
+		equal(t, time.Second, time.Since(start), "the wait ends at the timeout, not before")
+		errIs(t, err, scope.ErrTimeout)
+		equal(t, int32(0), ran.Load())
+		equal(t, 1, sc.Skipped())
 	})
 }
 

@@ -27,8 +27,10 @@ func (f optionFunc) apply(o *options) { f(o) }
 //
 // A bounded scope runs its tasks on at most n reused goroutines. A task that calls Go (or waits
 // on a Handle) in its own bounded scope holds a slot while it waits: if every running task does
-// that, none can proceed until the scope is cancelled. Tasks that start tasks should use TryGo,
-// or the limit should leave room.
+// that, none can proceed until the scope is cancelled (a Timeout, the parent, a failure
+// elsewhere), and then the tasks they wanted to start are skipped. The scope cannot tell that
+// wait from any other, so it does not detect the deadlock. Tasks that start tasks should use
+// TryGo, or the limit should leave room.
 func Limit(n int) Option {
 	if n < 0 {
 		panic("scope: negative limit")

@@ -57,19 +57,23 @@ func TestRunJoinsEveryTask(t *testing.T) {
 }
 
 func TestGoAfterRunPanics(t *testing.T) {
-	var saved *scope.Scope
-	noErr(t, scope.Run(t.Context(), func(s *scope.Scope) error {
-		saved = s
-		return nil
-	}))
-	nop := func(context.Context) error { return nil }
-	for name, f := range map[string]func(){
-		"Go":      func() { saved.Go(nop) },
-		"GoNamed": func() { saved.GoNamed("x", nop) },
-		"TryGo":   func() { saved.TryGo(nop) },
-	} {
-		v := mustPanic(t, f)
-		equal(t, "scope: task started after Run returned", v, name)
+	for _, opts := range [][]scope.Option{nil, {scope.Limit(2)}} {
+		var saved *scope.Scope
+		noErr(t, scope.Run(t.Context(), func(s *scope.Scope) error {
+			saved = s
+			s.Go(func(context.Context) error { return nil }) // a bounded scope has a worker
+			return nil
+		}, opts...))
+		nop := func(context.Context) error { return nil }
+		for name, f := range map[string]func(){
+			"Go":      func() { saved.Go(nop) },
+			"GoNamed": func() { saved.GoNamed("x", nop) },
+			"TryGo":   func() { saved.TryGo(nop) },
+			"Spawn":   func() { scope.Spawn(saved, func(context.Context) (int, error) { return 0, nil }) },
+		} {
+			v := mustPanic(t, f)
+			equal(t, "scope: task started after Run returned", v, "%s, %d options", name, len(opts))
+		}
 	}
 }
 
