@@ -35,14 +35,14 @@ func TestTaskContextFollowsSubmitter(t *testing.T) {
 }
 
 // Close's deadline reaches running tasks, whatever context they were submitted with: the
-// background context (no derivation), a value-only context and a cancellable one.
+// background and TODO contexts (no derivation), a value-only context and a cancellable one.
 func TestTaskContextEndsAtShutdown(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p := pool.New(3, 0)
+		p := pool.New(4, 0)
 		cctx, cancel := context.WithCancel(bg)
 		defer cancel()
 		var hs []*pool.Handle[any]
-		for _, ctx := range []context.Context{bg, context.WithValue(bg, ctxKey{}, 1), cctx} {
+		for _, ctx := range []context.Context{bg, context.WithValue(bg, ctxKey{}, 1), cctx, context.TODO()} {
 			h, err := pool.Call(ctx, p, func(ctx context.Context) (any, error) {
 				<-ctx.Done()
 				return ctx.Value(ctxKey{}), context.Cause(ctx)
@@ -56,7 +56,7 @@ func TestTaskContextEndsAtShutdown(t *testing.T) {
 		cctx2, cancel2 := context.WithTimeout(bg, time.Second)
 		defer cancel2()
 		err := p.Close(cctx2)
-		if err == nil || err.Error() != "pool: close: 0 queued tasks abandoned, 3 running tasks cancelled: context deadline exceeded" ||
+		if err == nil || err.Error() != "pool: close: 0 queued tasks abandoned, 4 running tasks cancelled: context deadline exceeded" ||
 			!errors.Is(err, context.DeadlineExceeded) {
 			t.Fatalf("Close = %v", err)
 		}

@@ -95,7 +95,7 @@ func (g *Group) Go(fn func(ctx context.Context) error) {
 		gt.resolve(ErrClosed)
 		return
 	}
-	how, w := p.placeLocked(t)
+	how, w := p.placeLocked(&t)
 	switch how {
 	case placedQueue:
 		gt.state = gQueued

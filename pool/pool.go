@@ -160,7 +160,7 @@ const (
 // Queued tasks wake at most one parked worker at a time (Pool.waking): the woken worker wakes
 // the next one if it finds more work than it can take. So a burst of submits costs a few
 // wake-ups, not one per task, and no queued task waits while a worker sleeps.
-func (p *Pool) placeLocked(t task) (placement, *worker) {
+func (p *Pool) placeLocked(t *task) (placement, *worker) {
 	if p.live < p.size && len(p.idle) == 0 {
 		p.live++
 		p.startedLocked(0)
@@ -179,7 +179,7 @@ func (p *Pool) placeLocked(t task) (placement, *worker) {
 		p.idle[n-1] = nil
 		p.idle = p.idle[:n-1]
 		w.parked = false
-		w.next = t
+		w.next = *t
 		p.startedLocked(0)
 		return placedIdle, w
 	}
@@ -229,7 +229,7 @@ func (p *Pool) submit(ctx context.Context, fn func(context.Context) error, res r
 		p.mu.Unlock()
 		return ErrClosed
 	}
-	how, w := p.placeLocked(t)
+	how, w := p.placeLocked(&t)
 	if how != placedNowhere {
 		p.mu.Unlock()
 		p.afterPlace(how, w, t)
@@ -254,14 +254,14 @@ func (p *Pool) overflow(t task) error {
 			}
 			p.queued--
 			p.st.evicted++
-			p.push(t)
+			p.push(&t)
 			p.queued++
 			p.mu.Unlock()
 			p.report(old, Evicted, nil)
 			return nil
 		}
 		if p.capacity > 0 { // only claimed group tasks were queued
-			p.push(t)
+			p.push(&t)
 			p.queued++
 			p.mu.Unlock()
 			return nil
@@ -393,7 +393,7 @@ func (p *Pool) admitLocked(now int64) *waiter {
 	}
 	w := p.popWaiterLocked(nil)
 	w.t.enq = now
-	p.push(w.t)
+	p.push(&w.t)
 	p.queued++
 	return w
 }
@@ -438,7 +438,7 @@ func (p *Pool) compactLocked() {
 	p.n = j
 }
 
-func (p *Pool) push(t task) {
+func (p *Pool) push(t *task) {
 	if p.n == len(p.ring) {
 		c := 2 * len(p.ring)
 		c = max(c, 1024) // most pools never grow past the first allocation
@@ -453,7 +453,7 @@ func (p *Pool) push(t task) {
 	if i >= len(p.ring) {
 		i -= len(p.ring)
 	}
-	p.ring[i] = t
+	p.ring[i] = *t
 	p.n++
 }
 
@@ -719,11 +719,17 @@ func (w *worker) release() {
 
 var errTaskReturned = errors.New("pool: task returned")
 
+// The types of context.Background() and context.TODO(): every value of each is the same.
+var (
+	backgroundType = reflect.TypeOf(context.Background())
+	todoType       = reflect.TypeOf(context.TODO())
+)
+
 // taskCtx returns the context a task submitted with parent runs with: parent's values and
 // cancellation, plus the pool's lifetime. The last derived context is cached per worker.
 func (w *worker) taskCtx(p *Pool, parent context.Context) context.Context {
-	if parent == context.Background() || parent == context.TODO() {
-		return p.life
+	if t := reflect.TypeOf(parent); t == backgroundType || t == todoType {
+		return p.life // what Background and TODO are, their type says: no value compare
 	}
 	if w.key != nil && w.key == parent { // key's type is comparable, so == cannot panic
 		return w.ctx
