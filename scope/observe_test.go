@@ -113,7 +113,7 @@ func TestOnStuckReportsRunningTasks(t *testing.T) {
 			reports = append(reports, running)
 		}))
 		errIs(t, err, errA)
-		equal(t, [][]string{{`"ignores-cancel"`, "#1"}}, reports, "one report, start order")
+		equal(t, [][]string{{"ignores-cancel", "#1"}}, reports, "one report, start order, names plain")
 		equal(t, 4*time.Second, reportedAt, "cancelled at 1s, grace 3s")
 		equal(t, 10*time.Second, time.Since(start), "Run still waits for stuck tasks")
 	})

@@ -67,10 +67,11 @@ func ReturnPanics() Option {
 }
 
 // OnStuck reports tasks that do not stop: when the scope has been cancelled and its body has
-// returned, and tasks are still running grace later, Run calls report once, in its own
-// goroutine, with the names of the named tasks still running (GoNamed; unnamed tasks appear as
-// "#index"), in start order. Run then goes on waiting for them. Tracking running tasks costs
-// a lock when each task starts and ends. A nil report or a negative grace panics.
+// returned, and tasks are still running grace later, Run calls report once, on the goroutine
+// that called Run, with the tasks still running, in start order: a task started by GoNamed by
+// its name as given (not quoted), any other as "#" and its start index (see TaskError.Index),
+// such as "#3". Run then goes on waiting for them. Tracking running tasks costs a lock when
+// each task starts and ends. A nil report or a negative grace panics.
 func OnStuck(grace time.Duration, report func(running []string)) Option {
 	if report == nil {
 		panic("scope: nil stuck report")

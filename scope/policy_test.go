@@ -68,8 +68,8 @@ func TestFirstReportsEveryFailureWhenNoneSucceeds(t *testing.T) {
 	for _, e := range []error{errA, errB, errC} {
 		errIs(t, err, e)
 	}
-	_, err = scope.First[int](t.Context(), nil)
-	errMsg(t, err, "scope: First of no tasks")
+	v2 := mustPanic(t, func() { _, _ = scope.First[int](t.Context(), nil) })
+	equal(t, any("scope: First with no tasks"), v2, "no tasks is a programmer error")
 }
 
 func TestFirstSuccessPolicyWithRun(t *testing.T) {

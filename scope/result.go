@@ -2,7 +2,6 @@ package scope
 
 import (
 	"context"
-	"errors"
 	"iter"
 	"runtime"
 )
@@ -56,15 +55,16 @@ func (h *Handle[T]) Done() <-chan struct{} { return h.done }
 // zero T and Run's error, which holds every failure. opts are Run's; a WithPolicy among them is
 // overridden. With a Limit, tasks are started in order as slots free up, which makes a simple
 // hedge: a task that succeeds early stops the later ones from starting.
+//
+// First with no tasks, which could neither succeed nor fail, panics, as does a nil task.
 func First[T any](ctx context.Context, tasks []func(ctx context.Context) (T, error), opts ...Option) (T, error) {
+	if len(tasks) == 0 {
+		panic("scope: First with no tasks")
+	}
 	for _, t := range tasks {
 		if t == nil {
 			panic("scope: nil task")
 		}
-	}
-	if len(tasks) == 0 {
-		var zero T
-		return zero, errNoTasks
 	}
 	handles := make([]*Handle[T], len(tasks))
 	var sc *Scope
@@ -243,8 +243,6 @@ func mapTask[T, R any](sl *mapSlot[R], f func(context.Context, T) (R, error), v 
 		},
 	}.task()
 }
-
-var errNoTasks = errors.New("scope: First of no tasks")
 
 // taskDef builds a task value; it keeps the struct literal in one place.
 type taskDef struct {

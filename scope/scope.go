@@ -6,6 +6,7 @@ import (
 	"runtime/debug"
 	"runtime/pprof"
 	"sort"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -49,7 +50,7 @@ type Scope struct {
 	bodyErr  error      // the body's non-echo error
 	failures []error    // reported failures, root cause first
 	panics   []*PanicError
-	running  map[int]string // tasks running, by start index (only if track)
+	running  map[int]string // names of the tasks running, by start index (only if track)
 }
 
 // task is a unit of work as the scope passes it around: by value, so that handing it to a
@@ -344,7 +345,7 @@ func (s *Scope) runUnbounded(t task) {
 func (s *Scope) run(t task) {
 	if s.track {
 		s.mu.Lock()
-		s.running[t.index] = taskLabel(t.name, t.index)
+		s.running[t.index] = t.name
 		s.mu.Unlock()
 	}
 	var c panics.Catcher
@@ -516,7 +517,9 @@ func (s *Scope) watch() {
 	sort.Ints(idx)
 	names := make([]string, len(idx))
 	for j, i := range idx {
-		names[j] = s.running[i]
+		if names[j] = s.running[i]; names[j] == "" {
+			names[j] = "#" + strconv.Itoa(i)
+		}
 	}
 	s.mu.Unlock()
 	if len(names) > 0 {

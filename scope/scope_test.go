@@ -252,6 +252,9 @@ func TestBadInputPanics(t *testing.T) {
 			_ = scope.Run(t.Context(), func(*scope.Scope) error { return nil }, nil)
 		},
 		"nil stuck report": func() { scope.OnStuck(time.Second, nil) },
+		"First with no tasks": func() {
+			_, _ = scope.First[int](t.Context(), nil)
+		},
 	}
 	for name, f := range cases {
 		v := mustPanic(t, f)
