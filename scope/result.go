@@ -147,8 +147,8 @@ func (sl *mapSlot[R]) ready() bool {
 // cancelled, the failed call's error): a computed result is never dropped without an error. If
 // Run's error is not nil, it is yielded last in any case. When the consumer stops early
 // (break), the scope is cancelled and every call has returned before the range statement ends.
-// A panic in f or in the loop body is raised in the consumer's goroutine once every call has
-// returned.
+// A panic in in, in f or in the loop body is raised in the consumer's goroutine once every call
+// has returned.
 func MapSeq[T, R any](ctx context.Context, in iter.Seq[T], f func(ctx context.Context, v T) (R, error), opts ...Option) iter.Seq2[R, error] {
 	if in == nil || f == nil {
 		panic("scope: nil sequence or func")

@@ -316,6 +316,34 @@ func TestMapSeqStopsAtTheFirstFailure(t *testing.T) {
 	}
 }
 
+func TestMapSeqInputPanicJoins(t *testing.T) {
+	// The input runs on the consumer's side (iter.Pull): its panic reaches the consumer, after
+	// the calls in the window have been cancelled and have returned.
+	var running atomic.Int32
+	in := func(yield func(int) bool) {
+		for i := range 3 {
+			if !yield(i) {
+				return
+			}
+		}
+		panic("input")
+	}
+	v := func() (v any) {
+		defer func() { v = recover() }()
+		for range scope.MapSeq(t.Context(), in, func(ctx context.Context, v int) (int, error) {
+			running.Add(1)
+			defer running.Add(-1)
+			<-ctx.Done() // returns only once the scope is cancelled
+			return v, nil
+		}, scope.Limit(4)) {
+			t.Error("a call returned before the scope was cancelled")
+		}
+		return nil
+	}()
+	equal(t, any("input"), v)
+	equal(t, int32(0), running.Load())
+}
+
 func TestMapSeqPanicInLoopBodyJoins(t *testing.T) {
 	var running atomic.Int32
 	v := func() (v any) {
