@@ -458,14 +458,20 @@ func (p *Pool) push(t *task) {
 }
 
 func (p *Pool) pop() task {
-	t := p.ring[p.head]
+	var t task
+	p.popInto(&t)
+	return t
+}
+
+// popInto removes the oldest entry of the queue into *t.
+func (p *Pool) popInto(t *task) {
+	*t = p.ring[p.head]
 	p.ring[p.head] = task{}
 	p.head++
 	if p.head == len(p.ring) {
 		p.head = 0
 	}
 	p.n--
-	return t
 }
 
 func (p *Pool) startedLocked(wait int64) {
@@ -539,7 +545,11 @@ func (p *Pool) work(w *worker, t task) {
 	for {
 		var now int64
 		if t.fn != nil {
-			err, panicked := call(w.taskCtx(p, t.ctx), t.fn)
+			ctx := p.life
+			if !isBackground(t.ctx) {
+				ctx = w.taskCtx(p, t.ctx)
+			}
+			err, panicked := call(ctx, t.fn)
 			now = p.now()
 			p.mu.Lock()
 			p.finishedLocked(err, panicked, now-start)
@@ -557,8 +567,7 @@ func (p *Pool) work(w *worker, t task) {
 			p.waking--
 			fetching = false
 		}
-		t = p.fetchLocked(now) // unlocks if it found a task
-		if t.fn != nil {
+		if p.fetchLocked(now, &t) { // unlocks if it found a task
 			start = now
 			continue
 		}
@@ -587,13 +596,14 @@ func (p *Pool) work(w *worker, t task) {
 }
 
 // fetchLocked takes the next task to run from the queue (or from a blocked submitter, with a
-// queue of 0), skipping expired tasks, and counts it as started. Pool.mu is held on entry; it
-// is still held on return if no task was found, and released otherwise.
-func (p *Pool) fetchLocked(now int64) task {
+// queue of 0), skipping expired tasks, and counts it as started. It stores the task in *next
+// (or the zero task) and reports whether it found one. Pool.mu is held on entry; it is still
+// held on return if no task was found, and released otherwise.
+func (p *Pool) fetchLocked(now int64, next *task) bool {
 	for p.n > 0 {
-		next := p.pop()
+		p.popInto(next)
 		adm := p.admitLocked(now)
-		if !takeLocked(&next) {
+		if !takeLocked(next) {
 			if adm != nil {
 				p.mu.Unlock()
 				adm.signal()
@@ -602,11 +612,11 @@ func (p *Pool) fetchLocked(now int64) task {
 			continue
 		}
 		p.queued--
-		if next.ctx.Done() != nil && next.ctx.Err() != nil {
+		if !isBackground(next.ctx) && next.ctx.Done() != nil && next.ctx.Err() != nil {
 			p.st.skipped++
 			p.mu.Unlock()
 			adm.signal()
-			p.report(next, Expired, context.Cause(next.ctx))
+			p.report(*next, Expired, context.Cause(next.ctx))
 			p.mu.Lock()
 			continue
 		}
@@ -620,17 +630,18 @@ func (p *Pool) fetchLocked(now int64) task {
 		if wk != nil {
 			wk.wake <- struct{}{}
 		}
-		return next
+		return true
 	}
 	if p.whead != nil { // hand-off queue (capacity 0): take a blocked submitter's task
 		wt := p.popWaiterLocked(nil)
-		t := wt.t // wt is recycled once signalled
+		*next = wt.t // wt is recycled once signalled
 		p.startedLocked(0)
 		p.mu.Unlock()
 		wt.signal()
-		return t
+		return true
 	}
-	return task{}
+	*next = task{}
+	return false
 }
 
 // park waits for a wake-up. It reports false if the worker exited (idle timeout or Close).
@@ -719,7 +730,15 @@ func (w *worker) release() {
 
 var errTaskReturned = errors.New("pool: task returned")
 
-// The types of context.Background() and context.TODO(): every value of each is the same.
+// isBackground reports whether ctx is context.Background() or context.TODO(): a context that
+// never ends and has no values. Their types say so (every value of each is the same), so no
+// value compare (runtime.ifaceeq) is needed.
+func isBackground(ctx context.Context) bool {
+	t := reflect.TypeOf(ctx)
+	return t == backgroundType || t == todoType
+}
+
+// The types of context.Background() and context.TODO().
 var (
 	backgroundType = reflect.TypeOf(context.Background())
 	todoType       = reflect.TypeOf(context.TODO())
@@ -727,10 +746,8 @@ var (
 
 // taskCtx returns the context a task submitted with parent runs with: parent's values and
 // cancellation, plus the pool's lifetime. The last derived context is cached per worker.
+// The caller runs tasks of a background parent (isBackground) with p.life itself.
 func (w *worker) taskCtx(p *Pool, parent context.Context) context.Context {
-	if t := reflect.TypeOf(parent); t == backgroundType || t == todoType {
-		return p.life // what Background and TODO are, their type says: no value compare
-	}
 	if w.key != nil && w.key == parent { // key's type is comparable, so == cannot panic
 		return w.ctx
 	}
