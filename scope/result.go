@@ -140,15 +140,16 @@ func (sl *mapSlot[R]) ready() bool {
 // was consumed).
 //
 // The sequence yields (r, nil) for each call that succeeded, in the order of in, and stops at
-// the first call that failed or was skipped. Once the scope is cancelled, no more of in is
-// read, but results already computed are still yielded. Unless every element of in was mapped
-// and yielded, the sequence ends with (zero R, err): err is Run's error (which holds every
-// failure) or, if that is nil, the scope's cancellation cause (or, if the scope was not
-// cancelled, the failed call's error): a computed result is never dropped without an error. If
-// Run's error is not nil, it is yielded last in any case. When the consumer stops early
-// (break), the scope is cancelled and every call has returned before the range statement ends.
-// A panic in in, in f or in the loop body is raised in the consumer's goroutine once every call
-// has returned.
+// the first call that failed or was skipped, whatever the policy (calls still running then are
+// cancelled only if the policy cancels; either way they are joined). Once the scope is
+// cancelled, no more of in is read, but results already computed are still yielded. Unless
+// every element of in was mapped and yielded, or the consumer stopped, the sequence ends with
+// (zero R, err): err is Run's error (which holds every failure) or, if that is nil, the scope's
+// cancellation cause (or, if the scope was not cancelled, the failed call's error), so that a
+// computed result is never dropped without an error; a non-nil Run error is yielded last in
+// any case. When the consumer stops early (break), the scope is cancelled and every call has
+// returned before the range statement ends. A panic in in, in f or in the loop body is raised
+// in the consumer's goroutine once every call has returned.
 func MapSeq[T, R any](ctx context.Context, in iter.Seq[T], f func(ctx context.Context, v T) (R, error), opts ...Option) iter.Seq2[R, error] {
 	if in == nil || f == nil {
 		panic("scope: nil sequence or func")

@@ -198,9 +198,9 @@ func (s *Scope) labels() { pprof.SetGoroutineLabels(s.ctx) }
 // GoNamed is Go for a named task: while it runs, its goroutine carries the pprof labels of
 // Run's ctx plus task=name, its failures name it, and OnStuck reports it by name.
 //
-// An unnamed task never carries another task's name: it runs with the pprof labels of Run's
-// ctx, except that in a scope without a Limit where no task is named, a task keeps the labels
-// of the goroutine that called Go, as a plain go statement would.
+// An unnamed task never carries the name of another task of its scope: it runs with the pprof
+// labels of Run's ctx, except that in a scope without a Limit where no task is named, a task
+// keeps the labels of the goroutine that called Go, as a plain go statement would.
 func (s *Scope) GoNamed(name string, task func(ctx context.Context) error) {
 	if task == nil {
 		panic("scope: nil task")
