@@ -533,49 +533,82 @@ func (p *Pool) spawn(t task) {
 
 // work is a worker goroutine's body. t, if not zero, was already counted as started.
 func (p *Pool) work(w *worker, t task) {
-	var start int64
+	s := shift{t: t}
 	normal := false
 	defer func() {
-		if !normal { // t called runtime.Goexit, which ends this goroutine
-			p.goexited(w, &t, start)
+		if !normal { // s.t called runtime.Goexit, which ends this goroutine
+			p.goexited(w, &s.t, s.start)
 		}
 	}()
-	start = p.now()
-	fetching := false // woken to fetch queued work: counted in Pool.waking
+	s.start = p.now()
+	for p.serve(w, &s) {
+	}
+	normal = true
+}
+
+// shift is the state of a worker goroutine that outlives a recovered task panic.
+type shift struct {
+	t        task        // the task being run, or the zero task
+	start    int64       // when t started (Pool.now)
+	fetching bool        // woken to fetch queued work: counted in Pool.waking
+	inTask   bool        // t.fn is running: a panic now is the task's
+	panicked *PanicError // t panicked: serve accounts for it first
+}
+
+// serve runs tasks until the worker exits (it returns false), or until a task panics (it
+// returns true, with s.panicked set, and work calls it again). The panic is recovered here,
+// once for a run of tasks, rather than around each task.
+func (p *Pool) serve(w *worker, s *shift) (again bool) {
+	defer func() {
+		if s.inTask {
+			s.inTask = false
+			if v := recover(); v != nil { // nil: runtime.Goexit, which work's defer sees
+				s.panicked = &PanicError{Value: v, Stack: debug.Stack()}
+				again = true
+			}
+		}
+	}()
 	for {
 		var now int64
-		if t.fn != nil {
-			ctx := p.life
-			if !isBackground(t.ctx) {
-				ctx = w.taskCtx(p, t.ctx)
+		if s.t.fn != nil {
+			var err error
+			panicked := s.panicked != nil
+			if panicked {
+				err, s.panicked = s.panicked, nil
+			} else {
+				ctx := p.life
+				if !isBackground(s.t.ctx) {
+					ctx = w.taskCtx(p, s.t.ctx)
+				}
+				s.inTask = true
+				err = s.t.fn(ctx)
+				s.inTask = false
 			}
-			err, panicked := call(ctx, t.fn)
 			now = p.now()
 			p.mu.Lock()
-			p.finishedLocked(err, panicked, now-start)
-			if t.res != nil || err != nil && p.opts.onError != nil {
+			p.finishedLocked(err, panicked, now-s.start)
+			if s.t.res != nil || err != nil && p.opts.onError != nil {
 				// Count first, so that Stats includes a task once its result is delivered.
 				p.mu.Unlock()
-				p.finish(&t, err)
+				p.finish(&s.t, err)
 				p.mu.Lock()
 			}
 		} else {
 			now = p.now()
 			p.mu.Lock()
 		}
-		if fetching {
+		if s.fetching {
 			p.waking--
-			fetching = false
+			s.fetching = false
 		}
-		if p.fetchLocked(now, &t) { // unlocks if it found a task
-			start = now
+		if p.fetchLocked(now, &s.t) { // unlocks if it found a task
+			s.start = now
 			continue
 		}
 		// Nothing to do: park, or exit.
 		if p.closed || p.opts.idle == 0 {
 			p.exitLocked(w)
-			normal = true
-			return
+			return false
 		}
 		w.parked = true
 		w.parkedAt = now
@@ -585,13 +618,12 @@ func (p *Pool) work(w *worker, t task) {
 		p.idle = append(p.idle, w)
 		p.mu.Unlock()
 		if !p.park(w) {
-			normal = true
-			return
+			return false
 		}
-		t = w.next
+		s.t = w.next
 		w.next = task{}
-		fetching = t.fn == nil
-		start = p.now()
+		s.fetching = s.t.fn == nil
+		s.start = p.now()
 	}
 }
 
