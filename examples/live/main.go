@@ -245,7 +245,7 @@ func (d *demo) work(ctx context.Context) error {
 	defer cancel()
 	rep, cerr := c.Close(cctx)
 	if cerr != nil || rep.Abandoned > 0 {
-		cerr = errors.Join(cerr, fmt.Errorf("consumer: %d handlers abandoned", rep.Abandoned))
+		cerr = errors.Join(cerr, fmt.Errorf("consumer: %d jobs left unsettled (abandoned)", rep.Abandoned))
 	}
 	if err = errors.Join(err, cerr); err != nil {
 		return err
@@ -277,11 +277,7 @@ func (d *demo) waitSettled(ctx context.Context) error {
 }
 
 func settledCount(st queue.Stats) uint64 {
-	n := st.Acked
-	for _, dead := range st.DeadLettered {
-		n += dead
-	}
-	return n
+	return st.Acked + st.DeadLetteredTotal()
 }
 
 var (

@@ -20,7 +20,7 @@
 //
 // It then prints the accounting: every accepted order is acked, dead-lettered
 // or still in the queue, and the pool's stats. An unclean shutdown (orders
-// left, handlers abandoned, a step past the deadline) exits with status 1.
+// left, jobs left unsettled, a step past the deadline) exits with status 1.
 //
 // With no flags the program drives itself: it listens on 127.0.0.1:0, posts
 // a few orders from a client loop, then sends SIGTERM to its own process so
@@ -383,7 +383,7 @@ func (s *service) shutdown(why error, srv *http.Server, grace time.Duration, out
 	fmt.Fprintf(out, "  3. Consumer.Close: %s, acked=%d returned=%d dead-lettered=%d abandoned=%d, %v left\n",
 		outcome(err), rep.Acked, rep.Returned, rep.DeadLettered, rep.Abandoned, left())
 	if rep.Abandoned > 0 {
-		problems = append(problems, fmt.Errorf("%d handlers abandoned", rep.Abandoned))
+		problems = append(problems, fmt.Errorf("%d jobs left unsettled (abandoned)", rep.Abandoned))
 	}
 
 	err = s.render.Close(ctx)
@@ -448,10 +448,7 @@ func (s *service) report(out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	var dead uint64
-	for _, n := range st.DeadLettered {
-		dead += n
-	}
+	dead := st.DeadLetteredTotal()
 	stored := st.Ready + st.Delayed + st.InFlight
 	fmt.Fprintln(out, "report:")
 	fmt.Fprintf(out, "  orders: accepted=%d duplicates=%d acked=%d dead-lettered=%d left-in-queue=%d retries=%d\n",
