@@ -22,8 +22,10 @@ import (
 // panicked, in which case the job is dead-lettered.
 //
 // ctx is cancelled with cause [ErrLeaseExpired] when the handler runs past
-// its lease, and with a cause matching [ErrClosed] when the consumer's Close
-// gives up waiting. It must not be used after the handler returns. A handler
+// its lease, with cause [ErrLeaseLost] when the backend refuses to renew the
+// job's lease (it expired there, and the job may be delivered again), and
+// with a cause matching [ErrClosed] when the consumer's Close gives up
+// waiting. It must not be used after the handler returns. A handler
 // must return soon once ctx is done: [Consumer.Close] waits for it.
 type Handler[T any] func(ctx context.Context, job Job[T]) error
 
@@ -146,6 +148,7 @@ type worker[T any] struct {
 
 	mu       sync.Mutex // guards the fields below
 	holding  bool       // d is leased to this worker (read by the keeper)
+	gen      uint64     // counts the deliveries held, to tell them apart
 	running  bool       // a handler is running
 	deadline time.Time  // the running handler's lease end
 	expired  bool       // the current job's lease expired
@@ -258,6 +261,7 @@ func (w *worker[T]) run(context.Context) error {
 		errDelay = 0
 		w.mu.Lock()
 		w.holding = true
+		w.gen++
 		w.mu.Unlock()
 		if c.recv.Err() != nil {
 			// Close started while the job was being received.
@@ -276,15 +280,27 @@ func (c *Consumer[T]) backendLease() time.Duration {
 	return c.opts.lease + c.opts.lease/2
 }
 
-// keep extends the backend leases of held jobs every third of a lease, so
-// that a job never expires in the backend while its handler runs (the
-// handler's own deadline is enforced by its context), until every worker
-// loop has returned: a handler still running after its ctx was cancelled
-// keeps its job, so that no one else handles it meanwhile.
+// renewEvery is how often keep renews the backend leases of held jobs: a
+// third of the backend lease, so that two renewals can be late before a
+// lease ends. There is no floor: a floor could exceed a short lease.
+func (c *Consumer[T]) renewEvery() time.Duration {
+	return max(c.backendLease()/3, 1)
+}
+
+// keep extends the backend leases of held jobs every [Consumer.renewEvery]
+// (the handler's own deadline is enforced by its context), until every
+// worker loop has returned: a handler still running after its ctx was
+// cancelled keeps its job, so that no one else handles it meanwhile.
+//
+// Extend runs outside w.mu, on a copy of the delivery. If the backend says
+// the lease was lost (the job may already be with someone else), the
+// handler's ctx is cancelled with cause [ErrLeaseLost], provided the worker
+// still holds that same delivery.
 func (c *Consumer[T]) keep() {
 	defer close(c.keepDone)
-	t := time.NewTicker(max(c.opts.lease/3, time.Millisecond))
+	t := time.NewTicker(c.renewEvery())
 	defer t.Stop()
+	var d Delivery
 	for {
 		select {
 		case <-t.C:
@@ -293,11 +309,23 @@ func (c *Consumer[T]) keep() {
 		}
 		for _, w := range c.workers {
 			w.mu.Lock()
-			if w.holding {
-				_ = c.q.backend.Extend(c.bg, &w.d, c.backendLease())
+			if !w.holding {
+				w.mu.Unlock()
+				continue
 			}
+			d = w.d
+			gen := w.gen
 			w.mu.Unlock()
+			err := c.q.backend.Extend(c.bg, &d, c.backendLease())
+			if errors.Is(err, ErrLeaseLost) {
+				w.mu.Lock()
+				if w.holding && w.gen == gen && w.running {
+					w.cancel(ErrLeaseLost)
+				}
+				w.mu.Unlock()
+			}
 		}
+		d = Delivery{}
 	}
 }
 
