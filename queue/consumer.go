@@ -133,6 +133,8 @@ type Consumer[T any] struct {
 	closeMu sync.Mutex  // serialises Close
 	closed  bool        // guarded by closeMu
 
+	hookPanic atomic.Pointer[HookPanic] // the first hook panic, set once
+
 	mu      sync.Mutex    // guards the fields below
 	running int           // worker loops that have not returned
 	drained chan struct{} // closed when running reaches 0
@@ -418,9 +420,6 @@ func (w *worker[T]) handle() {
 			Event{Reason: ReasonExpired, Err: err})
 		return
 	}
-	if h := q.hooks.OnStart; h != nil {
-		h(Event{ID: d.ID, Key: d.Key, Attempt: d.Attempt})
-	}
 	hctx := w.startLease(now)
 	var (
 		returned bool
@@ -469,8 +468,39 @@ func (w *worker[T]) handle() {
 			}
 		}
 	}()
+	// OnStart runs under the settle defer: whatever it does, the job is
+	// settled. A panic in it is recovered (see callHook).
+	if h := q.hooks.OnStart; h != nil {
+		c.callHook("OnStart", h, Event{ID: d.ID, Key: d.Key, Attempt: d.Attempt})
+	}
 	herr = c.h(hctx, job)
 	returned = true
+}
+
+// callHook calls the hook h with ev. A panic in h is recovered, so that the
+// job goes on (a hook observes jobs, it does not decide their fate); the
+// first one is kept and re-raised by Close.
+func (c *Consumer[T]) callHook(name string, h func(Event), ev Event) {
+	defer func() {
+		if r := recover(); r != nil {
+			c.hookPanic.CompareAndSwap(nil, &HookPanic{Hook: name, Value: r, Stack: debug.Stack()})
+		}
+	}()
+	h(ev)
+}
+
+// HookPanic is the value [Consumer.Close] panics with when a hook of
+// [Hooks] panicked on one of the consumer's workers: the first such panic,
+// with its hook's name and the stack where it happened.
+type HookPanic struct {
+	Hook  string // "OnStart", "OnSuccess", "OnRetry" or "OnDead"
+	Value any    // the value passed to panic
+	Stack []byte // the stack of the panicking goroutine
+}
+
+// Error returns the panic value and stack.
+func (p *HookPanic) Error() string {
+	return fmt.Sprintf("queue: %s hook panicked: %v\n%s", p.Hook, p.Value, p.Stack)
 }
 
 // errRetry stands for a handler's error in retry.Policy.Next, so that only
@@ -543,17 +573,17 @@ func (w *worker[T]) settle(drain bool, o op, delay time.Duration, a Attempt, ev 
 	case opAck:
 		c.q.c.acked.Add(1)
 		if h := hooks.OnSuccess; h != nil {
-			h(ev)
+			c.callHook("OnSuccess", h, ev)
 		}
 	case opNack:
 		c.q.c.retried.Add(1)
 		if h := hooks.OnRetry; h != nil {
-			h(ev)
+			c.callHook("OnRetry", h, ev)
 		}
 	case opBury:
 		c.q.c.dead[reasonIndex(ev.Reason)].Add(1)
 		if h := hooks.OnDead; h != nil {
-			h(ev)
+			c.callHook("OnDead", h, ev)
 		}
 	}
 }
@@ -574,6 +604,13 @@ func (w *worker[T]) settle(drain bool, o op, delay time.Duration, a Attempt, ev 
 // job stays leased to this consumer, the lease renewed, so no one else
 // handles it. When Close returns, every goroutine of the consumer has
 // returned.
+//
+// A panic in a hook (OnStart, OnSuccess, OnRetry, OnDead) on a worker of
+// the consumer does not stop the job or the worker: it is recovered, the
+// job is handled and settled as if the hook had returned, and Close, once
+// it has drained everything, panics with the first such panic, a
+// *[HookPanic]. A hook bug thus surfaces in the goroutine that owns the
+// consumer instead of vanishing.
 //
 // Close is idempotent: later calls return ErrClosed. Close must not be
 // called from a handler of the same consumer (it would wait for itself).
@@ -598,6 +635,9 @@ func (c *Consumer[T]) Close(ctx context.Context) (Report, error) {
 	<-c.keepDone
 	// Every worker loop has returned: the pool has nothing left to run.
 	_ = c.pool.Close(context.Background())
+	if p := c.hookPanic.Load(); p != nil {
+		panic(p)
+	}
 	c.mu.Lock()
 	r := c.report
 	c.mu.Unlock()

@@ -106,6 +106,11 @@ func WithCodec[T any](c Codec[T]) Option { return optionFunc(func(o *options) { 
 // metrics or tracing. They run synchronously on the goroutine where the
 // event happens (the producer's or a worker's), may run concurrently with
 // each other, and must not block. A nil hook is skipped.
+//
+// A hook that panics on a consumer's worker (OnStart, OnSuccess, OnRetry,
+// OnDead) does not change what happens to the job; the panic is recovered
+// and re-raised by [Consumer.Close]. OnEnqueue and OnDrop run in the
+// producer's goroutine: their panics propagate out of Enqueue.
 type Hooks struct {
 	// OnEnqueue is called after a job was stored.
 	OnEnqueue func(Event)

@@ -7,6 +7,9 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/corral-go/corral/backoff"
+	"github.com/corral-go/corral/retry"
 )
 
 // A lease shorter than a millisecond: renewals used to tick at most every
@@ -85,5 +88,69 @@ func enqueueOK(t *testing.T, q *Queue[string], p string, opts ...EnqueueOption) 
 	t.Helper()
 	if _, err := q.Enqueue(context.Background(), p, opts...); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// closePanic runs c.Close and returns what it panicked with.
+func closePanic(c *Consumer[string]) (p any) {
+	defer func() { p = recover() }()
+	_, _ = c.Close(context.Background())
+	return nil
+}
+
+// A panicking hook used to leave its job in flight (OnStart) and vanish.
+// Now the job is handled and settled as if the hook had returned, and Close
+// re-raises the first hook panic.
+func TestHookPanicSurfacesInClose(t *testing.T) {
+	for _, hook := range []string{"OnStart", "OnSuccess", "OnRetry", "OnDead"} {
+		t.Run(hook, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var once atomic.Bool
+				bug := func(Event) {
+					if once.CompareAndSwap(false, true) {
+						panic("hook bug")
+					}
+				}
+				var hooks Hooks
+				switch hook {
+				case "OnStart":
+					hooks.OnStart = bug
+				case "OnSuccess":
+					hooks.OnSuccess = bug
+				case "OnRetry":
+					hooks.OnRetry = bug
+				case "OnDead":
+					hooks.OnDead = bug
+				}
+				q, _ := New[string](WithHooks(hooks))
+				var calls atomic.Int32
+				c, err := q.Consume(context.Background(), func(ctx context.Context, j Job[string]) error {
+					if j.Payload == "poison" {
+						return retry.Permanent(errors.New("poison"))
+					}
+					if calls.Add(1) == 1 && hook == "OnRetry" {
+						return errors.New("fail once")
+					}
+					return nil
+				}, Workers(1), Lease(time.Second), Backoff(backoff.Constant(time.Second)))
+				if err != nil {
+					t.Fatal(err)
+				}
+				enqueueOK(t, q, "x")
+				if hook == "OnDead" {
+					enqueueOK(t, q, "poison", WithID("poison"))
+				}
+				time.Sleep(time.Minute)
+				s, _ := q.Stats(context.Background())
+				p := closePanic(c)
+				hp, ok := p.(*HookPanic)
+				if !ok || hp.Hook != hook || hp.Value != "hook bug" || len(hp.Stack) == 0 {
+					t.Fatalf("Close panicked with %#v; want *HookPanic from %s", p, hook)
+				}
+				if s.Acked != 1 || s.InFlight != 0 || s.Ready != 0 || s.Delayed != 0 {
+					t.Errorf("stats %+v: want the job acked, nothing left", s)
+				}
+			})
+		})
 	}
 }
