@@ -147,6 +147,12 @@ type Delivery struct {
 	Message
 	Token any
 	Seq   uint64
+	// Redelivered, set by Receive, says the job was delivered before, even
+	// if Release gave that delivery back uncounted (so Attempt may be 1).
+	// The consumer checks a job's start-by deadline only on a delivery with
+	// Attempt 1 and Redelivered false: a job that was started in time does
+	// not expire.
+	Redelivered bool
 
 	at time.Time // when the in-memory backend leased it (saves a clock read)
 }

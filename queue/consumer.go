@@ -414,7 +414,9 @@ func (w *worker[T]) handle() {
 			Event{Reason: ReasonAttempts, Err: err})
 		return
 	}
-	if d.Attempt == 1 && !d.StartBy.IsZero() && now.After(d.StartBy) {
+	// The start-by deadline is for the first start only: a job released
+	// at shutdown comes back with Attempt 1 but Redelivered.
+	if d.Attempt == 1 && !d.Redelivered && !d.StartBy.IsZero() && now.After(d.StartBy) {
 		err := errors.New("queue: not started by " + d.StartBy.Format(time.RFC3339Nano))
 		w.settle(c.closing.Load(), opBury, 0, Attempt{Number: 1, Start: now, End: now, Error: err.Error()},
 			Event{Reason: ReasonExpired, Err: err})

@@ -68,6 +68,7 @@ type entry struct {
 	leaseEnd   time.Time
 	leaseStart time.Time
 	history    []Attempt
+	delivered  bool   // Receive has leased e at least once
 	heapIdx    int    // index in the heap holding e, -1 if none
 	inRing     bool   // e is in ready's ring
 	prev, next *entry // all
@@ -539,6 +540,8 @@ func (m *Memory) Receive(ctx context.Context, lease time.Duration, d *Delivery) 
 			heap.Push(&m.leased, e)
 			d.Message = e.msg
 			d.Attempt = e.attempt
+			d.Redelivered = e.delivered
+			e.delivered = true
 			d.at = now
 			d.Token = e
 			d.Seq = e.gen

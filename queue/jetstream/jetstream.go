@@ -487,8 +487,11 @@ type delivered struct {
 // been delivered more than once: the failed attempts and the deliveries that were not attempts
 // (delayed start, busy ordering key, release at shutdown).
 type jobState struct {
-	Skips   int             `json:"skips,omitempty"`
-	History []queue.Attempt `json:"history,omitempty"`
+	Skips int `json:"skips,omitempty"`
+	// Released says a delivery was handed to a consumer and given back by
+	// Release (a skip, so not an attempt): the job has been started.
+	Released bool            `json:"released,omitempty"`
+	History  []queue.Attempt `json:"history,omitempty"`
 }
 
 func (b *Backend) stateSubject(id string) string { return b.statePrefix + token(id) }
@@ -544,7 +547,8 @@ func (b *Backend) delivery(ctx context.Context, m natsjs.Msg) (*queue.Delivery, 
 	tok.marked = md.NumDelivered > 1 || !qm.NotBefore.IsZero()
 	qm.Attempt = int(md.NumDelivered) - tok.st.Skips
 	qm.Attempt = max(qm.Attempt, 1)
-	return &queue.Delivery{Message: qm, Token: tok, Seq: md.Sequence.Stream}, nil
+	return &queue.Delivery{Message: qm, Token: tok, Seq: md.Sequence.Stream,
+		Redelivered: qm.Attempt > 1 || tok.st.Released}, nil
 }
 
 // ack sends an acknowledgement (+ACK, -NAK, +WPI, +TERM) and waits for the server to confirm
@@ -968,9 +972,11 @@ func sortAttempts(h []queue.Attempt) {
 // Release implements queue.Backend: the delivery is recorded as not an attempt and the job is
 // ready again at once.
 func (b *Backend) Release(ctx context.Context, d *queue.Delivery) error {
-	if _, err := b.leased(d); err != nil {
+	tok, err := b.leased(d)
+	if err != nil {
 		return err
 	}
+	tok.st.Released = true
 	return b.skip(ctx, d, 0, markReady)
 }
 

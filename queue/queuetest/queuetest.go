@@ -85,6 +85,7 @@ func Run(t *testing.T, newBackend func(t *testing.T) queue.Backend, caps Capabil
 		{"OverflowBlock", testOverflowBlock},
 		{"LeaseExpiryRedelivers", testLeaseExpiry},
 		{"StartByExpired", testStartBy},
+		{"StartByNotAfterRelease", testStartByAfterRelease},
 		{"RedriveAndPurge", testRedrive},
 		{"ShutdownReportDrain", testShutdownDrain},
 		{"ShutdownReportDeadline", testShutdownDeadline},
@@ -713,6 +714,34 @@ func testStartBy(e *env) {
 	if s := stats(e, q); s.DeadLettered[queue.ReasonExpired] != 2 {
 		e.Errorf("stats %+v: want 2 expired", s)
 	}
+}
+
+// A job started before its start-by deadline and released at shutdown is
+// not expired when it comes back after the deadline: it was started in time
+// (Delivery.Redelivered), whatever its attempt number.
+func testStartByAfterRelease(e *env) {
+	ev, hooks := newEvents()
+	q := e.newQueue(hooks)
+	id := e.enqueue(q, "x", queue.StartBy(time.Now().Add(5*e.unit)))
+	started := make(chan struct{}, 1)
+	c := e.consume(q, func(ctx context.Context, j queue.Job[string]) error {
+		started <- struct{}{}
+		<-ctx.Done()
+		return context.Cause(ctx)
+	}, queue.Workers(1))
+	recv(e, started, "first start")
+	ctx, cancel := context.WithTimeout(context.Background(), e.unit)
+	r, _ := c.Close(ctx)
+	cancel()
+	if r.Returned != 1 {
+		e.Fatalf("report %+v: want the job returned", r)
+	}
+	time.Sleep(6 * e.unit) // past the start-by deadline
+	e.consume(q, func(ctx context.Context, j queue.Job[string]) error { return nil }, queue.Workers(1))
+	if a := recv(e, ev.acked, "ack of the released job"); a.ID != id {
+		e.Errorf("acked %s, want %s", a.ID, id)
+	}
+	quiet(e, ev.dead, e.unit, "dead letter of a job started in time")
 }
 
 func testRedrive(e *env) {
