@@ -103,8 +103,9 @@ type Report struct {
 	DeadLettered int
 	// Abandoned counts jobs the consumer could not settle: the backend call
 	// that acks, returns or dead-letters the job failed (a broker
-	// unreachable), or the job's lease was lost (it expired in the backend
-	// and the job moved on). The backend redelivers such a job once its
+	// unreachable, or Close's ctx ended, which ends the consumer's backend
+	// calls, before the call completed), or the job's lease was lost (it
+	// expired in the backend and the job moved on). The backend redelivers such a job once its
 	// lease ends (or already has, if the lease was lost). Handlers are
 	// never abandoned: Close waits for every one to return.
 	Abandoned int
@@ -118,7 +119,11 @@ type Consumer[T any] struct {
 	h     Handler[T]
 	opts  consumerOptions
 	retry *retry.Policy   // the backoff and hint rules of redeliveries
-	bg    context.Context // for backend calls that must not be cancelled
+	// bg is the context of backend calls (settling, renewing): not
+	// cancelled with the consumer's ctx, but ended by Close when its ctx
+	// ends, so that a hung backend call cannot hold Close forever.
+	bg       context.Context
+	bgCancel context.CancelCauseFunc
 
 	base       context.Context // parent of handler contexts
 	baseCancel context.CancelCauseFunc
@@ -191,13 +196,13 @@ func (q *Queue[T]) Consume(ctx context.Context, h Handler[T], opts ...ConsumerOp
 	}
 	c := &Consumer[T]{
 		q: q, h: h, opts: o, retry: retry.New(ro...),
-		bg:       context.WithoutCancel(ctx),
 		keepDone: make(chan struct{}),
 		drained:  make(chan struct{}),
 		// Queue room for a worker loop resubmitted by itself (see run).
 		pool:    pool.New(o.workers, o.workers),
 		running: o.workers,
 	}
+	c.bg, c.bgCancel = context.WithCancelCause(context.WithoutCancel(ctx))
 	c.base, c.baseCancel = context.WithCancelCause(ctx)
 	c.recv, c.recvCancel = context.WithCancelCause(c.base)
 	c.workers = make([]*worker[T], o.workers)
@@ -599,7 +604,12 @@ func (w *worker[T]) settle(drain bool, o op, delay time.Duration, a Attempt, ev 
 // matches [ErrClosed] and wraps context.Cause(ctx), and still waits for them
 // to return: the job of a handler that then fails is returned to the backend
 // unattempted, that of one returning nil is acked. Close then returns the
-// report and context.Cause(ctx).
+// report and context.Cause(ctx). The end of ctx also ends the context of the
+// consumer's backend calls (settling jobs, renewing leases), so that a hung
+// backend cannot hold Close: a backend that honours its ctx then fails the
+// calls still to come or in progress, and their jobs are counted in
+// [Report.Abandoned] and redelivered when their leases end. (The in-memory
+// backend never blocks in these calls and still settles them.)
 //
 // A handler must return soon once its ctx is done: Close waits for it, as
 // pool.Pool.Close and scope.Run wait for their tasks. Until it returns, its
@@ -630,10 +640,13 @@ func (c *Consumer[T]) Close(ctx context.Context) (Report, error) {
 	case <-c.drained:
 	case <-ctx.Done():
 		err = context.Cause(ctx)
-		c.baseCancel(&closeCause{cause: err})
+		cause := &closeCause{cause: err}
+		c.baseCancel(cause)
+		c.bgCancel(cause) // ends the backend calls too: see Report.Abandoned
 		<-c.drained
 	}
 	c.baseCancel(ErrClosed)
+	c.bgCancel(ErrClosed)
 	<-c.keepDone
 	// Every worker loop has returned: the pool has nothing left to run.
 	_ = c.pool.Close(context.Background())

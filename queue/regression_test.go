@@ -154,3 +154,87 @@ func TestHookPanicSurfacesInClose(t *testing.T) {
 		})
 	}
 }
+
+// hangAck is a backend whose Ack blocks until its ctx ends or release is
+// closed (a broker partition).
+type hangAck struct {
+	Backend
+	release chan struct{}
+}
+
+func (b hangAck) Ack(ctx context.Context, d *Delivery) error {
+	select {
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	case <-b.release:
+	}
+	return b.Backend.Ack(ctx, d)
+}
+
+// A backend call that hangs used to hold Close past its ctx: settle calls
+// ran on an uncancellable context. Now Close's ctx ends them, and the job
+// whose ack failed that way is counted as abandoned.
+func TestCloseDeadlineEndsHungBackendCall(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := hangAck{NewMemory(), make(chan struct{})}
+		defer close(b.release)
+		q, _ := New[string](WithBackend(b))
+		acking := make(chan struct{})
+		c, err := q.Consume(context.Background(), func(ctx context.Context, j Job[string]) error {
+			close(acking)
+			return nil
+		}, Workers(1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		enqueueOK(t, q, "x")
+		<-acking
+		synctest.Wait() // the worker is blocked in Ack
+		start := time.Now()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		r, err := c.Close(ctx)
+		if took := time.Since(start); took != time.Second || !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("Close took %v and returned %v; want 1s and deadline exceeded", took, err)
+		}
+		if r != (Report{}) { // the handler returned before Close: not its to report
+			t.Errorf("report %+v; want nothing", r)
+		}
+	})
+}
+
+// A handler that returns after Close's ctx ended: the ack of its job runs
+// on the ended backend-call context, fails, and the job is abandoned (the
+// backend redelivers it when its lease ends).
+func TestCloseDeadlineAbandonsUnsettledJob(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := hangAck{NewMemory(), make(chan struct{})}
+		defer close(b.release)
+		q, _ := New[string](WithBackend(b))
+		started := make(chan struct{})
+		c, err := q.Consume(context.Background(), func(ctx context.Context, j Job[string]) error {
+			close(started)
+			<-ctx.Done()
+			return nil // its work is done: acked if the backend can be reached
+		}, Workers(1), Lease(time.Minute))
+		if err != nil {
+			t.Fatal(err)
+		}
+		enqueueOK(t, q, "x")
+		<-started
+		start := time.Now()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		r, err := c.Close(ctx)
+		if took := time.Since(start); took != time.Second || !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("Close took %v and returned %v; want 1s and deadline exceeded", took, err)
+		}
+		if r != (Report{Abandoned: 1}) {
+			t.Errorf("report %+v; want 1 abandoned", r)
+		}
+		time.Sleep(90 * time.Second) // the backend lease (1.5 min) ends
+		if s, _ := q.Stats(context.Background()); s.Ready != 1 || s.InFlight != 0 || s.Acked != 0 {
+			t.Errorf("stats %+v; want the job ready again", s)
+		}
+	})
+}
