@@ -545,7 +545,11 @@ func (m *Memory) Receive(ctx context.Context, lease time.Duration, d *Delivery) 
 			d.at = now
 			d.Token = e
 			d.Seq = e.gen
-			if m.ready.len() > 0 {
+			// Wake a waiting receiver if a job is still ready, or if this
+			// lease now ends first: a receiver that went to sleep before
+			// it was taken must recompute its wake-up time, or it would
+			// miss the lease's expiry.
+			if m.ready.len() > 0 || m.leased.es[0] == e {
 				m.signal(&m.recvWait)
 			}
 			m.mu.Unlock()

@@ -238,3 +238,36 @@ func TestCloseDeadlineAbandonsUnsettledJob(t *testing.T) {
 		}
 	})
 }
+
+// A job started before its start-by deadline, cancelled by Close's deadline
+// and released, came back as attempt 1 and was dead-lettered "expired".
+func TestReleasedAtCloseDoesNotExpire(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var dead atomic.Int32
+		q, _ := New[string](WithHooks(Hooks{OnDead: func(Event) { dead.Add(1) }}))
+		enqueueOK(t, q, "x", StartBy(time.Now().Add(5*time.Second)))
+		started := make(chan struct{}, 1)
+		c, _ := q.Consume(context.Background(), func(ctx context.Context, j Job[string]) error {
+			started <- struct{}{}
+			<-ctx.Done()
+			return context.Cause(ctx)
+		}, Workers(1))
+		<-started
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		r, _ := c.Close(ctx)
+		cancel()
+		if r != (Report{Returned: 1}) {
+			t.Fatalf("report %+v; want 1 returned", r)
+		}
+		time.Sleep(10 * time.Second)
+		var handled atomic.Int32
+		c2, _ := q.Consume(context.Background(), func(ctx context.Context, j Job[string]) error { handled.Add(1); return nil }, Workers(1))
+		time.Sleep(time.Second)
+		if _, err := c2.Close(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if dead.Load() != 0 || handled.Load() != 1 {
+			t.Errorf("%d dead, %d handled; want the job handled", dead.Load(), handled.Load())
+		}
+	})
+}

@@ -440,18 +440,22 @@ func (b *Backend) Enqueue(ctx context.Context, m queue.Message) (queue.EnqueueRe
 // can be handed it meanwhile), writes it to the dead letters with reason overflow and removes
 // it. It returns "" if no job is waiting.
 func (b *Backend) evictOldest(ctx context.Context) (string, error) {
-	// Not FetchNoWait: the server may answer "no messages" for a job published an instant
-	// ago, before the consumer has seen it.
-	batch, err := b.cons.Fetch(1, natsjs.FetchMaxWait(100*time.Millisecond))
-	if err != nil {
-		return "", fmt.Errorf("jetstream: evict: %w", err)
-	}
-	var victim natsjs.Msg
-	for m := range batch.Messages() {
-		victim = m
-	}
-	if err := batch.Error(); err != nil && victim == nil {
-		return "", fmt.Errorf("jetstream: evict: %w", err)
+	// A job prefetched but not handed out is not leased, and older than any job the consumer
+	// has not delivered yet: evict it first.
+	victim := b.takePrefetched()
+	if victim == nil {
+		// Not FetchNoWait: the server may answer "no messages" for a job published an
+		// instant ago, before the consumer has seen it.
+		batch, err := b.cons.Fetch(1, natsjs.FetchMaxWait(100*time.Millisecond))
+		if err != nil {
+			return "", fmt.Errorf("jetstream: evict: %w", err)
+		}
+		for m := range batch.Messages() {
+			victim = m
+		}
+		if err := batch.Error(); err != nil && victim == nil {
+			return "", fmt.Errorf("jetstream: evict: %w", err)
+		}
 	}
 	if victim == nil {
 		return "", nil
@@ -471,6 +475,26 @@ func (b *Backend) evictOldest(ctx context.Context) (string, error) {
 		}
 	}
 	return d.ID, nil
+}
+
+// takePrefetched takes the oldest message from the prefetch buffer, if any, so that no Receive
+// hands it out.
+func (b *Backend) takePrefetched() natsjs.Msg {
+	b.mu.Lock()
+	p := b.pump
+	b.mu.Unlock()
+	if p == nil {
+		return nil
+	}
+	select {
+	case a := <-p.buf:
+		if a.fresh {
+			b.bufFresh.Add(-1)
+		}
+		return a.msg
+	default:
+		return nil
+	}
 }
 
 // delivered is the backend's part of a queue.Delivery (its Token).

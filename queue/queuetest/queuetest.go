@@ -84,6 +84,8 @@ func Run(t *testing.T, newBackend func(t *testing.T) queue.Backend, caps Capabil
 		{"OverflowDropOldest", testOverflowDropOldest},
 		{"OverflowBlock", testOverflowBlock},
 		{"LeaseExpiryRedelivers", testLeaseExpiry},
+		{"BackendLeaseExpiry", testBackendLeaseExpiry},
+		{"DropOldestSparesLeased", testDropOldestSparesLeased},
 		{"StartByExpired", testStartBy},
 		{"StartByNotAfterRelease", testStartByAfterRelease},
 		{"RedriveAndPurge", testRedrive},
@@ -694,6 +696,112 @@ func testLeaseExpiry(e *env) {
 	e.elapsed("redelivery", starts[1], lease+2*e.unit)
 }
 
+// openBackend returns a new backend opened with cfg, driven directly (no
+// Queue, no Consumer).
+func (e *env) openBackend(cfg queue.Config) queue.Backend {
+	e.Helper()
+	b := e.s.newBackend(e.T)
+	if err := b.Open(context.Background(), cfg); err != nil {
+		e.Fatalf("Open: %v", err)
+	}
+	return b
+}
+
+// received is what a Receive in its own goroutine got.
+type received struct {
+	d  *queue.Delivery
+	at time.Time
+}
+
+// testBackendLeaseExpiry drives the backend alone: a job received and never
+// settled (its consumer died) is delivered again when the backend's lease
+// ends, to a receiver that was already waiting, as attempt 2; the stale
+// delivery can no longer be renewed, acked or nacked.
+func testBackendLeaseExpiry(e *env) {
+	b := e.openBackend(queue.Config{})
+	lease := 5 * e.unit
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel()
+	got := make(chan received, 2)
+	for range 2 {
+		wg.Go(func() {
+			var d queue.Delivery
+			if err := b.Receive(ctx, lease, &d); err == nil {
+				got <- received{&d, time.Now()}
+			}
+		})
+	}
+	if e.virtual {
+		synctest.Wait() // both receivers wait
+	} else {
+		time.Sleep(e.unit) // no way to observe a broker's waiting receivers
+	}
+	if _, err := b.Enqueue(context.Background(), queue.Message{ID: "J", Body: []byte("j"), Value: "j"}); err != nil {
+		e.Fatalf("Enqueue: %v", err)
+	}
+	first := recv(e, got, "first delivery")
+	if first.d.ID != "J" || first.d.Attempt != 1 || first.d.Redelivered {
+		e.Errorf("first delivery %+v: want J, attempt 1, not redelivered", first.d)
+	}
+	second := recv(e, got, "redelivery after the lease")
+	e.elapsed("redelivery", second.at.Sub(first.at), lease)
+	if second.d.ID != "J" || second.d.Attempt != 2 || !second.d.Redelivered {
+		e.Errorf("second delivery %+v: want J, attempt 2, redelivered", second.d)
+	}
+	bg := context.Background()
+	if err := b.Extend(bg, first.d, lease); !errors.Is(err, queue.ErrLeaseLost) {
+		e.Errorf("Extend of the stale delivery: %v, want ErrLeaseLost", err)
+	}
+	if err := b.Ack(bg, first.d); !errors.Is(err, queue.ErrLeaseLost) {
+		e.Errorf("Ack of the stale delivery: %v, want ErrLeaseLost", err)
+	}
+	if err := b.Nack(bg, first.d, 0, queue.Attempt{Number: 1, Error: "stale"}); !errors.Is(err, queue.ErrLeaseLost) {
+		e.Errorf("Nack of the stale delivery: %v, want ErrLeaseLost", err)
+	}
+	if err := b.Ack(bg, second.d); err != nil {
+		e.Errorf("Ack of the current delivery: %v", err)
+	}
+	if st, err := b.Stats(bg); err != nil || st.Ready != 0 || st.InFlight != 0 || st.Delayed != 0 {
+		e.Errorf("stats %+v, %v: want an empty backend", st, err)
+	}
+}
+
+// testDropOldestSparesLeased: DropOldest evicts the oldest job that is not
+// leased; the leased one stays, and its delivery can still be acked.
+func testDropOldestSparesLeased(e *env) {
+	e.skipUnless(queue.DropOldest)
+	b := e.openBackend(queue.Config{Capacity: 2, Overflow: queue.DropOldest})
+	bg := context.Background()
+	for _, id := range []string{"A", "B"} {
+		if _, err := b.Enqueue(bg, queue.Message{ID: id, Body: []byte(id), Value: id}); err != nil {
+			e.Fatalf("Enqueue(%s): %v", id, err)
+		}
+	}
+	var d queue.Delivery
+	if err := b.Receive(bg, 100*e.unit, &d); err != nil || d.ID != "A" {
+		e.Fatalf("Receive: %v, %q; want A", err, d.ID)
+	}
+	res, err := b.Enqueue(bg, queue.Message{ID: "C", Body: []byte("C"), Value: "C"})
+	if err != nil || !slices.Equal(res.Evicted, []string{"B"}) {
+		e.Fatalf("Enqueue(C) at capacity: %+v, %v; want B evicted", res, err)
+	}
+	if err := b.Ack(bg, &d); err != nil {
+		e.Errorf("Ack of the leased job after an eviction: %v", err)
+	}
+	var dead []string
+	for dm, err := range b.DeadLetters(bg) {
+		if err != nil {
+			e.Fatalf("DeadLetters: %v", err)
+		}
+		dead = append(dead, dm.ID+":"+string(dm.Reason))
+	}
+	if !slices.Equal(dead, []string{"B:overflow"}) {
+		e.Errorf("dead letters %v, want [B:overflow]", dead)
+	}
+}
+
 func testStartBy(e *env) {
 	ev, hooks := newEvents()
 	q := e.newQueue(hooks, queue.WithMaxWait(5*e.unit))
@@ -716,25 +824,25 @@ func testStartBy(e *env) {
 	}
 }
 
-// A job started before its start-by deadline and released at shutdown is
-// not expired when it comes back after the deadline: it was started in time
-// (Delivery.Redelivered), whatever its attempt number.
+// A job delivered before its start-by deadline and released (as a consumer
+// does at shutdown) is not expired when it comes back after the deadline:
+// it was started in time (Delivery.Redelivered), whatever its attempt
+// number.
 func testStartByAfterRelease(e *env) {
 	ev, hooks := newEvents()
-	q := e.newQueue(hooks)
+	b := e.s.newBackend(e.T)
+	q, err := queue.New[string](queue.WithBackend(b), hooks)
+	if err != nil {
+		e.Fatalf("queue.New: %v", err)
+	}
 	id := e.enqueue(q, "x", queue.StartBy(time.Now().Add(5*e.unit)))
-	started := make(chan struct{}, 1)
-	c := e.consume(q, func(ctx context.Context, j queue.Job[string]) error {
-		started <- struct{}{}
-		<-ctx.Done()
-		return context.Cause(ctx)
-	}, queue.Workers(1))
-	recv(e, started, "first start")
-	ctx, cancel := context.WithTimeout(context.Background(), e.unit)
-	r, _ := c.Close(ctx)
-	cancel()
-	if r.Returned != 1 {
-		e.Fatalf("report %+v: want the job returned", r)
+	bg := context.Background()
+	var d queue.Delivery
+	if err := b.Receive(bg, 150*e.unit, &d); err != nil || d.ID != id {
+		e.Fatalf("Receive: %v, %q; want %s", err, d.ID, id)
+	}
+	if err := b.Release(bg, &d); err != nil {
+		e.Fatalf("Release: %v", err)
 	}
 	time.Sleep(6 * e.unit) // past the start-by deadline
 	e.consume(q, func(ctx context.Context, j queue.Job[string]) error { return nil }, queue.Workers(1))

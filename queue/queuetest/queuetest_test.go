@@ -52,6 +52,13 @@ func (b broken) Bury(ctx context.Context, d *queue.Delivery, r queue.Reason, a q
 	return b.Backend.Bury(ctx, d, r, a)
 }
 
+func (b broken) Receive(ctx context.Context, lease time.Duration, d *queue.Delivery) error {
+	if b.defect == "no-lease-expiry" {
+		lease = 1000 * time.Hour
+	}
+	return b.Backend.Receive(ctx, lease, d)
+}
+
 // TestBroken runs the suite on a broken backend; it is meant to fail, and
 // runs only in the child process of TestSuiteCatchesDefects.
 func TestBroken(t *testing.T) {
@@ -73,6 +80,7 @@ func TestSuiteCatchesDefects(t *testing.T) {
 		"silent-eviction": "OverflowDropOldest",
 		"no-delay":        "RetrySchedule",
 		"no-history":      "MaxAttemptsToDeadLetters",
+		"no-lease-expiry": "BackendLeaseExpiry",
 	} {
 		t.Run(defect, func(t *testing.T) {
 			cmd := exec.Command(os.Args[0], "-test.run=^TestBroken$", "-test.v")
