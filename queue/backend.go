@@ -178,7 +178,9 @@ type BackendStats struct {
 	Ready int
 	// InFlight counts leased jobs.
 	InFlight int
-	// Delayed counts jobs waiting for their NotBefore or retry delay.
+	// Delayed counts jobs waiting for their NotBefore or retry delay,
+	// including jobs queued behind a busy ordering key whose NotBefore has
+	// not come.
 	Delayed int
 	// Dead counts dead letters.
 	Dead int

@@ -38,6 +38,11 @@ type Memory struct {
 
 	dead []*DeadMessage
 
+	// queuedLater holds the jobs queued behind a busy ordering key that
+	// have a NotBefore, for Stats: such a job counts as delayed until its
+	// NotBefore.
+	queuedLater map[*entry]struct{}
+
 	free     *entry    // recycled entries
 	recvWait []*waiter // receivers waiting for a ready job
 	roomWait []*waiter // blocked producers waiting for room
@@ -240,6 +245,8 @@ func NewMemory() *Memory {
 		ids:  make(map[string]*entry),
 		keys: make(map[string]*keyFIFO),
 		seen: make(map[string]time.Time),
+
+		queuedLater: make(map[*entry]struct{}),
 	}
 	m.leased.lease = true
 	return m
@@ -343,6 +350,9 @@ func (m *Memory) store(msg Message, notBefore, now time.Time) {
 		k.tail = e
 		if k.head != e {
 			e.state = stateQueued
+			if !notBefore.IsZero() {
+				m.queuedLater[e] = struct{}{}
+			}
 			return
 		}
 	}
@@ -404,6 +414,9 @@ func (m *Memory) newKey() *keyFIFO {
 
 // schedule makes e ready at notBefore (now if zero or past). m.mu held.
 func (m *Memory) schedule(e *entry, notBefore, now time.Time) {
+	if len(m.queuedLater) > 0 {
+		delete(m.queuedLater, e)
+	}
 	if !notBefore.IsZero() && notBefore.After(now) {
 		e.state = stateDelayed
 		e.readyAt = notBefore
@@ -672,6 +685,9 @@ func (m *Memory) bury(e *entry, reason Reason, a Attempt, now time.Time) {
 // recycles it. m.mu held.
 func (m *Memory) remove(e *entry) {
 	delete(m.ids, e.msg.ID)
+	if len(m.queuedLater) > 0 {
+		delete(m.queuedLater, e)
+	}
 	m.all.remove(e)
 	if k := e.key; k != nil {
 		// e may be anywhere in its key FIFO (DropOldest evicts waiting ones).
@@ -778,11 +794,17 @@ func (m *Memory) Purge(ctx context.Context, id string) error {
 func (m *Memory) Stats(ctx context.Context) (BackendStats, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.promote(time.Now())
+	now := time.Now()
+	m.promote(now)
 	s := BackendStats{
 		InFlight: m.leased.Len(),
 		Delayed:  m.timed.Len(),
 		Dead:     len(m.dead),
+	}
+	for e := range m.queuedLater {
+		if e.msg.NotBefore.After(now) {
+			s.Delayed++
+		}
 	}
 	s.Ready = m.all.n - s.InFlight - s.Delayed
 	if m.all.head != nil {

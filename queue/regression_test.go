@@ -271,3 +271,31 @@ func TestReleasedAtCloseDoesNotExpire(t *testing.T) {
 		}
 	})
 }
+
+// A delayed job queued behind a busy ordering key counted as ready.
+func TestStatsDelayedBehindKey(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		q, _ := New[string]()
+		enqueueOK(t, q, "a", WithKey("k"))
+		enqueueOK(t, q, "b", WithKey("k"), WithDelay(time.Hour))
+		enqueueOK(t, q, "c", WithKey("k"), WithDelay(time.Minute))
+		s, _ := q.Stats(context.Background())
+		if s.Ready != 1 || s.Delayed != 2 {
+			t.Errorf("stats %+v: want 1 ready, 2 delayed", s)
+		}
+		time.Sleep(time.Minute) // c's delay passes; it still waits for its key
+		s, _ = q.Stats(context.Background())
+		if s.Ready != 2 || s.Delayed != 1 {
+			t.Errorf("after 1m, stats %+v: want 2 ready, 1 delayed", s)
+		}
+		c, _ := q.Consume(context.Background(), func(ctx context.Context, j Job[string]) error { return nil }, Workers(1))
+		time.Sleep(2 * time.Hour)
+		if _, err := c.Close(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		s, _ = q.Stats(context.Background())
+		if s.Ready != 0 || s.Delayed != 0 || s.Acked != 3 {
+			t.Errorf("after draining, stats %+v: want 3 acked, nothing left", s)
+		}
+	})
+}
