@@ -69,6 +69,10 @@ type Backend interface {
 	// DeadLetters lists the dead letters, oldest first.
 	DeadLetters(ctx context.Context) iter.Seq2[DeadMessage, error]
 
+	// An ID has at most one dead letter: burying a job whose ID already has
+	// one (a later job that reused the ID) replaces it, so that Redrive and
+	// Purge are never ambiguous.
+
 	// Redrive moves the dead letter with id back into the queue as a new,
 	// ready job with a fresh attempt count. ErrNotFound if there is none;
 	// ErrDuplicate if a job with that ID is stored.

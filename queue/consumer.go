@@ -118,7 +118,7 @@ type Consumer[T any] struct {
 	q     *Queue[T]
 	h     Handler[T]
 	opts  consumerOptions
-	retry *retry.Policy   // the backoff and hint rules of redeliveries
+	retry *retry.Policy // the backoff and hint rules of redeliveries
 	// bg is the context of backend calls (settling, renewing): not
 	// cancelled with the consumer's ctx, but ended by Close when its ctx
 	// ends, so that a hung backend call cannot hold Close forever.

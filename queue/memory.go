@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"iter"
+	"slices"
 	"sync"
 	"time"
 )
@@ -36,7 +37,8 @@ type Memory struct {
 	seenFIFO []seenID             // seen in enqueue order, for pruning
 	seenHead int
 
-	dead []*DeadMessage
+	dead    []*DeadMessage          // oldest first
+	deadIDs map[string]*DeadMessage // dead by ID: an ID has at most one dead letter
 
 	// queuedLater holds the jobs queued behind a busy ordering key that
 	// have a NotBefore, for Stats: such a job counts as delayed until its
@@ -246,6 +248,7 @@ func NewMemory() *Memory {
 		keys: make(map[string]*keyFIFO),
 		seen: make(map[string]time.Time),
 
+		deadIDs:     make(map[string]*DeadMessage),
 		queuedLater: make(map[*entry]struct{}),
 	}
 	m.leased.lease = true
@@ -677,7 +680,13 @@ func (m *Memory) bury(e *entry, reason Reason, a Attempt, now time.Time) {
 	dm.Attempt = e.attempt
 	dm.History = append(make([]Attempt, 0, len(e.history)+1), e.history...)
 	dm.History = append(dm.History, a)
+	if old := m.deadIDs[dm.ID]; old != nil {
+		// A later job with the same ID: the newer dead letter replaces
+		// the older, so that Redrive and Purge name one.
+		m.dropDead(slices.Index(m.dead, old))
+	}
 	m.dead = append(m.dead, dm)
+	m.deadIDs[dm.ID] = dm
 	m.remove(e)
 }
 
@@ -743,12 +752,16 @@ func (m *Memory) DeadLetters(ctx context.Context) iter.Seq2[DeadMessage, error] 
 }
 
 func (m *Memory) findDead(id string) int {
-	for i, d := range m.dead {
-		if d.ID == id {
-			return i
-		}
+	if m.deadIDs[id] == nil {
+		return -1
 	}
-	return -1
+	return slices.Index(m.dead, m.deadIDs[id])
+}
+
+// dropDead removes the dead letter at index i. m.mu held.
+func (m *Memory) dropDead(i int) {
+	delete(m.deadIDs, m.dead[i].ID)
+	m.dead = slices.Delete(m.dead, i, i+1)
 }
 
 // Redrive implements Backend. The redriven job skips the dedup horizon and
@@ -769,7 +782,7 @@ func (m *Memory) Redrive(ctx context.Context, id string) error {
 		return ErrFull
 	}
 	msg := m.dead[i].Message
-	m.dead = append(m.dead[:i], m.dead[i+1:]...)
+	m.dropDead(i)
 	// A redriven job is a new job: fresh attempts, new enqueue time, no
 	// delay or start-by deadline; the dedup horizon does not apply to it.
 	msg.EnqueuedAt, msg.NotBefore, msg.StartBy = time.Time{}, time.Time{}, time.Time{}
@@ -786,7 +799,7 @@ func (m *Memory) Purge(ctx context.Context, id string) error {
 	if i < 0 {
 		return ErrNotFound
 	}
-	m.dead = append(m.dead[:i], m.dead[i+1:]...)
+	m.dropDead(i)
 	return nil
 }
 

@@ -349,7 +349,10 @@ func (q *Queue[T]) job(m *Message) (Job[T], error) {
 	}, err
 }
 
-// DeadLetters lists the dead letters, oldest first. A backend error ends
+// DeadLetters lists the dead letters, oldest first. An ID has at most one
+// dead letter: when a job dies whose ID already has one (a later job reused
+// the ID), the newer dead letter replaces the older, so [Queue.Redrive] and
+// [Queue.Purge] always name one job. A backend error ends
 // the listing with a non-nil error; a payload that cannot be decoded is
 // yielded with its error and a zero payload.
 func (q *Queue[T]) DeadLetters(ctx context.Context) iter.Seq2[DeadLetter[T], error] {

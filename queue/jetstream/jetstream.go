@@ -201,8 +201,11 @@ func (b *Backend) Open(ctx context.Context, cfg queue.Config) error {
 		Subjects:    []string{b.deadPrefix + ">"},
 		Retention:   natsjs.LimitsPolicy,
 		Duplicates:  10 * time.Minute,
-		Storage:     storage,
-		Replicas:    b.o.replicas,
+		// One subject per job ID, one dead letter per ID: a later job that reused the ID
+		// and died replaces the older dead letter (see queue.Backend).
+		MaxMsgsPerSubject: 1,
+		Storage:           storage,
+		Replicas:          b.o.replicas,
 	})
 	if err != nil {
 		return fmt.Errorf("jetstream: stream %s: %w", b.deadStream, err)

@@ -89,6 +89,7 @@ func Run(t *testing.T, newBackend func(t *testing.T) queue.Backend, caps Capabil
 		{"StartByExpired", testStartBy},
 		{"StartByNotAfterRelease", testStartByAfterRelease},
 		{"RedriveAndPurge", testRedrive},
+		{"DeadLetterIDReplaced", testDeadLetterIDReplaced},
 		{"ShutdownReportDrain", testShutdownDrain},
 		{"ShutdownReportDeadline", testShutdownDeadline},
 		{"AccountingIdentity", testAccounting},
@@ -850,6 +851,36 @@ func testStartByAfterRelease(e *env) {
 		e.Errorf("acked %s, want %s", a.ID, id)
 	}
 	quiet(e, ev.dead, e.unit, "dead letter of a job started in time")
+}
+
+// testDeadLetterIDReplaced: two jobs with one ID, one after the other,
+// both dead: the newer dead letter replaces the older, so that Redrive and
+// Purge name one job.
+func testDeadLetterIDReplaced(e *env) {
+	ev, hooks := newEvents()
+	q := e.newQueue(hooks)
+	e.consume(q, func(ctx context.Context, j queue.Job[string]) error {
+		return retry.Permanent(errors.New("bad " + j.Payload))
+	}, queue.Workers(1))
+	for _, p := range []string{"v1", "v2"} {
+		e.enqueue(q, p, queue.WithID("X"))
+		if d := recv(e, ev.dead, "dead letter"); d.ID != "X" {
+			e.Fatalf("dead %s, want X", d.ID)
+		}
+	}
+	dls := deadLetters(e, q)
+	if len(dls) != 1 || dls[0].Job.ID != "X" || dls[0].Job.Payload != "v2" {
+		e.Fatalf("dead letters %+v: want one, X with payload v2", dls)
+	}
+	if err := q.Purge(context.Background(), "X"); err != nil {
+		e.Errorf("Purge(X): %v", err)
+	}
+	if err := q.Purge(context.Background(), "X"); !errors.Is(err, queue.ErrNotFound) {
+		e.Errorf("second Purge(X): %v, want ErrNotFound", err)
+	}
+	if s := stats(e, q); s.Dead != 0 {
+		e.Errorf("stats %+v: want no dead letters", s)
+	}
 }
 
 func testRedrive(e *env) {
