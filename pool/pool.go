@@ -780,7 +780,7 @@ var (
 // cancellation, plus the pool's lifetime. The last derived context is cached per worker.
 // The caller runs tasks of a background parent (isBackground) with p.life itself.
 func (w *worker) taskCtx(p *Pool, parent context.Context) context.Context {
-	if w.key != nil && w.key == parent { // key's type is comparable, so == cannot panic
+	if w.key != nil && w.key == parent { // key is a pointer, so == cannot panic
 		return w.ctx
 	}
 	if w.stop != nil {
@@ -789,7 +789,9 @@ func (w *worker) taskCtx(p *Pool, parent context.Context) context.Context {
 		w.key = nil
 	}
 	w.ctx, w.cancel, w.stop = p.derive(parent)
-	if reflect.TypeOf(parent).Comparable() {
+	// Only a pointer is cached: a value of a comparable type (a struct) may hold an
+	// uncomparable value in an interface field, and comparing two such values panics.
+	if reflect.TypeOf(parent).Kind() == reflect.Pointer {
 		w.key = parent
 	}
 	return w.ctx
