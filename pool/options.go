@@ -12,8 +12,10 @@ type Policy uint8
 
 const (
 	// Block makes Submit wait for room. The wait ends with context.Cause(ctx) when the
-	// submitter's ctx ends, or with ErrClosed when the pool closes. Blocked submitters are
-	// served first come, first served: a later submitter never overtakes an earlier one.
+	// submitter's ctx ends, or with ErrClosed when the pool closes. A submitter whose ctx has
+	// ended is never admitted, even if room appears before it notices: it is refused with
+	// context.Cause(ctx) and counted in Stats.Rejected. Blocked submitters are served first
+	// come, first served: a later submitter never overtakes an earlier one.
 	Block Policy = iota
 	// Reject makes Submit return an error matching ErrFull at once.
 	Reject

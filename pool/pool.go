@@ -388,7 +388,7 @@ func (w *waiter) signal() {
 // admitLocked moves the oldest blocked submitter's task into the queue if there is room.
 // The returned waiter must be signalled once Pool.mu is released.
 func (p *Pool) admitLocked(now int64) *waiter {
-	if p.whead == nil || p.n >= p.capacity {
+	if p.n >= p.capacity || !p.refuseExpiredLocked() {
 		return nil
 	}
 	w := p.popWaiterLocked(nil)
@@ -396,6 +396,26 @@ func (p *Pool) admitLocked(now int64) *waiter {
 	p.push(&w.t)
 	p.queued++
 	return w
+}
+
+// refuseExpiredLocked refuses the blocked submitters at the head of the line whose context has
+// ended (they get its cause, as if they had noticed it themselves), and reports whether a
+// submitter is left to admit. Their ready channels have room, so they are signalled here.
+func (p *Pool) refuseExpiredLocked() bool {
+	for p.whead != nil {
+		ctx := p.whead.t.ctx
+		if !expired(ctx) {
+			return true
+		}
+		p.st.rejected++
+		p.popWaiterLocked(context.Cause(ctx)).signal()
+	}
+	return false
+}
+
+// expired reports whether ctx has ended.
+func expired(ctx context.Context) bool {
+	return !isBackground(ctx) && ctx.Done() != nil && ctx.Err() != nil
 }
 
 // takeLocked marks a task leaving the queue. It reports false for a group task that its
@@ -644,7 +664,7 @@ func (p *Pool) fetchLocked(now int64, next *task) bool {
 			continue
 		}
 		p.queued--
-		if !isBackground(next.ctx) && next.ctx.Done() != nil && next.ctx.Err() != nil {
+		if expired(next.ctx) {
 			p.st.skipped++
 			p.mu.Unlock()
 			adm.signal()
@@ -664,7 +684,7 @@ func (p *Pool) fetchLocked(now int64, next *task) bool {
 		}
 		return true
 	}
-	if p.whead != nil { // hand-off queue (capacity 0): take a blocked submitter's task
+	if p.refuseExpiredLocked() { // hand-off queue (capacity 0): take a blocked submitter's task
 		wt := p.popWaiterLocked(nil)
 		*next = wt.t // wt is recycled once signalled
 		p.startedLocked(0)
