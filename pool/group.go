@@ -14,9 +14,11 @@ import (
 // skipped.
 //
 // Wait never deadlocks on its own pool, even when called from a task of that pool with a
-// single worker: Wait runs the group's still-queued tasks itself, in the calling goroutine.
-// For the same reason Go never blocks on a full pool: when the pool has no room (whatever its
-// policy), Go runs the task in the calling goroutine before returning.
+// single worker: while it waits, Wait runs the group's queued tasks itself, including those
+// queued after it started waiting. For the same reason Go never blocks on a full pool: when
+// the pool has no room (whatever its policy), Go runs the task itself before returning. A task
+// that Wait or Go runs this way runs on a goroutine of its own that the caller waits for, so a
+// runtime.Goexit in it fails that task (like a worker's task) and does not end the caller.
 //
 // A Group is safe for concurrent use: tasks of the group may call Go. Go must not be called
 // after Wait has returned.
@@ -24,10 +26,12 @@ type Group struct {
 	p      *Pool
 	ctx    context.Context
 	cancel context.CancelCauseFunc
-	wg     sync.WaitGroup // one count per accepted task, until it resolves
+	kick   chan struct{} // capacity 1: wakes a parked Wait (task queued, or none left)
 
 	// Guarded by Pool.mu.
 	pending []*gtask // queued tasks, in order, for Wait to claim (stale entries skipped)
+	active  int      // accepted tasks that have not resolved
+	parked  int      // Wait calls parked on kick
 	waited  bool     // Wait has returned
 
 	mu       sync.Mutex // guards the fields below
@@ -50,15 +54,31 @@ const (
 )
 
 func (gt *gtask) resolve(err error) {
-	gt.g.record(err)
-	gt.g.wg.Done()
+	g := gt.g
+	g.record(err)
+	g.p.mu.Lock()
+	g.active--
+	if g.active == 0 {
+		g.wakeLocked()
+	}
+	g.p.mu.Unlock()
+}
+
+// wakeLocked wakes a parked Wait, if any.
+func (g *Group) wakeLocked() {
+	if g.parked > 0 {
+		select {
+		case g.kick <- struct{}{}:
+		default: // a wake-up is already pending
+		}
+	}
 }
 
 // Group returns a new Group whose tasks run on p with a context derived from ctx. Cancelling
 // ctx cancels the group's tasks.
 func (p *Pool) Group(ctx context.Context) *Group {
 	gctx, cancel := context.WithCancelCause(ctx)
-	return &Group{p: p, ctx: gctx, cancel: cancel}
+	return &Group{p: p, ctx: gctx, cancel: cancel, kick: make(chan struct{}, 1)}
 }
 
 // Go starts fn as a task of the group. fn's context carries the values of the group's
@@ -75,13 +95,12 @@ func (g *Group) Go(fn func(ctx context.Context) error) {
 	p := g.p
 	gt := &gtask{g: g, fn: fn}
 	t := task{ctx: g.ctx, fn: fn, res: gt, enq: p.now()}
-	g.wg.Add(1)
 	p.mu.Lock()
 	if g.waited {
 		p.mu.Unlock()
-		g.wg.Done()
 		panic("pool: Group.Go called after Wait returned")
 	}
+	g.active++
 	p.st.submitted++
 	if g.ctx.Err() != nil {
 		p.st.skipped++
@@ -105,13 +124,14 @@ func (g *Group) Go(fn func(ctx context.Context) error) {
 			g.pending = g.pending[1:]
 		}
 		g.pending = append(g.pending, gt)
+		g.wakeLocked() // a parked Wait may run it
 	case placedNowhere:
 		gt.state = gTaken
 		p.st.inline++
 		p.startedLocked(0)
 		p.inline++
 		p.mu.Unlock()
-		p.runInline(t)
+		p.runContained(t)
 		return
 	default:
 		gt.state = gTaken
@@ -120,8 +140,8 @@ func (g *Group) Go(fn func(ctx context.Context) error) {
 	p.afterPlace(how, w, t)
 }
 
-// Wait runs the group's still-queued tasks in the calling goroutine, waits for the others to
-// finish, and returns nil if every task succeeded. Otherwise it returns the failures: the
+// Wait runs the group's queued tasks (those queued before and while it waits) itself, waits
+// for the others to finish, and returns nil if every task succeeded. Otherwise it returns the failures: the
 // first failure (the root cause, which cancelled the group) first, followed by every later
 // failure that was not merely an echo of that cancellation (a task returning the context's
 // error); errors.Is and errors.As see each of them. If the group's parent context ended and
@@ -131,8 +151,8 @@ func (g *Group) Go(fn func(ctx context.Context) error) {
 // When Wait returns, the group's context is cancelled.
 func (g *Group) Wait() error {
 	p := g.p
+	p.mu.Lock()
 	for {
-		p.mu.Lock()
 		var gt *gtask
 		for len(g.pending) > 0 {
 			c := g.pending[0]
@@ -145,8 +165,17 @@ func (g *Group) Wait() error {
 		}
 		if gt == nil {
 			g.pending = nil
+			if g.active == 0 {
+				break
+			}
+			// Park until a task of the group is queued (this goroutine may run it) or the
+			// last one resolves.
+			g.parked++
 			p.mu.Unlock()
-			break
+			<-g.kick
+			p.mu.Lock()
+			g.parked--
+			continue
 		}
 		gt.state = gClaimed
 		p.queued--
@@ -162,6 +191,7 @@ func (g *Group) Wait() error {
 			p.mu.Unlock()
 			signalAll(admitted)
 			p.report(task{ctx: g.ctx, res: gt}, Expired, context.Cause(g.ctx))
+			p.mu.Lock()
 			continue
 		}
 		p.st.inline++
@@ -169,15 +199,27 @@ func (g *Group) Wait() error {
 		p.inline++
 		p.mu.Unlock()
 		signalAll(admitted)
-		p.runInline(task{ctx: g.ctx, fn: gt.fn, res: gt})
+		p.runContained(task{ctx: g.ctx, fn: gt.fn, res: gt})
+		p.mu.Lock()
 	}
-	g.wg.Wait()
-	p.mu.Lock()
 	g.waited = true
+	g.wakeLocked() // another Wait call may be parked too
 	p.mu.Unlock()
 	err := g.result()
 	g.cancel(errGroupDone)
 	return err
+}
+
+// runContained runs t (counted as started and in Pool.inline) on a helper goroutine and waits
+// for it, so that a runtime.Goexit in t ends the helper, not the caller of Go or Wait; t then
+// fails like a worker's task that calls Goexit.
+func (p *Pool) runContained(t task) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		p.runInline(t)
+	}()
+	<-done
 }
 
 var errGroupDone = errors.New("pool: group wait returned")
