@@ -112,7 +112,8 @@ func WithOverflow(p Policy) Option {
 // evicted, expired in queue, or abandoned at shutdown. ctx is the context the task was
 // submitted with (so it carries the submitter's values). The hook is called synchronously,
 // outside the pool's lock, from the goroutine that caused the drop (a submitter, a worker or
-// Close); it should return quickly and must not call Close.
+// Close); it should return quickly and must not call Close. See WithErrorHook for hooks that
+// panic or call runtime.Goexit.
 func WithDropHook(f func(ctx context.Context, r Reason)) Option {
 	return optionFunc(func(o *options) { o.onDrop = f })
 }
@@ -122,6 +123,12 @@ func WithDropHook(f func(ctx context.Context, r Reason)) Option {
 // with Call or Group.Go report their failures to their Handle or Group instead. ctx is the
 // context the task was submitted with. The hook runs in the goroutine that ran the task, right
 // after it; it should return quickly.
+//
+// Hooks (this one and the drop hook) must not panic or call runtime.Goexit. A hook's panic is
+// not recovered: like any unrecovered panic, it ends the program. A hook's Goexit ends the
+// goroutine that called the hook (a worker is replaced; a submitter, Group.Wait or Close
+// caller does not return), but it is not blamed on the task: the task is counted once, as
+// what it did, and its Handle or Group still resolves.
 func WithErrorHook(f func(ctx context.Context, err error)) Option {
 	return optionFunc(func(o *options) { o.onError = f })
 }

@@ -432,11 +432,11 @@ func takeLocked(t *task) bool {
 
 // report tells the drop hook and t's resolver that t will not run.
 func (p *Pool) report(t task, r Reason, cause error) {
+	if t.res != nil { // deferred: resolved even if the hook calls runtime.Goexit
+		defer t.res.resolve(&dropError{reason: r, cause: cause})
+	}
 	if p.opts.onDrop != nil {
 		p.opts.onDrop(t.ctx, r)
-	}
-	if t.res != nil {
-		t.res.resolve(&dropError{reason: r, cause: cause})
 	}
 }
 
@@ -556,8 +556,12 @@ func (p *Pool) work(w *worker, t task) {
 	s := shift{t: t}
 	normal := false
 	defer func() {
-		if !normal { // s.t called runtime.Goexit, which ends this goroutine
-			p.goexited(w, &s.t, s.start)
+		if !normal { // runtime.Goexit ends this goroutine: in s.t, or in a hook
+			if s.goexit {
+				p.goexited(w, &s.t, s.start)
+			} else {
+				p.replace(w) // a hook's: its task is already accounted for
+			}
 		}
 	}()
 	s.start = p.now()
@@ -571,7 +575,8 @@ type shift struct {
 	t        task        // the task being run, or the zero task
 	start    int64       // when t started (Pool.now)
 	fetching bool        // woken to fetch queued work: counted in Pool.waking
-	inTask   bool        // t.fn is running: a panic now is the task's
+	inTask   bool        // t.fn is running: a panic or Goexit now is the task's
+	goexit   bool        // t called runtime.Goexit (otherwise a Goexit is a hook's)
 	panicked *PanicError // t panicked: serve accounts for it first
 }
 
@@ -582,9 +587,11 @@ func (p *Pool) serve(w *worker, s *shift) (again bool) {
 	defer func() {
 		if s.inTask {
 			s.inTask = false
-			if v := recover(); v != nil { // nil: runtime.Goexit, which work's defer sees
+			if v := recover(); v != nil {
 				s.panicked = &PanicError{Value: v, Stack: debug.Stack()}
 				again = true
+			} else { // runtime.Goexit, which work's defer sees
+				s.goexit = true
 			}
 		}
 	}()
@@ -758,6 +765,12 @@ func (p *Pool) goexited(w *worker, t *task, start int64) {
 	p.finishedLocked(errGoexit, false, now-start)
 	p.mu.Unlock()
 	p.finish(t, errGoexit)
+	p.replace(w)
+}
+
+// replace ends worker w, whose goroutine is ending in runtime.Goexit, and starts a
+// replacement worker if there is queued work.
+func (p *Pool) replace(w *worker) {
 	p.mu.Lock()
 	if p.n > 0 || p.whead != nil {
 		p.mu.Unlock()
@@ -833,16 +846,23 @@ func (p *Pool) runInline(t task) {
 	ctx := p.life
 	var cancel context.CancelCauseFunc
 	var stop func() bool
-	if t.ctx != context.Background() && t.ctx != context.TODO() {
+	if !isBackground(t.ctx) {
 		ctx, cancel, stop = p.derive(t.ctx)
 	}
+	// Deferred first, so that it runs even if the error hook calls runtime.Goexit.
+	defer func() {
+		p.mu.Lock()
+		p.inline--
+		p.maybeDoneLocked()
+		p.mu.Unlock()
+	}()
 	var err error
 	var panicked bool
 	normal := false
 	defer func() {
 		if stop != nil {
 			stop()
-			cancel(errTaskReturned)
+			cancel(context.Canceled)
 		}
 		if !normal {
 			err, panicked = errGoexit, false
@@ -852,10 +872,6 @@ func (p *Pool) runInline(t task) {
 		p.finishedLocked(err, panicked, now-start)
 		p.mu.Unlock()
 		p.finish(&t, err)
-		p.mu.Lock()
-		p.inline--
-		p.maybeDoneLocked()
-		p.mu.Unlock()
 	}()
 	err, panicked = call(ctx, t.fn)
 	normal = true

@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -185,5 +186,79 @@ func TestGroupGoInlineGoexitIsContained(t *testing.T) {
 		}
 		mustClose(t, p)
 		checkIdentity(t, p.Stats())
+	})
+}
+
+// A Goexit in the error hook is not blamed on the task: it is counted once, the hook is called
+// once, and the worker is replaced.
+func TestErrorHookGoexitNotBlamedOnTask(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var calls atomic.Int64
+		p := pool.New(1, 1, pool.WithErrorHook(func(context.Context, error) {
+			if calls.Add(1) == 1 {
+				runtime.Goexit()
+			}
+		}))
+		mustSubmit(t, p, bg, func(context.Context) error { return errors.New("x") })
+		synctest.Wait()
+		mustSubmit(t, p, bg, noop)
+		mustClose(t, p)
+		s := p.Stats()
+		if s.Failed != 1 || s.Completed != 1 || s.Running != 0 || calls.Load() != 1 {
+			t.Fatalf("hook calls %d; stats %+v", calls.Load(), s)
+		}
+		checkIdentity(t, s)
+	})
+}
+
+// A Goexit in the drop hook, for a task skipped as expired, still resolves the task's Handle
+// once, and is not blamed on the task.
+func TestDropHookGoexitStillResolves(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var calls atomic.Int64
+		p := pool.New(1, 2, pool.WithDropHook(func(context.Context, pool.Reason) {
+			if calls.Add(1) == 1 {
+				runtime.Goexit()
+			}
+		}))
+		gate := make(chan struct{})
+		mustSubmit(t, p, bg, waitFor(gate))
+		ctx, cancel := context.WithCancel(bg)
+		h, _ := pool.Call(ctx, p, func(context.Context) (int, error) { return 1, nil })
+		cancel()
+		close(gate)
+		if _, err := h.Wait(bg); !errors.Is(err, pool.ErrExpired) {
+			t.Fatalf("handle = %v; want ErrExpired", err)
+		}
+		mustClose(t, p)
+		s := p.Stats()
+		if s.Skipped != 1 || s.Completed != 1 || s.Failed != 0 || s.Running != 0 || calls.Load() != 1 {
+			t.Fatalf("hook calls %d; stats %+v", calls.Load(), s)
+		}
+		checkIdentity(t, s)
+	})
+}
+
+// A Goexit in the error hook of a task run by CallerRuns ends the submitter, but the pool
+// still counts the task once and Close returns.
+func TestCallerRunsErrorHookGoexit(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := pool.New(1, 0, pool.WithOverflow(pool.CallerRuns),
+			pool.WithErrorHook(func(context.Context, error) { runtime.Goexit() }))
+		gate := make(chan struct{})
+		mustSubmit(t, p, bg, waitFor(gate))
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			p.Submit(bg, func(context.Context) error { return errors.New("x") }) // inline
+		}()
+		<-done
+		close(gate)
+		mustClose(t, p)
+		s := p.Stats()
+		if s.Failed != 1 || s.Completed != 1 || s.Running != 0 {
+			t.Fatalf("stats %+v", s)
+		}
+		checkIdentity(t, s)
 	})
 }
