@@ -17,8 +17,9 @@
 // Task contexts. A task runs with a context that carries the values of the context it was
 // submitted with and ends when that context ends or when the pool is shut down (Close gave up
 // waiting), with a cause matching ErrClosed. A task whose context is already done when a
-// worker picks it up is skipped, not run ("expired in queue"). Deriving a context per task
-// would allocate, so workers cache the context they derived last (see Pool.Submit).
+// worker picks it up is skipped, not run ("expired in queue"). A task's context may end once
+// the task has returned, so work handed on from a task should not rely on it (see
+// Pool.Submit).
 //
 // Results. Submit takes a func(ctx) error and does not allocate; its failures are counted and
 // go to the error hook. Call returns a Handle whose Wait gives the task's value and error.

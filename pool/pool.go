@@ -2,7 +2,7 @@ package pool
 
 import (
 	"context"
-	"errors"
+	"fmt"
 	"reflect"
 	"runtime"
 	"runtime/debug"
@@ -72,12 +72,11 @@ type worker struct {
 	parkedAt int64         // guarded by Pool.mu
 
 	// Owned by the worker goroutine.
-	timer  *time.Timer
-	armed  bool // timer is running (or fired and not yet received)
-	key    context.Context
-	ctx    context.Context
-	cancel context.CancelCauseFunc
-	stop   func() bool
+	timer *time.Timer
+	armed bool            // timer is running (or fired and not yet received)
+	key   context.Context // the parent of cur, if it is a pointer (cacheable); else nil
+	cur   derived         // the context derived last, for the tasks of key
+	held  []derived       // derived earlier, ancestors of cur: released with it
 }
 
 // New returns a pool of at most workers goroutines and a queue of at most queue tasks. A queue
@@ -119,24 +118,26 @@ func (p *Pool) now() int64 {
 // otherwise ErrClosed, context.Cause(ctx) (ctx ended before fn was accepted), ErrFull (Reject)
 // or ErrDropped (DropNewest, or DropOldest with a queue of 0).
 //
-// fn runs with a context that carries ctx's values and ends when ctx ends or when Close gives
-// up waiting for it (with a cause matching ErrClosed). If ctx is done when a worker picks fn up,
-// fn does not run: it is skipped and reported to the drop hook with reason Expired. What fn
-// returns is counted in Stats and, if it is an error or fn panics, passed to the error hook.
+// fn runs with a context that carries ctx's values and ends when ctx ends, when Close gives up
+// waiting for it (with a cause matching ErrClosed), or, at any time after fn has returned,
+// with context.Canceled: a worker keeps the context it derived for the next task submitted
+// with the same ctx, and cancels it when it moves on to another one (never when the task it
+// picks up was submitted with that context or one derived from it). So fn must not use its
+// context after it returns (the usual rule for a context handed to a callback). Work that fn
+// hands on with its context (a follow-up Submit, say) may therefore find it ended: a task
+// whose context has ended when a worker picks it up is skipped as expired, and one that has
+// started sees its context end like any other cancellation. Hand on work that must outlive fn
+// with context.WithoutCancel(ctx), or with a context of your own.
 //
-// Submit itself does not allocate, and neither does running fn in steady state. How the pool's
-// shutdown reaches fn without a per-task context.WithCancel:
+// If ctx is done when a worker picks fn up, fn does not run: it is skipped, counted in
+// Stats.Skipped and reported to the drop hook with reason Expired. What fn returns is counted
+// in Stats and, if it is an error or fn panics, passed to the error hook.
 //
-//   - If ctx is context.Background() or context.TODO(), fn runs with the pool's lifetime
-//     context itself: it has no values to carry and ends only at shutdown. No derivation.
-//   - Otherwise the worker derives a context from ctx (context.WithCancelCause, linked to the
-//     pool's lifetime by context.AfterFunc) and caches it, keyed by ctx. The next task that
-//     worker runs with the same ctx reuses it, so a submitter that keeps using one context (a
-//     server's base context, a consumer's loop context, a Group's context) pays nothing per
-//     task; a context the worker has not just seen costs one derivation (a few allocations).
-//
-// The cached context is cancelled when the worker derives another one or exits, so fn must not
-// use its context after it returns (the usual rule for contexts handed to a callback).
+// Submit itself does not allocate, and neither does running fn in steady state: a task
+// submitted with context.Background() or context.TODO() runs with the pool's lifetime context,
+// and a worker reuses the context it derived last while the tasks it runs keep coming with
+// the same ctx (a pointer: the contexts of package context are). A ctx the worker has not
+// just seen costs one derivation (a few allocations).
 func (p *Pool) Submit(ctx context.Context, fn func(ctx context.Context) error) error {
 	if fn == nil {
 		panic("pool: Submit of a nil func")
@@ -781,19 +782,32 @@ func (p *Pool) replace(w *worker) {
 	p.exitLocked(w)
 }
 
-// release frees what the worker holds: its cached task context and its timer.
+// release frees what the worker holds: its cached task contexts and its timer.
 func (w *worker) release() {
-	if w.stop != nil {
-		w.stop()
-		w.cancel(errTaskReturned)
-		w.key, w.ctx, w.cancel, w.stop = nil, nil, nil, nil
-	}
+	w.releaseCtx(nil)
 	if w.timer != nil {
 		w.timer.Stop()
 	}
 }
 
-var errTaskReturned = errors.New("pool: task returned")
+// releaseCtx cancels the worker's cached task contexts, except those that parent descends
+// from (nil: none), which it keeps in w.held: cancelling them would end parent.
+func (w *worker) releaseCtx(parent context.Context) {
+	if w.cur.ctx == nil {
+		return
+	}
+	w.held = append(w.held, w.cur)
+	w.key, w.cur = nil, derived{}
+	for n := len(w.held); n > 0; n-- {
+		d := w.held[n-1]
+		if parent != nil && parent.Value(ancestorQuery{d.ctx}) != nil {
+			break // d and those below it (its ancestors) are parent's ancestors
+		}
+		d.release()
+		w.held[n-1] = derived{}
+		w.held = w.held[:n-1]
+	}
+}
 
 // isBackground reports whether ctx is context.Background() or context.TODO(): a context that
 // never ends and has no values. Their types say so (every value of each is the same), so no
@@ -814,40 +828,67 @@ var (
 // The caller runs tasks of a background parent (isBackground) with p.life itself.
 func (w *worker) taskCtx(p *Pool, parent context.Context) context.Context {
 	if w.key != nil && w.key == parent { // key is a pointer, so == cannot panic
-		return w.ctx
+		return w.cur.ctx
 	}
-	if w.stop != nil {
-		w.stop()
-		w.cancel(errTaskReturned)
-		w.key = nil
-	}
-	w.ctx, w.cancel, w.stop = p.derive(parent)
+	w.releaseCtx(parent)
+	w.cur = p.derive(parent)
 	// Only a pointer is cached: a value of a comparable type (a struct) may hold an
 	// uncomparable value in an interface field, and comparing two such values panics.
 	if reflect.TypeOf(parent).Kind() == reflect.Pointer {
 		w.key = parent
 	}
-	return w.ctx
+	return w.cur.ctx
+}
+
+// derived is a task context derived by the pool, with what releases it.
+type derived struct {
+	ctx    *taskContext
+	cancel context.CancelCauseFunc
+	stop   func() bool // stops the link to the pool's lifetime
 }
 
 // derive returns a context with parent's values that ends when parent ends or the pool's
 // lifetime ends (with the pool's cause).
-func (p *Pool) derive(parent context.Context) (context.Context, context.CancelCauseFunc, func() bool) {
+func (p *Pool) derive(parent context.Context) derived {
 	ctx, cancel := context.WithCancelCause(parent)
 	life := p.life
 	stop := context.AfterFunc(life, func() { cancel(context.Cause(life)) })
-	return ctx, cancel, stop
+	return derived{ctx: &taskContext{ctx}, cancel: cancel, stop: stop}
 }
+
+// release cancels d's context, with context.Canceled as the cause.
+func (d derived) release() {
+	d.stop()
+	d.cancel(context.Canceled)
+}
+
+// A taskContext is a context derived by the pool for tasks. It answers an ancestorQuery for
+// itself, so that a worker can tell whether an incoming task's context descends from one it
+// cached (a task's follow-up, submitted with the task's own context) before cancelling it.
+type taskContext struct{ context.Context }
+
+// ancestorQuery is a Value key: ctx.Value(ancestorQuery{c}) is non-nil if ctx is c or
+// descends from it (through contexts that pass unknown keys to their parent).
+type ancestorQuery struct{ c *taskContext }
+
+func (c *taskContext) Value(key any) any {
+	if q, ok := key.(ancestorQuery); ok && q.c == c {
+		return c
+	}
+	return c.Context.Value(key)
+}
+
+func (c *taskContext) String() string { return fmt.Sprint(c.Context) }
 
 // runInline runs t in the calling goroutine. t was already counted as started and in
 // Pool.inline.
 func (p *Pool) runInline(t task) {
 	start := p.now()
 	ctx := p.life
-	var cancel context.CancelCauseFunc
-	var stop func() bool
+	var d derived
 	if !isBackground(t.ctx) {
-		ctx, cancel, stop = p.derive(t.ctx)
+		d = p.derive(t.ctx)
+		ctx = d.ctx
 	}
 	// Deferred first, so that it runs even if the error hook calls runtime.Goexit.
 	defer func() {
@@ -860,9 +901,8 @@ func (p *Pool) runInline(t task) {
 	var panicked bool
 	normal := false
 	defer func() {
-		if stop != nil {
-			stop()
-			cancel(context.Canceled)
+		if d.ctx != nil {
+			d.release()
 		}
 		if !normal {
 			err, panicked = errGoexit, false

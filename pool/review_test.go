@@ -262,3 +262,69 @@ func TestCallerRunsErrorHookGoexit(t *testing.T) {
 		checkIdentity(t, s)
 	})
 }
+
+// A follow-up task submitted with its parent task's own context runs with a live context when
+// the worker that ran the parent picks it up: the worker does not cancel the context it
+// derived for the parent, since the follow-up's context descends from it.
+func TestFollowUpWithTaskContextRuns(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := pool.New(1, 4)
+		vctx := context.WithValue(bg, ctxKey{}, "req")
+		type seen struct {
+			v     any
+			cause error
+		}
+		got := make(chan seen, 2)
+		mustSubmit(t, p, vctx, func(ctx context.Context) error {
+			return p.Submit(ctx, func(ctx context.Context) error {
+				// and a follow-up of the follow-up, with a context derived from it
+				return p.Submit(context.WithValue(ctx, ctxKey{}, "req2"), func(ctx context.Context) error {
+					got <- seen{ctx.Value(ctxKey{}), context.Cause(ctx)}
+					return nil
+				})
+			})
+		})
+		synctest.Wait()
+		mustClose(t, p)
+		if s := <-got; s.v != "req2" || s.cause != nil {
+			t.Fatalf("follow-up saw value %v, cause %v; want req2, nil", s.v, s.cause)
+		}
+		s := p.Stats()
+		if s.Completed != 3 || s.Skipped != 0 {
+			t.Fatalf("stats %+v", s)
+		}
+		checkIdentity(t, s)
+	})
+}
+
+// A follow-up whose parent task's context was cancelled by the time a worker picks it up (the
+// worker moved on to another context) is skipped as expired; it never runs with an ended
+// context.
+func TestFollowUpAfterContextEndedIsSkipped(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var d drops
+		p := pool.New(1, 4, d.hook())
+		actx := context.WithValue(bg, ctxKey{}, "a")
+		xctx := context.WithValue(bg, ctxKey{}, "x")
+		var r recorder
+		var h *pool.Handle[int]
+		mustSubmit(t, p, actx, func(ctx context.Context) error {
+			mustSubmit(t, p, xctx, r.task(1)) // the worker moves on to xctx first
+			h, _ = pool.Call(ctx, p, func(context.Context) (int, error) { return 2, nil })
+			return nil
+		})
+		synctest.Wait()
+		mustClose(t, p)
+		if _, err := h.Wait(bg); !errors.Is(err, pool.ErrExpired) || !errors.Is(err, context.Canceled) {
+			t.Fatalf("follow-up = %v; want expired, context.Canceled", err)
+		}
+		s := p.Stats()
+		if got := r.got(); !slices.Equal(got, []int{1}) || s.Skipped != 1 || s.Completed != 2 {
+			t.Fatalf("ran %v; stats %+v", got, s)
+		}
+		if got := d.got(); len(got) != 1 || got[0] != (drop{pool.Expired, "a"}) {
+			t.Fatalf("drops %v", got)
+		}
+		checkIdentity(t, s)
+	})
+}
