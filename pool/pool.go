@@ -67,7 +67,6 @@ type waiter struct {
 type worker struct {
 	wake     chan struct{} // capacity 1: one send per park
 	next     task          // written under Pool.mu by whoever wakes the worker
-	exit     bool          // written under Pool.mu by Close before the wake
 	parked   bool          // guarded by Pool.mu: w is in Pool.idle
 	parkedAt int64         // guarded by Pool.mu
 
@@ -717,11 +716,6 @@ func (p *Pool) park(w *worker) bool {
 	for {
 		select {
 		case <-w.wake:
-			if w.exit {
-				p.mu.Lock()
-				p.exitLocked(w)
-				return false
-			}
 			return true
 		case <-w.timer.C:
 			w.armed = false
@@ -752,10 +746,13 @@ func (p *Pool) park(w *worker) bool {
 
 // exitLocked ends a worker: Pool.mu is held on entry and released.
 func (p *Pool) exitLocked(w *worker) {
+	// Release first, so that Close cannot return while a cached context is still linked to
+	// the pool's lifetime (its AfterFunc would start a goroutine when Close ends it).
+	// Releasing runs no user code.
+	w.release()
 	p.live--
 	p.maybeDoneLocked()
 	p.mu.Unlock()
-	w.release()
 }
 
 // goexited accounts for a task that called runtime.Goexit on worker w, and starts a
@@ -941,12 +938,14 @@ func (p *Pool) Close(ctx context.Context) error {
 			waiters = append(waiters, p.popWaiterLocked(ErrClosed))
 			p.st.rejected++
 		}
+		// Wake every parked worker to fetch: they run the queue dry together, and each
+		// exits once it finds the queue empty.
 		idle = p.idle
 		p.idle = nil
 		for _, w := range idle {
 			w.parked = false
-			w.exit = true
 		}
+		p.waking += len(idle)
 		p.maybeDoneLocked()
 	}
 	done := p.done

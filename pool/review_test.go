@@ -328,3 +328,26 @@ func TestFollowUpAfterContextEndedIsSkipped(t *testing.T) {
 		checkIdentity(t, s)
 	})
 }
+
+// Close wakes every parked worker to run the queue dry: 8 one-second tasks on 4 workers that
+// were all parked when the tasks were queued take 2s, not 8s.
+func TestCloseDrainsWithAllWorkers(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := pool.New(4, 16, pool.WithIdleTimeout(time.Hour))
+		gate := make(chan struct{})
+		for range 4 {
+			mustSubmit(t, p, bg, waitFor(gate))
+		}
+		close(gate)
+		synctest.Wait() // 4 parked workers
+		for range 8 {
+			mustSubmit(t, p, bg, func(context.Context) error { time.Sleep(time.Second); return nil })
+		}
+		start := time.Now()
+		mustClose(t, p)
+		if d := time.Since(start); d != 2*time.Second {
+			t.Fatalf("Close drained 8 1s tasks on 4 workers in %v; want 2s", d)
+		}
+		checkIdentity(t, p.Stats())
+	})
+}
