@@ -53,9 +53,12 @@ func Workers(n int) ConsumerOption {
 // cause [ErrLeaseExpired]) and the job redelivered, the attempt spent. A
 // handler that still returns nil acks its job: its work is done. While the
 // handler runs, the consumer keeps renewing the job's lease in the backend
-// (which it takes at 1.5 times d), so the job is not delivered to anyone
-// else; if the consumer goes away, the backend redelivers the job when that
-// lease ends. The default is 30s.
+// (which it takes at 1.5 times d, renewing it every d/2), so the job is not
+// delivered to anyone else; if the consumer goes away, the backend
+// redelivers the job when that lease ends. If the backend refuses a renewal
+// ([ErrLeaseLost]: the renewals came too late, as they may with a lease of
+// a few milliseconds on a busy machine), the handler's ctx is cancelled
+// with that cause. The default is 30s.
 func Lease(d time.Duration) ConsumerOption {
 	return consumerOptionFunc(func(o *consumerOptions) { o.lease = d })
 }

@@ -755,13 +755,15 @@ func (b *Backend) take(ctx context.Context, a arrival, lease time.Duration, d *q
 			return false, err
 		}
 	}
+	leaseStart := a.at // the broker's lease started before the message arrived
 	if age := time.Since(a.at); age > lease/4 {
 		// The job waited in the prefetch buffer: restart the broker's lease.
+		leaseStart = time.Now()
 		if err := b.ack(ctx, a.msg, "+WPI"); err != nil {
 			return false, err
 		}
 	}
-	tok.leaseEnd = time.Now().Add(lease)
+	tok.leaseEnd = localLeaseEnd(leaseStart, lease)
 	*d = *got
 	return true, nil
 }
@@ -896,6 +898,15 @@ func (b *Backend) token(d *queue.Delivery) (*delivered, error) {
 	return tok, nil
 }
 
+// localLeaseEnd is when this process stops trusting a lease of length lease that the broker
+// started no earlier than start: a little before the broker's own end, so that a delivery the
+// broker may already have given to someone else is never settled (it returns ErrLeaseLost).
+// The margin, a tenth of the lease up to a second, costs nothing to a consumer that renews
+// its leases long before they end.
+func localLeaseEnd(start time.Time, lease time.Duration) time.Time {
+	return start.Add(lease - min(lease/10, time.Second))
+}
+
 // leased returns d's token if its lease has not ended.
 func (b *Backend) leased(d *queue.Delivery) (*delivered, error) {
 	tok, err := b.token(d)
@@ -918,6 +929,7 @@ func (b *Backend) Extend(ctx context.Context, d *queue.Delivery, lease time.Dura
 	if err != nil {
 		return err
 	}
+	start := time.Now() // the broker restarts its lease after this
 	if err := b.ack(ctx, tok.msg, "+WPI"); err != nil {
 		return err
 	}
@@ -925,7 +937,7 @@ func (b *Backend) Extend(ctx context.Context, d *queue.Delivery, lease time.Dura
 	ackWait := b.lease
 	b.mu.Unlock()
 	tok.mu.Lock()
-	tok.leaseEnd = time.Now().Add(min(lease, ackWait))
+	tok.leaseEnd = localLeaseEnd(start, min(lease, ackWait))
 	tok.mu.Unlock()
 	return nil
 }
