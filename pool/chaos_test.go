@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -51,8 +52,8 @@ func (l *ledger) set(id int, o outcome) {
 
 var errChaos = errors.New("chaos failure")
 
-// TestChaosAccounting submits a random mix of tasks (succeed, fail, panic, block on their
-// context) under every policy, through Submit, Call and groups, from submitters whose contexts
+// TestChaosAccounting submits a random mix of tasks (succeed, fail, panic, call
+// runtime.Goexit, block on their context) under every policy, through Submit, Call and groups, from submitters whose contexts
 // get cancelled, and closes the pool with a short deadline in the middle. Every submit must
 // end as exactly one of ran-ok, failed, panicked, rejected, dropped (refused or evicted),
 // skipped or abandoned; every handle must resolve; and Stats must agree.
@@ -106,6 +107,10 @@ func chaosRound(t *testing.T, policy pool.Policy, rng *rand.Rand) {
 			case 2:
 				l.set(id, ranPanicked)
 				panic(id)
+			case 4:
+				l.set(id, ranFailed)
+				runtime.Goexit()
+				return nil
 			default:
 				select {
 				case <-ctx.Done():
@@ -140,7 +145,8 @@ func chaosRound(t *testing.T, policy pool.Policy, rng *rand.Rand) {
 					releaseOnce.Do(func() { close(release) })
 				}
 				id := s*perSubmitter + i
-				kind := [...]int{0, 0, 0, 0, 1, 1, 2, 3}[rng.IntN(8)] // 0 ok, 1 fail, 2 panic, 3 block
+				// 0 ok, 1 fail, 2 panic, 3 block, 4 runtime.Goexit
+				kind := [...]int{0, 0, 0, 0, 1, 1, 2, 3, 4}[rng.IntN(9)]
 				ctx := context.WithValue(bg, idKey{}, id)
 				var cancel context.CancelFunc = func() {}
 				if rng.IntN(3) == 0 {
@@ -149,7 +155,11 @@ func chaosRound(t *testing.T, policy pool.Policy, rng *rand.Rand) {
 				if rng.IntN(8) == 0 {
 					cancel() // already cancelled when submitted
 				}
-				switch rng.IntN(4) {
+				how := rng.IntN(4)
+				if kind == 4 && policy == pool.CallerRuns && how < 3 {
+					kind = 1 // its Goexit would end this submitter: CallerRuns runs it here
+				}
+				switch how {
 				case 0, 1:
 					err := p.Submit(ctx, task(id, kind))
 					mu.Lock()
@@ -171,7 +181,10 @@ func chaosRound(t *testing.T, policy pool.Policy, rng *rand.Rand) {
 				default:
 					groupIDs.Add(1)
 					g := groups[rng.IntN(len(groups))]
-					g.Go(task(-1-id, kind%3)) // group tasks do not block: their context is shared
+					if kind == 3 {
+						kind = 0 // group tasks do not block: their context is shared
+					}
+					g.Go(task(-1-id, kind))
 				}
 				if rng.IntN(2) == 0 {
 					cancel()
