@@ -787,9 +787,10 @@ func (w *worker) release() {
 	}
 }
 
-// releaseCtx cancels the worker's cached task contexts, except those that parent descends
-// from (nil: none), which it keeps in w.held: cancelling them would end parent.
-func (w *worker) releaseCtx(parent context.Context) {
+// releaseCtx cancels the worker's cached task contexts, except those that the incoming task's
+// context descends from (keep), which it keeps in w.held: cancelling them would end it.
+// keep == nil keeps none.
+func (w *worker) releaseCtx(keep *ancestry) {
 	if w.cur.ctx == nil {
 		return
 	}
@@ -797,7 +798,7 @@ func (w *worker) releaseCtx(parent context.Context) {
 	w.key, w.cur = nil, derived{}
 	for n := len(w.held); n > 0; n-- {
 		d := w.held[n-1]
-		if parent != nil && parent.Value(ancestorQuery{d.ctx}) != nil {
+		if keep != nil && keep.of(d.ctx) {
 			break // d and those below it (its ancestors) are parent's ancestors
 		}
 		d.release()
@@ -827,7 +828,7 @@ func (w *worker) taskCtx(p *Pool, parent context.Context) context.Context {
 	if w.key != nil && w.key == parent { // key is a pointer, so == cannot panic
 		return w.cur.ctx
 	}
-	w.releaseCtx(parent)
+	w.releaseCtx(&ancestry{parent})
 	w.cur = p.derive(parent)
 	// Only a pointer is cached: a value of a comparable type (a struct) may hold an
 	// uncomparable value in an interface field, and comparing two such values panics.
@@ -863,6 +864,12 @@ func (d derived) release() {
 // itself, so that a worker can tell whether an incoming task's context descends from one it
 // cached (a task's follow-up, submitted with the task's own context) before cancelling it.
 type taskContext struct{ context.Context }
+
+// ancestry asks whether a context descends from a taskContext.
+type ancestry struct{ ctx context.Context }
+
+// of reports whether a.ctx is c or descends from it.
+func (a *ancestry) of(c *taskContext) bool { return a.ctx.Value(ancestorQuery{c}) != nil }
 
 // ancestorQuery is a Value key: ctx.Value(ancestorQuery{c}) is non-nil if ctx is c or
 // descends from it (through contexts that pass unknown keys to their parent).
