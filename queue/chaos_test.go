@@ -66,10 +66,15 @@ func chaos(t *testing.T, seed uint64, unit time.Duration) {
 	fail := func(format string, args ...any) {
 		failures = append(failures, fmt.Sprintf(format, args...))
 	}
+	settledSignal := make(chan struct{}, 1) // a settle happened since the last look
 	note := func(ev queue.Event) {
 		mu.Lock()
 		settled[ev.ID]++
 		mu.Unlock()
+		select {
+		case settledSignal <- struct{}{}:
+		default:
+		}
 	}
 	q, err := queue.New[chaosJob](
 		queue.WithCapacity(40), queue.WithOverflow(queue.Block),
@@ -198,14 +203,24 @@ func chaos(t *testing.T, seed uint64, unit time.Duration) {
 		t.Fatal(err)
 	}
 	producers.Wait()
-	for range 1000 {
-		time.Sleep(10 * unit)
+	// Wait, woken by each settle, until every accepted job has settled; the
+	// deadline only turns a lost job into a failure instead of a hang.
+	giveUp := time.NewTimer(10_000 * unit)
+	defer giveUp.Stop()
+	for {
 		mu.Lock()
-		n := len(settled)
+		n, want := len(settled), len(accepted)
 		mu.Unlock()
-		if n >= len(accepted) {
+		if n >= want {
 			break
 		}
+		select {
+		case <-settledSignal:
+			continue
+		case <-giveUp.C:
+			t.Errorf("%d of %d accepted jobs settled after %v", n, want, 10_000*unit)
+		}
+		break
 	}
 	if r, err := c.Close(context.Background()); err != nil || r.Abandoned != 0 {
 		t.Errorf("final Close: %+v, %v", r, err)
