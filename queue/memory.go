@@ -592,6 +592,16 @@ func (m *Memory) leasedEntry(d *Delivery) (*entry, error) {
 	return e, nil
 }
 
+// unlease takes the job of d out of the lease heap, to settle it. m.mu held.
+func (m *Memory) unlease(d *Delivery) (*entry, error) {
+	e, err := m.leasedEntry(d)
+	if err != nil {
+		return nil, err
+	}
+	heap.Remove(&m.leased, e.heapIdx)
+	return e, nil
+}
+
 // Extend implements Backend.
 func (m *Memory) Extend(ctx context.Context, d *Delivery, lease time.Duration) error {
 	m.mu.Lock()
@@ -609,11 +619,10 @@ func (m *Memory) Extend(ctx context.Context, d *Delivery, lease time.Duration) e
 func (m *Memory) Ack(ctx context.Context, d *Delivery) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	e, err := m.leasedEntry(d)
+	e, err := m.unlease(d)
 	if err != nil {
 		return err
 	}
-	heap.Remove(&m.leased, e.heapIdx)
 	m.remove(e)
 	return nil
 }
@@ -622,11 +631,10 @@ func (m *Memory) Ack(ctx context.Context, d *Delivery) error {
 func (m *Memory) Nack(ctx context.Context, d *Delivery, delay time.Duration, a Attempt) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	e, err := m.leasedEntry(d)
+	e, err := m.unlease(d)
 	if err != nil {
 		return err
 	}
-	heap.Remove(&m.leased, e.heapIdx)
 	e.gen++
 	e.history = append(e.history, a)
 	now := time.Now()
@@ -642,11 +650,10 @@ func (m *Memory) Nack(ctx context.Context, d *Delivery, delay time.Duration, a A
 func (m *Memory) Release(ctx context.Context, d *Delivery) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	e, err := m.leasedEntry(d)
+	e, err := m.unlease(d)
 	if err != nil {
 		return err
 	}
-	heap.Remove(&m.leased, e.heapIdx)
 	e.gen++
 	e.attempt--
 	now := time.Now()
