@@ -184,3 +184,77 @@ func TestLimitZeroMeansNoLimit(t *testing.T) {
 		equal(t, time.Second, time.Since(start))
 	})
 }
+
+func TestLimitEveryHeldSlotGetsAWorker(t *testing.T) {
+	// Tasks wait in a queue for a worker, and a parked worker is woken only if no other is on
+	// its way to the queue. With every slot held by a task that waits until all of them have
+	// started, each queued task still needs its own worker at once: if one were left waiting
+	// behind the blocked ones, the bubble would deadlock.
+	for limit := 1; limit <= 9; limit++ {
+		synctest.Test(t, func(t *testing.T) {
+			all := make(chan struct{})
+			var started atomic.Int32
+			var g gauge
+			err := scope.Run(t.Context(), func(s *scope.Scope) error {
+				for range limit {
+					s.Go(func(ctx context.Context) error {
+						g.enter()
+						defer g.leave()
+						if started.Add(1) == int32(limit) {
+							close(all)
+						}
+						<-all
+						return nil
+					})
+				}
+				return nil
+			}, scope.Limit(limit))
+			noErr(t, err)
+			equal(t, int32(limit), g.max.Load(), "tasks running at once")
+		})
+	}
+}
+
+func TestLimitManyWaitersNoneLost(t *testing.T) {
+	// Twenty goroutines wait in Go for one of two slots. Each slot freed wakes a waiter, and a
+	// waiter that takes a slot passes the wake-up on while slots are free: no slot stays free
+	// while a waiter waits (the twenty 1 ms tasks take exactly 10 ms, two at a time), and no
+	// more than two tasks ever run at once.
+	synctest.Test(t, func(t *testing.T) {
+		const waiters = 20
+		var start time.Time
+		release := make(chan struct{})
+		var g gauge
+		var ran atomic.Int32
+		err := scope.Run(t.Context(), func(s *scope.Scope) error {
+			for range 2 {
+				s.Go(func(ctx context.Context) error { <-release; return nil })
+			}
+			done := make(chan struct{})
+			for range waiters {
+				go func() { // not tasks: goroutines calling Go (joined below)
+					defer func() { done <- struct{}{} }()
+					s.Go(func(ctx context.Context) error {
+						g.enter()
+						defer g.leave()
+						time.Sleep(time.Millisecond)
+						ran.Add(1)
+						return nil
+					})
+				}()
+			}
+			synctest.Wait()
+			equal(t, int32(0), ran.Load(), "a waiter ran while both slots were held")
+			start = time.Now()
+			close(release)
+			for range waiters {
+				<-done
+			}
+			return nil
+		}, scope.Limit(2))
+		equal(t, waiters/2*time.Millisecond, time.Since(start), "twenty 1 ms tasks, two at a time")
+		noErr(t, err)
+		equal(t, int32(waiters), ran.Load())
+		equal(t, int32(2), g.max.Load(), "tasks running at once")
+	})
+}

@@ -37,11 +37,7 @@ type Scope struct {
 	named   atomic.Bool    // set by the first GoNamed; never reset
 	echoed  atomic.Bool    // a task or the body returned the scope's own cancellation
 
-	// Bounded scopes only (opts.limit > 0): tasks run on at most limit reused workers.
-	work      chan task      // unbuffered hand-off from Go to a free worker; closed by Run at the end
-	stopDrain func() bool    // unregisters drain, which runs once the scope is cancelled
-	nworkers  atomic.Int32   // workers started and not exited, <= limit
-	workers   sync.WaitGroup // owns the workers; Run waits for it
+	lim *limiter // bounded scopes only (opts.limit > 0): the slots and the workers
 
 	mu       sync.Mutex // guards the fields below
 	cause    error      // the cause the scope cancelled itself with, if it did
@@ -152,11 +148,7 @@ func newScope(ctx context.Context, opts []Option) *Scope {
 	s.ctx, s.cancel = context.WithCancelCause(ctx)
 	s.done = s.ctx.Done()
 	if s.opts.limit > 0 {
-		s.work = make(chan task)
-		// Go's wait for a worker is a plain channel send, the cheapest rendezvous; drain is
-		// what ends that wait when the scope is cancelled. It is owned like a worker.
-		s.workers.Add(1)
-		s.stopDrain = context.AfterFunc(s.ctx, s.drain)
+		s.lim = newLimiter(s.opts.limit)
 	}
 	if s.opts.stuckReport != nil {
 		s.track = true
@@ -172,7 +164,7 @@ func (s *Scope) Go(task func(ctx context.Context) error) {
 	if task == nil {
 		panic("scope: nil task")
 	}
-	if s.work == nil {
+	if s.lim == nil {
 		// The hot path of an unbounded scope: one goroutine and one small closure per task.
 		if s.closed.Load() {
 			panic("scope: task started after Run returned")
@@ -238,84 +230,11 @@ func (s *Scope) start(t task, block bool) bool {
 		return false
 	}
 	s.wg.Add(1)
-	if s.work == nil {
+	if s.lim == nil {
 		go s.runUnbounded(t)
 		return true
 	}
 	return s.handOff(t, block)
-}
-
-// handOff gives t to an idle worker, or to a new worker if fewer than limit exist, or, if
-// block is set, waits for a worker to be free or for the scope's cancellation. The hand-off is
-// a rendezvous on an unbuffered channel: when tasks arrive faster than they end, a worker that
-// finishes takes the next task straight from the blocked Go, and never parks.
-func (s *Scope) handOff(t task, block bool) bool {
-	if block && int(s.nworkers.Load()) >= s.opts.limit {
-		// Every worker exists: the send below is taken by a waiting one at once, or waits.
-		s.work <- t // a worker takes it, or drain skips it once the scope is cancelled
-		return true
-	}
-	select {
-	case s.work <- t:
-		return true
-	default:
-	}
-	for {
-		n := s.nworkers.Load()
-		if int(n) >= s.opts.limit {
-			break
-		}
-		if s.nworkers.CompareAndSwap(n, n+1) {
-			s.workers.Add(1)
-			go s.worker(t)
-			return true
-		}
-	}
-	if !block {
-		s.wg.Done()
-		return false
-	}
-	s.work <- t
-	return true
-}
-
-// drain runs once the scope is cancelled: it takes every task handed over from then on and
-// skips it, so that no Go stays blocked on busy workers. It ends when Run closes work.
-func (s *Scope) drain() {
-	defer s.workers.Done()
-	for t := range s.work {
-		s.skip(&t)
-		s.wg.Done()
-	}
-}
-
-// worker runs t (unless t.fn is nil), then every task handed to it, until Run closes work.
-func (s *Scope) worker(t task) {
-	s.labels()
-	exited := false
-	defer func() {
-		if !exited {
-			// A task called runtime.Goexit, which ends this goroutine whatever we do. Keep the
-			// number of workers by starting a replacement, so that a blocked Go still gets one.
-			s.workers.Add(1)
-			go s.worker(task{})
-		}
-		s.workers.Done()
-	}()
-	if t.fn != nil {
-		s.run(t)
-	}
-	for t := range s.work {
-		if s.ctx.Err() != nil {
-			// Go's blocking hand-off can win its race with the scope's cancellation: a task
-			// handed over but not started is skipped here, as if Go had seen the cancel.
-			s.skip(&t)
-			s.wg.Done()
-			continue
-		}
-		s.run(t)
-	}
-	exited = true
 }
 
 func (s *Scope) skip(t *task) {
@@ -480,12 +399,8 @@ func (s *Scope) join() {
 		s.wg.Wait()
 	}
 	s.closed.Store(true)
-	if s.work != nil {
-		if s.stopDrain() {
-			s.workers.Done() // drain never ran
-		}
-		close(s.work)
-		s.workers.Wait()
+	if s.lim != nil {
+		s.lim.stop()
 	}
 }
 
