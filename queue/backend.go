@@ -143,6 +143,8 @@ type Message struct {
 	StartBy    time.Time
 	// Attempt is the number of this delivery, set by Receive.
 	Attempt int
+
+	fresh bool // the queue generated ID for this enqueue: no job has it yet
 }
 
 // Delivery is a leased Message. Token and Seq belong to the backend: it sets

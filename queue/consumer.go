@@ -135,6 +135,7 @@ type Consumer[T any] struct {
 
 	workers  []*worker[T]
 	pool     *pool.Pool
+	mem      *Memory // the backend, if it is a Memory: see worker.next
 	keepDone chan struct{}
 
 	closing atomic.Bool // set once by Close (before intake stops), never reset
@@ -155,6 +156,12 @@ type worker[T any] struct {
 	c    *Consumer[T]
 	d    Delivery
 	loop func(context.Context) error // w.run, bound once
+
+	// With a Memory backend, acking a job also takes the next ready one,
+	// under one lock (Memory.ackNext): next holds it until the loop moves it
+	// to d, as if Receive had returned it.
+	next    Delivery
+	hasNext bool
 
 	mu       sync.Mutex // guards the fields below
 	holding  bool       // d is leased to this worker (read by the keeper)
@@ -205,6 +212,7 @@ func (q *Queue[T]) Consume(ctx context.Context, h Handler[T], opts ...ConsumerOp
 		pool:    pool.New(o.workers, o.workers),
 		running: o.workers,
 	}
+	c.mem, _ = q.backend.(*Memory)
 	c.bg, c.bgCancel = context.WithCancelCause(context.WithoutCancel(ctx))
 	c.base, c.baseCancel = context.WithCancelCause(ctx)
 	c.recv, c.recvCancel = context.WithCancelCause(c.base)
@@ -242,6 +250,12 @@ func (w *worker[T]) run(context.Context) error {
 				return
 			}
 		}
+		if w.hasNext {
+			// Taken by the last ack (a hook called runtime.Goexit after
+			// it): give it back.
+			w.d, w.next, w.hasNext = w.next, Delivery{}, false
+			w.settle(c.closing.Load(), opRelease, 0, Attempt{}, Event{})
+		}
 		c.mu.Lock()
 		c.running--
 		if c.running == 0 {
@@ -251,7 +265,12 @@ func (w *worker[T]) run(context.Context) error {
 	}()
 	var errDelay time.Duration
 	for {
-		err := c.q.backend.Receive(c.recv, c.backendLease(), &w.d)
+		var err error
+		if w.hasNext {
+			w.d, w.next, w.hasNext = w.next, Delivery{}, false
+		} else {
+			err = c.q.backend.Receive(c.recv, c.backendLease(), &w.d)
+		}
 		if err != nil {
 			if c.recv.Err() != nil {
 				normal = true
@@ -548,7 +567,11 @@ func (w *worker[T]) settle(drain bool, o op, delay time.Duration, a Attempt, ev 
 	var err error
 	switch o {
 	case opAck:
-		err = b.Ack(c.bg, d)
+		if c.mem != nil && c.recv.Err() == nil {
+			w.hasNext, err = c.mem.ackNext(d, c.backendLease(), &w.next)
+		} else {
+			err = b.Ack(c.bg, d)
+		}
 	case opNack:
 		err = b.Nack(c.bg, d, delay, a)
 	case opRelease:

@@ -3,6 +3,7 @@ package queue
 import (
 	"context"
 	"errors"
+	"fmt"
 	"runtime"
 	"strings"
 	"sync/atomic"
@@ -90,10 +91,13 @@ func TestConsumerOptionsValidated(t *testing.T) {
 func TestGeneratedIDs(t *testing.T) {
 	q, _ := New[int]()
 	seen := map[string]bool{}
-	for range 3*idChunk + 5 {
+	for i := range 3*idChunk + 5 {
 		id := q.newID()
 		if len(id) != idLen || strings.Trim(id, "0123456789abcdef") != "" || seen[id] {
 			t.Fatalf("generated ID %q: want %d hex digits, unique", id, idLen)
+		}
+		if want := q.idPrefix + fmt.Sprintf("%016x", i); id != want {
+			t.Fatalf("generated ID %d is %q, want %q", i, id, want)
 		}
 		seen[id] = true
 	}
@@ -134,6 +138,55 @@ func TestStatsDeadLetteredTotal(t *testing.T) {
 		s, _ := q.Stats(ctx)
 		if got := s.DeadLetteredTotal(); got != 3 || s.Dead != 3 || s.Acked != 2 {
 			t.Errorf("stats %+v, DeadLetteredTotal %d: want 3 dead, 2 acked", s, got)
+		}
+	})
+}
+
+// A generated ID skips the backend's duplicate lookup (no job can have it
+// yet), but it is remembered like any other: enqueueing it again, as a
+// producer retrying with the ID it was given would, is a duplicate while
+// the job is stored and, with a horizon, until the horizon passes; the
+// horizon is still pruned when every ID is generated.
+func TestGeneratedIDsDeduplicated(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		m := NewMemory()
+		q, err := New[int](WithBackend(m), WithDedupHorizon(time.Minute))
+		if err != nil {
+			t.Fatal(err)
+		}
+		id, err := q.Enqueue(ctx, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := q.Enqueue(ctx, 2, WithID(id)); !errors.Is(err, ErrDuplicate) {
+			t.Fatalf("re-enqueue of a stored generated ID: err %v, want ErrDuplicate", err)
+		}
+		var d Delivery
+		if err := m.Receive(ctx, time.Minute, &d); err != nil {
+			t.Fatal(err)
+		}
+		if err := m.Ack(ctx, &d); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(59 * time.Second)
+		if _, err := q.Enqueue(ctx, 3, WithID(id)); !errors.Is(err, ErrDuplicate) {
+			t.Fatalf("re-enqueue of an acked generated ID within the horizon: err %v, want ErrDuplicate", err)
+		}
+		for range 10 {
+			time.Sleep(time.Second)
+			if _, err := q.Enqueue(ctx, 4); err != nil {
+				t.Fatal(err)
+			}
+		}
+		m.mu.Lock()
+		seen := len(m.seen)
+		m.mu.Unlock()
+		if seen != 10 { // the ten new ones; the first, 69 s old, was pruned by their enqueues
+			t.Fatalf("the horizon remembers %d IDs, want 10", seen)
+		}
+		if _, err := q.Enqueue(ctx, 5, WithID(id)); err != nil {
+			t.Fatalf("re-enqueue after the horizon: %v", err)
 		}
 	})
 }

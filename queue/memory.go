@@ -21,17 +21,20 @@ import (
 // A Memory serves one Queue: Open fails if called twice. Memory is safe for
 // concurrent use.
 type Memory struct {
+	clk clock // reads the time (time.Now, at half the cost)
+
 	mu     sync.Mutex // guards every field below
 	opened bool
 	cfg    Config
 
-	ids    map[string]*entry // stored jobs by ID
+	ids    map[string]*entry // stored jobs by ID, but for fresh ones (see stored)
+	fresh  []string          // the prefixes of the fresh IDs stored so far
 	keys   map[string]*keyFIFO
 	all    list // stored jobs in enqueue order
 	ready  readyQueue
-	timed  timeHeap // delayed jobs by readyAt
-	leased timeHeap // leased jobs by lease end
-	seq    uint64   // enqueue order
+	timed  timeHeap  // delayed jobs by readyAt
+	leased leaseList // leased jobs by lease end
+	seq    uint64    // enqueue order
 
 	seen     map[string]time.Time // ID -> enqueue time, within the horizon
 	seenFIFO []seenID             // seen in enqueue order, for pruning
@@ -46,8 +49,8 @@ type Memory struct {
 	queuedLater map[*entry]struct{}
 
 	free     *entry    // recycled entries
-	recvWait []*waiter // receivers waiting for a ready job
-	roomWait []*waiter // blocked producers waiting for room
+	recvWait waitList  // receivers waiting for a ready job
+	roomWait waitList  // blocked producers waiting for room
 	idle     []*waiter // recycled waiters
 	keyFree  []*keyFIFO
 }
@@ -79,6 +82,8 @@ type entry struct {
 	heapIdx    int    // index in the heap holding e, -1 if none
 	inRing     bool   // e is in ready's ring
 	prev, next *entry // all
+	lprev      *entry // leased
+	lnext      *entry
 	kprev      *entry // key FIFO
 	knext      *entry
 	key        *keyFIFO
@@ -203,21 +208,60 @@ func (h *seqHeap) Pop() any {
 	return e
 }
 
-// timeHeap orders by readyAt (delayed) or leaseEnd (leased), then seq.
-type timeHeap struct {
-	es    []*entry
-	lease bool
+// leaseList holds the leased jobs in order of lease end (then of lease
+// start). Leases are mostly taken, and renewed, for the same duration, so a
+// new lease end is mostly the latest: insert searches from the tail and is
+// O(1) then, as is remove, where a heap would be O(log n) for both.
+type leaseList struct {
+	head, tail *entry
+	n          int
 }
 
-func (h *timeHeap) at(e *entry) time.Time {
-	if h.lease {
-		return e.leaseEnd
+func (l *leaseList) insert(e *entry) {
+	at := l.tail
+	for at != nil && at.leaseEnd.After(e.leaseEnd) {
+		at = at.lprev
 	}
-	return e.readyAt
+	// e goes after at (at the head if at is nil).
+	e.lprev = at
+	if at != nil {
+		e.lnext = at.lnext
+		at.lnext = e
+	} else {
+		e.lnext = l.head
+		l.head = e
+	}
+	if e.lnext != nil {
+		e.lnext.lprev = e
+	} else {
+		l.tail = e
+	}
+	l.n++
 }
+
+func (l *leaseList) remove(e *entry) {
+	if e.lprev != nil {
+		e.lprev.lnext = e.lnext
+	} else {
+		l.head = e.lnext
+	}
+	if e.lnext != nil {
+		e.lnext.lprev = e.lprev
+	} else {
+		l.tail = e.lprev
+	}
+	e.lprev, e.lnext = nil, nil
+	l.n--
+}
+
+// timeHeap holds the delayed jobs by readyAt, then seq.
+type timeHeap struct {
+	es []*entry
+}
+
 func (h *timeHeap) Len() int { return len(h.es) }
 func (h *timeHeap) Less(i, j int) bool {
-	a, b := h.at(h.es[i]), h.at(h.es[j])
+	a, b := h.es[i].readyAt, h.es[j].readyAt
 	if a.Equal(b) {
 		return h.es[i].seq < h.es[j].seq
 	}
@@ -241,6 +285,17 @@ type waiter struct {
 	timer *time.Timer
 }
 
+// waitList is a FIFO of waiters. At most one of them is woken at a time:
+// while a woken waiter has not yet taken the lock again (waking > 0), a new
+// signal is dropped, because that waiter will look at the state anyway. A
+// woken waiter that leaves more work than it takes passes the wake-up on.
+// So a stream of jobs wakes a sleeping receiver only when none is already
+// on its way, not once per job.
+type waitList struct {
+	ws     []*waiter
+	waking int // waiters signalled that have not yet taken m.mu again
+}
+
 // NewMemory returns an empty in-memory backend.
 func NewMemory() *Memory {
 	m := &Memory{
@@ -251,7 +306,6 @@ func NewMemory() *Memory {
 		deadIDs:     make(map[string]*DeadMessage),
 		queuedLater: make(map[*entry]struct{}),
 	}
-	m.leased.lease = true
 	return m
 }
 
@@ -277,12 +331,13 @@ func (m *Memory) Open(ctx context.Context, cfg Config) error {
 func (m *Memory) Enqueue(ctx context.Context, msg Message) (EnqueueResult, error) {
 	now := msg.EnqueuedAt
 	if now.IsZero() {
-		now = time.Now()
+		now = m.clk.now()
 	}
 	m.mu.Lock()
 	var res EnqueueResult
 	for {
-		if m.taken(msg.ID, now) {
+		if m.taken(&msg, now) {
+			m.passRoom()
 			m.mu.Unlock()
 			return res, ErrDuplicate
 		}
@@ -314,15 +369,24 @@ func (m *Memory) Enqueue(ctx context.Context, msg Message) (EnqueueResult, error
 			m.mu.Unlock()
 			return res, err
 		}
-		now = time.Now()
+		now = m.clk.now()
 	}
 	if m.cfg.DedupHorizon > 0 {
 		m.seen[msg.ID] = now
 		m.seenFIFO = append(m.seenFIFO, seenID{msg.ID, now})
 	}
 	m.store(msg, msg.NotBefore, now)
+	m.passRoom()
 	m.mu.Unlock()
 	return res, nil
+}
+
+// passRoom wakes a blocked producer if there is room: a producer woken for
+// room passes the wake-up on when it leaves room behind. m.mu held.
+func (m *Memory) passRoom() {
+	if m.cfg.Capacity == 0 || m.all.n < m.cfg.Capacity {
+		m.signal(&m.roomWait)
+	}
 }
 
 // store adds msg as a new job, ready at notBefore. m.mu held.
@@ -335,7 +399,11 @@ func (m *Memory) store(msg Message, notBefore, now time.Time) {
 	}
 	m.seq++
 	e.seq = m.seq
-	m.ids[msg.ID] = e
+	if msg.fresh {
+		m.noteFresh(msg.ID)
+	} else {
+		m.ids[msg.ID] = e
+	}
 	m.all.push(e)
 	if msg.Key != "" {
 		k := m.keys[msg.Key]
@@ -362,15 +430,25 @@ func (m *Memory) store(msg Message, notBefore, now time.Time) {
 	m.schedule(e, notBefore, now)
 }
 
-// taken reports whether id is stored or seen within the horizon. m.mu held.
-func (m *Memory) taken(id string, now time.Time) bool {
-	if _, ok := m.ids[id]; ok {
-		return true
+// taken reports whether the ID of msg is stored or seen within the horizon.
+// An ID the queue has just generated is neither, by construction: only the
+// horizon is pruned then. m.mu held.
+func (m *Memory) taken(msg *Message, now time.Time) bool {
+	if m.cfg.DedupHorizon > 0 {
+		m.prune(now)
 	}
-	if m.cfg.DedupHorizon <= 0 {
+	if msg.fresh {
 		return false
 	}
-	// Prune the horizon in enqueue order.
+	if m.stored(msg.ID) {
+		return true
+	}
+	at, ok := m.seen[msg.ID]
+	return ok && now.Sub(at) < m.cfg.DedupHorizon
+}
+
+// prune forgets the IDs seen before the horizon. m.mu held.
+func (m *Memory) prune(now time.Time) {
 	for m.seenHead < len(m.seenFIFO) {
 		s := m.seenFIFO[m.seenHead]
 		if now.Sub(s.at) < m.cfg.DedupHorizon {
@@ -388,8 +466,40 @@ func (m *Memory) taken(id string, now time.Time) bool {
 		m.seenFIFO = m.seenFIFO[:n]
 		m.seenHead = 0
 	}
-	at, ok := m.seen[id]
-	return ok && now.Sub(at) < m.cfg.DedupHorizon
+}
+
+// stored reports whether a job with ID id is stored. m.mu held.
+//
+// A job whose ID the queue generated for it (Message.fresh) is not put in
+// ids: no other job can have that ID when it is stored, so the map insert
+// and delete would be spent on every job only to catch a producer that
+// later enqueues the same ID explicitly. Such an ID starts with the prefix
+// of the queue that generated it; for an ID with a prefix of m.fresh, the
+// stored jobs are searched (O(n), and only for such IDs).
+func (m *Memory) stored(id string) bool {
+	if _, ok := m.ids[id]; ok {
+		return true
+	}
+	if len(id) != idLen || !slices.Contains(m.fresh, id[:idLen/2]) {
+		return false
+	}
+	for e := m.all.head; e != nil; e = e.next {
+		if e.msg.fresh && e.msg.ID == id {
+			return true
+		}
+	}
+	return false
+}
+
+// noteFresh remembers the prefix of the fresh ID id. m.mu held.
+func (m *Memory) noteFresh(id string) {
+	p := id[:idLen/2]
+	if len(m.fresh) > 0 && m.fresh[len(m.fresh)-1] == p {
+		return
+	}
+	if !slices.Contains(m.fresh, p) {
+		m.fresh = append(m.fresh, p)
+	}
 }
 
 func (m *Memory) newEntry() *entry {
@@ -432,23 +542,27 @@ func (m *Memory) schedule(e *entry, notBefore, now time.Time) {
 	m.signal(&m.recvWait)
 }
 
-// signal wakes one waiter of ws. m.mu held.
-func (m *Memory) signal(ws *[]*waiter) {
-	if n := len(*ws); n > 0 {
-		w := (*ws)[0]
-		copy(*ws, (*ws)[1:])
-		(*ws)[n-1] = nil
-		*ws = (*ws)[:n-1]
-		select {
-		case w.c <- struct{}{}:
-		default:
-		}
+// signal wakes the first waiter of l, unless one is already on its way.
+// m.mu held.
+func (m *Memory) signal(l *waitList) {
+	n := len(l.ws)
+	if n == 0 || l.waking > 0 {
+		return
+	}
+	w := l.ws[0]
+	copy(l.ws, l.ws[1:])
+	l.ws[n-1] = nil
+	l.ws = l.ws[:n-1]
+	l.waking++
+	select {
+	case w.c <- struct{}{}:
+	default:
 	}
 }
 
 // wait releases m.mu until signalled, deadline (if not zero) or ctx, and
 // reacquires it. It returns the ctx cause if ctx ended.
-func (m *Memory) wait(ctx context.Context, ws *[]*waiter, deadline time.Time) error {
+func (m *Memory) wait(ctx context.Context, l *waitList, deadline time.Time) error {
 	var w *waiter
 	if n := len(m.idle); n > 0 {
 		w = m.idle[n-1]
@@ -456,7 +570,7 @@ func (m *Memory) wait(ctx context.Context, ws *[]*waiter, deadline time.Time) er
 	} else {
 		w = &waiter{c: make(chan struct{}, 1)}
 	}
-	*ws = append(*ws, w)
+	l.ws = append(l.ws, w)
 	var tc <-chan time.Time
 	if !deadline.IsZero() {
 		d := time.Until(deadline)
@@ -483,11 +597,11 @@ func (m *Memory) wait(ctx context.Context, ws *[]*waiter, deadline time.Time) er
 	// was signalled; if it is leaving because of ctx, it passes the
 	// wake-up on so that no one else misses it.
 	woken := true
-	for i, x := range *ws {
+	for i, x := range l.ws {
 		if x == w {
-			n := copy((*ws)[i:], (*ws)[i+1:])
-			(*ws)[i+n] = nil
-			*ws = (*ws)[:i+n]
+			n := copy(l.ws[i:], l.ws[i+1:])
+			l.ws[i+n] = nil
+			l.ws = l.ws[:i+n]
 			woken = false
 			break
 		}
@@ -496,8 +610,11 @@ func (m *Memory) wait(ctx context.Context, ws *[]*waiter, deadline time.Time) er
 	case <-w.c:
 	default:
 	}
-	if woken && err != nil {
-		m.signal(ws)
+	if woken {
+		l.waking--
+		if err != nil {
+			m.signal(l)
+		}
 	}
 	m.idle = append(m.idle, w)
 	return err
@@ -510,8 +627,9 @@ func (m *Memory) promote(now time.Time) {
 		e.state = stateReady
 		m.ready.push(e)
 	}
-	for m.leased.Len() > 0 && !m.leased.es[0].leaseEnd.After(now) {
-		e := heap.Pop(&m.leased).(*entry)
+	for m.leased.head != nil && !m.leased.head.leaseEnd.After(now) {
+		e := m.leased.head
+		m.leased.remove(e)
 		e.gen++ // the lease holder's delivery is now stale
 		e.history = append(e.history, Attempt{Number: e.attempt, Start: e.leaseStart, End: now, Error: ErrLeaseExpired.Error()})
 		e.state = stateReady
@@ -525,8 +643,8 @@ func (m *Memory) next() time.Time {
 	if m.timed.Len() > 0 {
 		t = m.timed.es[0].readyAt
 	}
-	if m.leased.Len() > 0 {
-		if l := m.leased.es[0].leaseEnd; t.IsZero() || l.Before(t) {
+	if m.leased.head != nil {
+		if l := m.leased.head.leaseEnd; t.IsZero() || l.Before(t) {
 			t = l
 		}
 	}
@@ -538,36 +656,18 @@ func (m *Memory) Receive(ctx context.Context, lease time.Duration, d *Delivery) 
 	if lease <= 0 {
 		return fmt.Errorf("queue: lease %v must be positive", lease)
 	}
+	now := m.clk.now() // outside the lock; read again after a wait
 	m.mu.Lock()
 	for {
 		if err := ctx.Err(); err != nil {
+			// This receiver may have been woken for a job: pass it on.
+			m.signal(&m.recvWait)
 			m.mu.Unlock()
 			return context.Cause(ctx)
 		}
-		now := time.Now()
 		m.promote(now)
 		if m.ready.len() > 0 {
-			e := m.ready.pop()
-			e.state = stateLeased
-			e.attempt++
-			e.gen++
-			e.leaseStart = now
-			e.leaseEnd = now.Add(lease)
-			heap.Push(&m.leased, e)
-			d.Message = e.msg
-			d.Attempt = e.attempt
-			d.Redelivered = e.delivered
-			e.delivered = true
-			d.at = now
-			d.Token = e
-			d.Seq = e.gen
-			// Wake a waiting receiver if a job is still ready, or if this
-			// lease now ends first: a receiver that went to sleep before
-			// it was taken must recompute its wake-up time, or it would
-			// miss the lease's expiry.
-			if m.ready.len() > 0 || m.leased.es[0] == e {
-				m.signal(&m.recvWait)
-			}
+			m.take(now, lease, d)
 			m.mu.Unlock()
 			return nil
 		}
@@ -575,7 +675,54 @@ func (m *Memory) Receive(ctx context.Context, lease time.Duration, d *Delivery) 
 			m.mu.Unlock()
 			return err
 		}
+		now = m.clk.now()
 	}
+}
+
+// take leases the first ready job for lease into d. m.ready must not be
+// empty. m.mu held.
+func (m *Memory) take(now time.Time, lease time.Duration, d *Delivery) {
+	e := m.ready.pop()
+	e.state = stateLeased
+	e.attempt++
+	e.gen++
+	e.leaseStart = now
+	e.leaseEnd = now.Add(lease)
+	m.leased.insert(e)
+	d.Message = e.msg
+	d.Attempt = e.attempt
+	d.Redelivered = e.delivered
+	e.delivered = true
+	d.at = now
+	d.Token = e
+	d.Seq = e.gen
+	// Wake a waiting receiver if a job is still ready, or if this lease now
+	// ends first: a receiver that went to sleep before it was taken must
+	// recompute its wake-up time, or it would miss the lease's expiry.
+	if m.ready.len() > 0 || m.leased.head == e {
+		m.signal(&m.recvWait)
+	}
+}
+
+// ackNext is Ack followed, under the same lock, by a Receive that does not
+// wait: if a job is ready, it is leased for lease into next and ackNext
+// reports true. A consumer's worker that acks a job and goes back for the
+// next one thus takes the lock once, not twice.
+func (m *Memory) ackNext(d *Delivery, lease time.Duration, next *Delivery) (bool, error) {
+	now := m.clk.now() // outside the lock: a lease starts at most this early
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	e, err := m.unlease(d)
+	if err != nil {
+		return false, err
+	}
+	m.remove(e)
+	m.promote(now)
+	if m.ready.len() == 0 {
+		return false, nil
+	}
+	m.take(now, lease, next)
+	return true, nil
 }
 
 // leasedEntry returns the entry d holds a current lease on. m.mu held.
@@ -598,7 +745,7 @@ func (m *Memory) unlease(d *Delivery) (*entry, error) {
 	if err != nil {
 		return nil, err
 	}
-	heap.Remove(&m.leased, e.heapIdx)
+	m.leased.remove(e)
 	return e, nil
 }
 
@@ -610,8 +757,9 @@ func (m *Memory) Extend(ctx context.Context, d *Delivery, lease time.Duration) e
 	if err != nil {
 		return err
 	}
-	e.leaseEnd = time.Now().Add(lease)
-	heap.Fix(&m.leased, e.heapIdx)
+	m.leased.remove(e)
+	e.leaseEnd = m.clk.now().Add(lease)
+	m.leased.insert(e)
 	return nil
 }
 
@@ -637,7 +785,7 @@ func (m *Memory) Nack(ctx context.Context, d *Delivery, delay time.Duration, a A
 	}
 	e.gen++
 	e.history = append(e.history, a)
-	now := time.Now()
+	now := m.clk.now()
 	var at time.Time
 	if delay > 0 {
 		at = now.Add(delay)
@@ -656,7 +804,7 @@ func (m *Memory) Release(ctx context.Context, d *Delivery) error {
 	}
 	e.gen++
 	e.attempt--
-	now := time.Now()
+	now := m.clk.now()
 	m.schedule(e, time.Time{}, now)
 	return nil
 }
@@ -669,7 +817,7 @@ func (m *Memory) Bury(ctx context.Context, d *Delivery, reason Reason, a Attempt
 	if err != nil {
 		return err
 	}
-	m.bury(e, reason, a, time.Now())
+	m.bury(e, reason, a, m.clk.now())
 	return nil
 }
 
@@ -681,7 +829,7 @@ func (m *Memory) bury(e *entry, reason Reason, a Attempt, now time.Time) {
 	case stateDelayed:
 		heap.Remove(&m.timed, e.heapIdx)
 	case stateLeased:
-		heap.Remove(&m.leased, e.heapIdx)
+		m.leased.remove(e)
 	}
 	dm := &DeadMessage{Message: e.msg, Reason: reason, At: now}
 	dm.Attempt = e.attempt
@@ -700,7 +848,9 @@ func (m *Memory) bury(e *entry, reason Reason, a Attempt, now time.Time) {
 // remove forgets the stored entry e (not in any heap), unblocks its key and
 // recycles it. m.mu held.
 func (m *Memory) remove(e *entry) {
-	delete(m.ids, e.msg.ID)
+	if !e.msg.fresh {
+		delete(m.ids, e.msg.ID)
+	}
 	if len(m.queuedLater) > 0 {
 		delete(m.queuedLater, e)
 	}
@@ -724,7 +874,7 @@ func (m *Memory) remove(e *entry) {
 		} else if wasHead {
 			var now time.Time // read the clock only if the next job has a delay
 			if !k.head.msg.NotBefore.IsZero() {
-				now = time.Now()
+				now = m.clk.now()
 			}
 			m.schedule(k.head, k.head.msg.NotBefore, now)
 		}
@@ -780,7 +930,7 @@ func (m *Memory) Redrive(ctx context.Context, id string) error {
 		m.mu.Unlock()
 		return ErrNotFound
 	}
-	if _, ok := m.ids[id]; ok {
+	if m.stored(id) {
 		m.mu.Unlock()
 		return ErrDuplicate
 	}
@@ -793,7 +943,7 @@ func (m *Memory) Redrive(ctx context.Context, id string) error {
 	// A redriven job is a new job: fresh attempts, new enqueue time, no
 	// delay or start-by deadline; the dedup horizon does not apply to it.
 	msg.EnqueuedAt, msg.NotBefore, msg.StartBy = time.Time{}, time.Time{}, time.Time{}
-	m.store(msg, time.Time{}, time.Now())
+	m.store(msg, time.Time{}, m.clk.now())
 	m.mu.Unlock()
 	return nil
 }
@@ -814,10 +964,10 @@ func (m *Memory) Purge(ctx context.Context, id string) error {
 func (m *Memory) Stats(ctx context.Context) (BackendStats, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	now := time.Now()
+	now := m.clk.now()
 	m.promote(now)
 	s := BackendStats{
-		InFlight: m.leased.Len(),
+		InFlight: m.leased.n,
 		Delayed:  m.timed.Len(),
 		Dead:     len(m.dead),
 	}

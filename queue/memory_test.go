@@ -2,6 +2,8 @@ package queue
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -296,11 +298,48 @@ func TestMemoryHorizonPruning(t *testing.T) {
 			time.Sleep(time.Second)
 		}
 		m.mu.Lock()
-		m.taken("", time.Now())
+		m.prune(time.Now())
 		n, fifo := len(m.seen), len(m.seenFIFO)-m.seenHead
 		m.mu.Unlock()
 		if n != 59 || fifo != 59 {
 			t.Fatalf("remembering %d IDs (%d in order), want the 59 younger than the horizon", n, fifo)
+		}
+	})
+}
+
+// Leases of different lengths expire in order of their end, whatever the
+// order they were taken or renewed in.
+func TestMemoryLeasesExpireInEndOrder(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		m := open(t, Config{})
+		for _, id := range []string{"a", "b", "c"} {
+			mustEnqueue(t, m, Message{ID: id})
+		}
+		var a, b, c Delivery
+		for _, r := range []struct {
+			d     *Delivery
+			lease time.Duration
+		}{{&a, 10 * time.Second}, {&b, 2 * time.Second}, {&c, 5 * time.Second}} {
+			if err := m.Receive(ctx, r.lease, r.d); err != nil {
+				t.Fatal(err)
+			}
+		}
+		time.Sleep(time.Second)
+		if err := m.Extend(ctx, &b, 6*time.Second); err != nil { // b now ends at 7s
+			t.Fatal(err)
+		}
+		start := time.Now()
+		var got []string
+		for range 3 {
+			var d Delivery
+			if err := m.Receive(ctx, time.Hour, &d); err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, fmt.Sprintf("%s@%v", d.ID, time.Since(start)+time.Second))
+		}
+		if want := []string{"c@5s", "b@7s", "a@10s"}; !slices.Equal(got, want) {
+			t.Fatalf("redelivered %v, want %v", got, want)
 		}
 	})
 }

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"iter"
-	"strings"
 	"sync/atomic"
 	"time"
 )
@@ -28,14 +27,19 @@ type Queue[T any] struct {
 	idPrefix string // 16 random hex digits
 	idSeq    atomic.Uint64
 	ids      atomic.Pointer[idBlock]
+	clk      clock
 
 	c counters
 }
 
-// counters are the queue's cumulative counts (this process's view).
+// counters are the queue's cumulative counts (this process's view). The
+// producers' counts and the consumers' counts sit on separate cache lines,
+// so that a producer and a worker counting at once do not contend.
 type counters struct {
-	enqueued, duplicates, rejected, dropped, acked, retried atomic.Uint64
-	dead                                                    [numReasons]atomic.Uint64
+	enqueued, duplicates, rejected, dropped atomic.Uint64
+	_                                       [64]byte
+	acked, retried                          atomic.Uint64
+	dead                                    [numReasons]atomic.Uint64
 }
 
 const numReasons = 5
@@ -242,9 +246,10 @@ func (q *Queue[T]) Enqueue(ctx context.Context, payload T, opts ...EnqueueOption
 		}
 		m = *mp
 	}
-	m.EnqueuedAt = time.Now()
+	m.EnqueuedAt = q.clk.now()
 	if m.ID == "" {
 		m.ID = q.newID()
+		m.fresh = true
 	}
 	if m.StartBy.IsZero() && q.maxWait > 0 {
 		from := m.EnqueuedAt
@@ -314,18 +319,25 @@ func (q *Queue[T]) newID() string {
 	return b.s[off : off+idLen]
 }
 
+// idBlock builds the chunk of IDs from first, a multiple of idChunk: the
+// IDs differ only in their last two hex digits, so the first one is written
+// out and the others are copies with those digits changed.
 func (q *Queue[T]) idBlock(first uint64) *idBlock {
 	const digits = "0123456789abcdef"
-	var sb strings.Builder
-	sb.Grow(idChunk * idLen)
-	for i := range uint64(idChunk) {
-		sb.WriteString(q.idPrefix)
-		n := first + i
-		for shift := 60; shift >= 0; shift -= 4 {
-			sb.WriteByte(digits[(n>>uint(shift))&0xf])
-		}
+	b := make([]byte, idChunk*idLen)
+	id := b[:idLen]
+	copy(id, q.idPrefix)
+	for i, shift := len(q.idPrefix), 60; shift >= 0; i, shift = i+1, shift-4 {
+		id[i] = digits[(first>>uint(shift))&0xf]
 	}
-	return &idBlock{first: first, s: sb.String()}
+	for i := range idChunk {
+		n := first + uint64(i)
+		id := b[i*idLen : (i+1)*idLen]
+		copy(id, b[:idLen-2])
+		id[idLen-2] = digits[(n>>4)&0xf]
+		id[idLen-1] = digits[n&0xf]
+	}
+	return &idBlock{first: first, s: string(b)}
 }
 
 // decode returns the payload of m.
