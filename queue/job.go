@@ -29,7 +29,10 @@ type Job[T any] struct {
 	StartBy time.Time
 	// Attempt is the number of this delivery: 1 for the first one.
 	Attempt int
-	// EnqueuedAt is when the queue accepted the job.
+	// EnqueuedAt is when the queue accepted the job. It is read from the
+	// monotonic clock against a wall-clock reading at most a second old, so
+	// it can differ from time.Now by a clock adjustment made within that
+	// second.
 	EnqueuedAt time.Time
 }
 

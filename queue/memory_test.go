@@ -2,6 +2,7 @@ package queue
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"testing"
@@ -340,6 +341,78 @@ func TestMemoryLeasesExpireInEndOrder(t *testing.T) {
 		}
 		if want := []string{"c@5s", "b@7s", "a@10s"}; !slices.Equal(got, want) {
 			t.Fatalf("redelivered %v, want %v", got, want)
+		}
+	})
+}
+
+// freshID is an ID as a queue generates it (see Queue.newID).
+func freshID(n int) string { return fmt.Sprintf("%016x%016x", 0xc0ffee, n) }
+
+// Jobs on the inbox fast path (generated ID, no key, no delay) and jobs on
+// the locked path keep their enqueue order, count against the capacity
+// while still in the inbox, show in Stats, and are evicted oldest first.
+func TestMemoryInboxOrderCapacityAndEviction(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		m := open(t, Config{Capacity: 4, Overflow: Reject})
+		for _, msg := range []Message{
+			{ID: freshID(1), fresh: true},
+			{ID: "keyed", Key: "k"},
+			{ID: freshID(2), fresh: true},
+			{ID: freshID(3), fresh: true},
+		} {
+			mustEnqueue(t, m, msg)
+		}
+		if _, err := m.Enqueue(ctx, Message{ID: freshID(4), fresh: true}); !errors.Is(err, ErrFull) {
+			t.Fatalf("fifth job into a capacity of 4: err %v, want ErrFull", err)
+		}
+		if s, _ := m.Stats(ctx); s.Ready != 4 {
+			t.Fatalf("Stats.Ready %d, want 4", s.Ready)
+		}
+		var got []string
+		for range 4 {
+			d := receive(t, m)
+			got = append(got, d.ID)
+		}
+		if want := []string{freshID(1), "keyed", freshID(2), freshID(3)}; !slices.Equal(got, want) {
+			t.Fatalf("received %q, want %q", got, want)
+		}
+
+		m = open(t, Config{Capacity: 2, Overflow: DropOldest})
+		mustEnqueue(t, m, Message{ID: freshID(1), fresh: true})
+		mustEnqueue(t, m, Message{ID: freshID(2), fresh: true})
+		res := mustEnqueue(t, m, Message{ID: freshID(3), fresh: true})
+		if !slices.Equal(res.Evicted, []string{freshID(1)}) {
+			t.Fatalf("evicted %q, want the oldest, %q", res.Evicted, freshID(1))
+		}
+		if a, b := receive(t, m), receive(t, m); a.ID != freshID(2) || b.ID != freshID(3) {
+			t.Fatalf("received %q, %q after the eviction, want %q, %q", a.ID, b.ID, freshID(2), freshID(3))
+		}
+	})
+}
+
+// A receiver waiting on an empty backend is woken by a job on the inbox
+// fast path (the bubble would deadlock otherwise), and a later explicit
+// enqueue of the same generated ID is a duplicate.
+func TestMemoryInboxWakesReceiver(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		m := open(t, Config{})
+		got := make(chan string)
+		go func() {
+			var d Delivery
+			if err := m.Receive(ctx, time.Minute, &d); err != nil {
+				t.Error(err)
+			}
+			got <- d.ID
+		}()
+		synctest.Wait()
+		mustEnqueue(t, m, Message{ID: freshID(7), fresh: true})
+		if id := <-got; id != freshID(7) {
+			t.Fatalf("received %q, want %q", id, freshID(7))
+		}
+		if _, err := m.Enqueue(ctx, Message{ID: freshID(7)}); !errors.Is(err, ErrDuplicate) {
+			t.Fatalf("explicit enqueue of a stored generated ID: err %v, want ErrDuplicate", err)
 		}
 	})
 }
