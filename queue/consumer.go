@@ -164,7 +164,7 @@ type worker[T any] struct {
 	hasNext bool
 
 	mu       sync.Mutex // guards the fields below
-	holding  bool       // d is leased to this worker (read by the keeper)
+	holding  bool       // d is being handled: the keeper renews its lease
 	gen      uint64     // counts the deliveries held, to tell them apart
 	running  bool       // a handler is running
 	deadline time.Time  // the running handler's lease end
@@ -288,10 +288,6 @@ func (w *worker[T]) run(context.Context) error {
 			continue
 		}
 		errDelay = 0
-		w.mu.Lock()
-		w.holding = true
-		w.gen++
-		w.mu.Unlock()
 		if c.recv.Err() != nil {
 			// Close started while the job was being received.
 			w.settle(c.closing.Load(), opRelease, 0, Attempt{}, Event{})
@@ -372,9 +368,15 @@ const (
 // lease timer is armed lazily: a timer still armed for an earlier deadline
 // re-arms itself for the current one when it fires, so that a job costs no
 // timer operation.
+//
+// From here until the job is settled, the keeper renews its backend lease
+// (holding). The checks before (decoding, attempts, start-by) settle the
+// job at once, without a renewal.
 func (w *worker[T]) startLease(now time.Time) context.Context {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	w.holding = true
+	w.gen++
 	w.running = true
 	w.deadline = now.Add(w.c.opts.lease)
 	w.expired = false
@@ -411,10 +413,14 @@ func (w *worker[T]) expire() {
 }
 
 // endLease ends the lease of the current job and reports whether it expired.
+//
+// The keeper stops renewing the job's lease here: the settle that follows
+// takes far less than the time left on it (at least the handler's lease).
 func (w *worker[T]) endLease() bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.running = false
+	w.holding = false
 	return w.expired
 }
 
@@ -579,9 +585,6 @@ func (w *worker[T]) settle(drain bool, o op, delay time.Duration, a Attempt, ev 
 	case opBury:
 		err = b.Bury(c.bg, d, ev.Reason, a)
 	}
-	w.mu.Lock()
-	w.holding = false
-	w.mu.Unlock()
 	ev.ID, ev.Key, ev.Attempt = d.ID, d.Key, d.Attempt
 	w.d = Delivery{}
 	if drain {

@@ -29,9 +29,18 @@ type Memory struct {
 	// mu. The inbox is moved into the queue (drain) by a receiver that finds
 	// no ready job, and by every other call that must see all the jobs.
 	inMu     sync.Mutex
-	inbox    []Message     // guarded by inMu
-	inboxLen atomic.Int32  // len(inbox), read without inMu
-	count    atomic.Int64  // jobs stored or in the inbox: capacity is checked against it
+	inbox    []Message    // guarded by inMu
+	inboxLen atomic.Int32 // len(inbox), read without inMu
+	// Jobs stored or in the inbox, which capacity bounds, are in - out:
+	// reserve counts in, remove counts out. They sit on separate cache lines
+	// so that producers and consumers do not write to the same one, and a
+	// producer reads out only when its last reading says the queue is full
+	// (out only grows, so an old reading can only overstate the count).
+	in       atomic.Int64
+	_        [56]byte
+	out      atomic.Int64
+	_        [56]byte
+	outSeen  atomic.Int64  // a past reading of out
 	sleepers atomic.Int32  // receivers about to wait or waiting in recvWait
 	kick     chan struct{} // capacity 1: wakes a waiting receiver for the inbox, without mu
 
@@ -428,23 +437,28 @@ func (m *Memory) Enqueue(ctx context.Context, msg Message) (EnqueueResult, error
 // passRoom wakes a blocked producer if there is room: a producer woken for
 // room passes the wake-up on when it leaves room behind. m.mu held.
 func (m *Memory) passRoom() {
-	if m.cfg.Capacity == 0 || m.count.Load() < int64(m.cfg.Capacity) {
+	if m.cfg.Capacity == 0 || m.in.Load()-m.out.Load() < int64(m.cfg.Capacity) {
 		m.signal(&m.roomWait)
 	}
 }
 
-// reserve takes room for one job, if there is any (see count).
+// reserve takes room for one job, if there is any (see in and out).
 func (m *Memory) reserve() bool {
 	if m.cfg.Capacity == 0 {
-		m.count.Add(1)
+		m.in.Add(1)
 		return true
 	}
+	c := int64(m.cfg.Capacity)
 	for {
-		n := m.count.Load()
-		if n >= int64(m.cfg.Capacity) {
-			return false
+		n := m.in.Load()
+		if n-m.outSeen.Load() >= c {
+			out := m.out.Load()
+			m.outSeen.Store(out) // racing stores may move it back: it stays a past reading
+			if n-out >= c {
+				return false
+			}
 		}
-		if m.count.CompareAndSwap(n, n+1) {
+		if m.in.CompareAndSwap(n, n+1) {
 			return true
 		}
 	}
@@ -953,7 +967,7 @@ func (m *Memory) bury(e *entry, reason Reason, a Attempt, now time.Time) {
 // remove forgets the stored entry e (not in any heap), unblocks its key and
 // recycles it. m.mu held.
 func (m *Memory) remove(e *entry) {
-	m.count.Add(-1)
+	m.out.Add(1)
 	if !e.msg.fresh {
 		delete(m.ids, e.msg.ID)
 	}

@@ -300,7 +300,7 @@ var errEvicted = errors.New("queue: evicted by overflow (drop oldest)")
 // an ID allocates once per chunk, not once per job.
 const (
 	idLen   = 32
-	idChunk = 64
+	idChunk = 256
 )
 
 type idBlock struct {
