@@ -446,9 +446,9 @@ func (b *Backend) evictOldest(ctx context.Context) (string, error) {
 	// A job prefetched but not handed out is not leased, and older than any job the consumer
 	// has not delivered yet: evict it first.
 	victim := b.takePrefetched()
-	if victim == nil {
+	for try := 0; victim == nil; try++ {
 		// Not FetchNoWait: the server may answer "no messages" for a job published an
-		// instant ago, before the consumer has seen it.
+		// instant ago, before the consumer has seen it, or when it is slow to answer.
 		batch, err := b.cons.Fetch(1, natsjs.FetchMaxWait(100*time.Millisecond))
 		if err != nil {
 			return "", fmt.Errorf("jetstream: evict: %w", err)
@@ -459,9 +459,18 @@ func (b *Backend) evictOldest(ctx context.Context) (string, error) {
 		if err := batch.Error(); err != nil && victim == nil {
 			return "", fmt.Errorf("jetstream: evict: %w", err)
 		}
-	}
-	if victim == nil {
-		return "", nil
+		if victim != nil {
+			break
+		}
+		// Nothing came: either every stored job is leased, or the fetch was too slow.
+		// The consumer's count of jobs not yet delivered tells which.
+		info, err := b.cons.Info(ctx)
+		if err != nil {
+			return "", fmt.Errorf("jetstream: evict: %w", err)
+		}
+		if info.NumPending == 0 || try == 20 {
+			return "", nil
+		}
 	}
 	d, err := b.delivery(ctx, victim)
 	if err != nil {
