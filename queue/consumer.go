@@ -573,7 +573,10 @@ func (w *worker[T]) settle(drain bool, o op, delay time.Duration, a Attempt, ev 
 	var err error
 	switch o {
 	case opAck:
-		if c.mem != nil && c.recv.Err() == nil {
+		// Taking the next job with the ack starts its lease before the
+		// OnSuccess hook runs, and the keeper renews only the job being
+		// handled: with a hook, a slow hook could let that lease expire.
+		if c.mem != nil && c.q.hooks.OnSuccess == nil && c.recv.Err() == nil {
 			w.hasNext, err = c.mem.ackNext(d, c.backendLease(), &w.next)
 		} else {
 			err = b.Ack(c.bg, d)

@@ -814,10 +814,12 @@ func (m *Memory) take(now time.Time, lease time.Duration, d *Delivery) {
 	d.at = now
 	d.Token = e
 	d.Seq = e.gen
-	// Wake a waiting receiver if a job is still ready, or if this lease now
-	// ends first: a receiver that went to sleep before it was taken must
-	// recompute its wake-up time, or it would miss the lease's expiry.
-	if m.ready.len() > 0 || m.leased.head == e {
+	// Wake a waiting receiver if a job is still ready or in the inbox (this
+	// receiver may have been woken for the inbox, and took a job that became
+	// ready meanwhile instead), or if this lease now ends first: a receiver
+	// that went to sleep before it was taken must recompute its wake-up
+	// time, or it would miss the lease's expiry.
+	if m.ready.len() > 0 || m.inboxLen.Load() > 0 || m.leased.head == e {
 		m.signal(&m.recvWait)
 	}
 }
