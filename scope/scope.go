@@ -170,7 +170,7 @@ func (s *Scope) Go(task func(ctx context.Context) error) {
 			panic("scope: task started after Run returned")
 		}
 		index := int(s.next.Add(1) - 1)
-		if s.ctx.Err() != nil {
+		if s.cancelled() {
 			s.skipped.Add(1)
 			return
 		}
@@ -225,7 +225,7 @@ func (s *Scope) start(t task, block bool) bool {
 		panic("scope: task started after Run returned")
 	}
 	t.index = int(s.next.Add(1) - 1)
-	if s.ctx.Err() != nil {
+	if s.cancelled() {
 		s.skip(&t)
 		return false
 	}
@@ -235,6 +235,17 @@ func (s *Scope) start(t task, block bool) bool {
 		return true
 	}
 	return s.handOff(t, block)
+}
+
+// cancelled reports whether the scope is cancelled. A receive from the done channel that
+// finds it open takes no lock, where ctx.Err does before Go 1.26.
+func (s *Scope) cancelled() bool {
+	select {
+	case <-s.done:
+		return true
+	default:
+		return false
+	}
 }
 
 func (s *Scope) skip(t *task) {
