@@ -51,12 +51,12 @@ type Memory struct {
 
 	ids    map[string]*entry // stored jobs by ID, but for fresh ones (see stored)
 	fresh  []string          // the prefixes of the fresh IDs stored so far
-	keys   map[string]*keyFIFO
-	all    list // stored jobs in enqueue order
+	keys   map[string]*dlist // the jobs of each ordering key
+	all    dlist             // stored jobs in enqueue order
 	ready  readyQueue
-	timed  timeHeap  // delayed jobs by readyAt
-	leased leaseList // leased jobs by lease end
-	seq    uint64    // enqueue order
+	timed  timeHeap // delayed jobs by readyAt
+	leased dlist    // leased jobs by lease end (see lease)
+	seq    uint64   // enqueue order
 
 	seen     map[string]time.Time // ID -> enqueue time, within the horizon
 	seenFIFO []seenID             // seen in enqueue order, for pruning
@@ -74,7 +74,7 @@ type Memory struct {
 	recvWait waitList  // receivers waiting for a ready job
 	roomWait waitList  // blocked producers waiting for room
 	idle     []*waiter // recycled waiters
-	keyFree  []*keyFIFO
+	keyFree  []*dlist
 }
 
 type seenID struct {
@@ -100,48 +100,77 @@ type entry struct {
 	leaseEnd   time.Time
 	leaseStart time.Time
 	history    []Attempt
-	delivered  bool   // Receive has leased e at least once
-	heapIdx    int    // index in the heap holding e, -1 if none
-	inRing     bool   // e is in ready's ring
-	prev, next *entry // all
-	lprev      *entry // leased
-	lnext      *entry
-	kprev      *entry // key FIFO
-	knext      *entry
-	key        *keyFIFO
+	delivered  bool // Receive has leased e at least once
+	heapIdx    int  // index in the heap holding e, -1 if none
+	inRing     bool // e is in ready's ring
+	ln         [numLists]links
+	key        *dlist // the list of e's ordering key, if it has one
 }
 
-type keyFIFO struct{ head, tail *entry }
+// The lists an entry is on at once, each threaded through its own links.
+const (
+	onAll   = iota // Memory.all, or the free list once the entry is recycled
+	onLease        // Memory.leased
+	onKey          // the list of the entry's ordering key
+	numLists
+)
 
-type list struct {
+type links struct{ prev, next *entry }
+
+// dlist is a doubly linked list of entries through their links ln[on].
+type dlist struct {
 	head, tail *entry
 	n          int
+	on         int
 }
 
-func (l *list) push(e *entry) {
-	e.prev, e.next = l.tail, nil
-	if l.tail != nil {
-		l.tail.next = e
+// insertAfter puts e after at, or first if at is nil.
+func (l *dlist) insertAfter(at, e *entry) {
+	le := &e.ln[l.on]
+	le.prev = at
+	if at != nil {
+		le.next = at.ln[l.on].next
+		at.ln[l.on].next = e
 	} else {
+		le.next = l.head
 		l.head = e
 	}
-	l.tail = e
+	if le.next != nil {
+		le.next.ln[l.on].prev = e
+	} else {
+		l.tail = e
+	}
 	l.n++
 }
 
-func (l *list) remove(e *entry) {
-	if e.prev != nil {
-		e.prev.next = e.next
+func (l *dlist) push(e *entry) { l.insertAfter(l.tail, e) }
+
+func (l *dlist) remove(e *entry) {
+	le := &e.ln[l.on]
+	if le.prev != nil {
+		le.prev.ln[l.on].next = le.next
 	} else {
-		l.head = e.next
+		l.head = le.next
 	}
-	if e.next != nil {
-		e.next.prev = e.prev
+	if le.next != nil {
+		le.next.ln[l.on].prev = le.prev
 	} else {
-		l.tail = e.prev
+		l.tail = le.prev
 	}
-	e.prev, e.next = nil, nil
+	*le = links{}
 	l.n--
+}
+
+// lease puts e, leased, in m.leased in order of lease end (then of lease
+// start). Leases are mostly taken, and renewed, for the same duration, so a
+// new lease end is mostly the latest: the search from the tail is O(1)
+// then, as is remove, where a heap would be O(log n) for both.
+func (m *Memory) lease(e *entry) {
+	at := m.leased.tail
+	for at != nil && at.leaseEnd.After(e.leaseEnd) {
+		at = at.ln[onLease].prev
+	}
+	m.leased.insertAfter(at, e)
 }
 
 // readyQueue holds the ready jobs in enqueue order. Jobs that become ready
@@ -230,52 +259,6 @@ func (h *seqHeap) Pop() any {
 	return e
 }
 
-// leaseList holds the leased jobs in order of lease end (then of lease
-// start). Leases are mostly taken, and renewed, for the same duration, so a
-// new lease end is mostly the latest: insert searches from the tail and is
-// O(1) then, as is remove, where a heap would be O(log n) for both.
-type leaseList struct {
-	head, tail *entry
-	n          int
-}
-
-func (l *leaseList) insert(e *entry) {
-	at := l.tail
-	for at != nil && at.leaseEnd.After(e.leaseEnd) {
-		at = at.lprev
-	}
-	// e goes after at (at the head if at is nil).
-	e.lprev = at
-	if at != nil {
-		e.lnext = at.lnext
-		at.lnext = e
-	} else {
-		e.lnext = l.head
-		l.head = e
-	}
-	if e.lnext != nil {
-		e.lnext.lprev = e
-	} else {
-		l.tail = e
-	}
-	l.n++
-}
-
-func (l *leaseList) remove(e *entry) {
-	if e.lprev != nil {
-		e.lprev.lnext = e.lnext
-	} else {
-		l.head = e.lnext
-	}
-	if e.lnext != nil {
-		e.lnext.lprev = e.lprev
-	} else {
-		l.tail = e.lprev
-	}
-	e.lprev, e.lnext = nil, nil
-	l.n--
-}
-
 // timeHeap holds the delayed jobs by readyAt, then seq.
 type timeHeap struct {
 	es []*entry
@@ -322,12 +305,13 @@ type waitList struct {
 func NewMemory() *Memory {
 	m := &Memory{
 		ids:  make(map[string]*entry),
-		keys: make(map[string]*keyFIFO),
+		keys: make(map[string]*dlist),
 		seen: make(map[string]time.Time),
 
 		deadIDs:     make(map[string]*DeadMessage),
 		queuedLater: make(map[*entry]struct{}),
 		kick:        make(chan struct{}, 1),
+		leased:      dlist{on: onLease},
 	}
 	return m
 }
@@ -407,7 +391,7 @@ func (m *Memory) Enqueue(ctx context.Context, msg Message) (EnqueueResult, error
 		case DropOldest:
 			victim := m.all.head
 			for victim != nil && victim.state == stateLeased {
-				victim = victim.next
+				victim = victim.ln[onAll].next
 			}
 			if victim == nil {
 				m.mu.Unlock()
@@ -515,13 +499,7 @@ func (m *Memory) store(msg Message, notBefore, now time.Time) {
 			m.keys[msg.Key] = k
 		}
 		e.key = k
-		e.kprev = k.tail
-		if k.tail != nil {
-			k.tail.knext = e
-		} else {
-			k.head = e
-		}
-		k.tail = e
+		k.push(e)
 		if k.head != e {
 			e.state = stateQueued
 			if !notBefore.IsZero() {
@@ -586,7 +564,7 @@ func (m *Memory) stored(id string) bool {
 	if len(id) != idLen || !slices.Contains(m.fresh, id[:idLen/2]) {
 		return false
 	}
-	for e := m.all.head; e != nil; e = e.next {
+	for e := m.all.head; e != nil; e = e.ln[onAll].next {
 		if e.msg.fresh && e.msg.ID == id {
 			return true
 		}
@@ -608,27 +586,24 @@ func (m *Memory) noteFresh(id string) {
 	}
 }
 
+// newEntry returns a recycled entry (remove cleared it) or a new one.
 func (m *Memory) newEntry() *entry {
 	e := m.free
-	if e != nil {
-		m.free = e.next
-		gen := e.gen
-		hist := e.history[:0]
-		*e = entry{gen: gen, history: hist}
-	} else {
-		e = &entry{}
+	if e == nil {
+		return &entry{heapIdx: -1}
 	}
-	e.heapIdx = -1
+	m.free = e.ln[onAll].next
+	e.ln[onAll].next = nil
 	return e
 }
 
-func (m *Memory) newKey() *keyFIFO {
+func (m *Memory) newKey() *dlist {
 	if n := len(m.keyFree); n > 0 {
 		k := m.keyFree[n-1]
 		m.keyFree = m.keyFree[:n-1]
 		return k
 	}
-	return &keyFIFO{}
+	return &dlist{on: onKey}
 }
 
 // schedule makes e ready at notBefore (now if zero or past). m.mu held.
@@ -806,7 +781,7 @@ func (m *Memory) take(now time.Time, lease time.Duration, d *Delivery) {
 	e.gen++
 	e.leaseStart = now
 	e.leaseEnd = now.Add(lease)
-	m.leased.insert(e)
+	m.lease(e)
 	d.Message = e.msg
 	d.Attempt = e.attempt
 	d.Redelivered = e.delivered
@@ -880,7 +855,7 @@ func (m *Memory) Extend(ctx context.Context, d *Delivery, lease time.Duration) e
 	}
 	m.leased.remove(e)
 	e.leaseEnd = m.clk.now().Add(lease)
-	m.leased.insert(e)
+	m.lease(e)
 	return nil
 }
 
@@ -980,16 +955,7 @@ func (m *Memory) remove(e *entry) {
 	if k := e.key; k != nil {
 		// e may be anywhere in its key FIFO (DropOldest evicts waiting ones).
 		wasHead := k.head == e
-		if e.kprev != nil {
-			e.kprev.knext = e.knext
-		} else {
-			k.head = e.knext
-		}
-		if e.knext != nil {
-			e.knext.kprev = e.kprev
-		} else {
-			k.tail = e.kprev
-		}
+		k.remove(e)
 		if k.head == nil {
 			delete(m.keys, e.msg.Key)
 			m.keyFree = append(m.keyFree, k)
@@ -1002,7 +968,8 @@ func (m *Memory) remove(e *entry) {
 		}
 	}
 	e.gen++
-	*e = entry{gen: e.gen, history: e.history[:0], next: m.free, heapIdx: -1}
+	*e = entry{gen: e.gen, history: e.history[:0], heapIdx: -1}
+	e.ln[onAll].next = m.free
 	m.free = e
 	m.signal(&m.roomWait)
 }
