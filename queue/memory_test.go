@@ -154,7 +154,7 @@ func TestMemoryDropOldestVictims(t *testing.T) {
 		for range 3 {
 			got = append(got, receive(t, m).ID)
 		}
-		if want := []string{"x", "y", "z"}; !equal(got, want) {
+		if want := []string{"x", "y", "z"}; !slices.Equal(got, want) {
 			t.Fatalf("received %v, want %v", got, want)
 		}
 		// Everything in flight: nothing to evict.
@@ -169,18 +169,6 @@ func TestMemoryDropOldestVictims(t *testing.T) {
 			t.Fatalf("dead letter reasons %v", reasons)
 		}
 	})
-}
-
-func equal(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // A blocked producer whose ctx ends passes on a wake-up it was given, so

@@ -1083,10 +1083,7 @@ func testAccounting(e *env) {
 		recv(e, done, "settled job")
 	}
 	s := stats(e, q)
-	var dead uint64
-	for _, v := range s.DeadLettered {
-		dead += v
-	}
+	dead := s.DeadLetteredTotal()
 	stored := s.Ready + s.InFlight + s.Delayed
 	if s.Enqueued != n || s.Acked+dead+uint64(stored) != s.Enqueued || s.Acked != 24 || dead != 36 || s.Dead != 36 {
 		e.Errorf("stats %+v: want enqueued = acked(24) + dead(36) + stored(0)", s)

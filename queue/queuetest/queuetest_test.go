@@ -17,9 +17,8 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-func TestMemory(t *testing.T) {
-	queuetest.Run(t, func(t *testing.T) queue.Backend { return queue.NewMemory() }, queuetest.Capabilities{})
-}
+// The suite itself runs against queue.NewMemory in package queue
+// (conformance_test.go); these tests check that it catches broken backends.
 
 // broken is a backend with one deliberate defect.
 type broken struct {
