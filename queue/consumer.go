@@ -140,7 +140,6 @@ type Consumer[T any] struct {
 
 	closing atomic.Bool // set once by Close (before intake stops), never reset
 	closeMu sync.Mutex  // serialises Close
-	closed  bool        // guarded by closeMu
 
 	hookPanic atomic.Pointer[HookPanic] // the first hook panic, set once
 
@@ -164,9 +163,8 @@ type worker[T any] struct {
 	hasNext bool
 
 	mu       sync.Mutex // guards the fields below
-	holding  bool       // d is being handled: the keeper renews its lease
-	gen      uint64     // counts the deliveries held, to tell them apart
-	running  bool       // a handler is running
+	gen      uint64     // counts the deliveries handled, to tell them apart
+	running  bool       // a handler runs on d: the keeper renews its lease
 	deadline time.Time  // the running handler's lease end
 	expired  bool       // the current job's lease expired
 	ctx      context.Context
@@ -263,7 +261,9 @@ func (w *worker[T]) run(context.Context) error {
 		}
 		c.mu.Unlock()
 	}()
-	var errDelay time.Duration
+	// Backend failures (a broker unreachable) are retried after a capped,
+	// jittered backoff, so that the workers do not retry in step.
+	errDelays := receiveBackoff.Sequence()
 	for {
 		var err error
 		if w.hasNext {
@@ -276,10 +276,8 @@ func (w *worker[T]) run(context.Context) error {
 				normal = true
 				return nil
 			}
-			// A backend failure (broker unreachable): retry with a capped
-			// backoff, without spinning.
-			errDelay = min(max(2*errDelay, 10*time.Millisecond), 5*time.Second)
-			t := time.NewTimer(errDelay)
+			c.q.c.backendErrors.Add(1)
+			t := time.NewTimer(errDelays.Next())
 			select {
 			case <-t.C:
 			case <-c.recv.Done():
@@ -287,7 +285,7 @@ func (w *worker[T]) run(context.Context) error {
 			t.Stop()
 			continue
 		}
-		errDelay = 0
+		errDelays.Reset()
 		if c.recv.Err() != nil {
 			// Close started while the job was being received.
 			w.settle(c.closing.Load(), opRelease, 0, Attempt{}, Event{})
@@ -334,7 +332,7 @@ func (c *Consumer[T]) keep() {
 		}
 		for _, w := range c.workers {
 			w.mu.Lock()
-			if !w.holding {
+			if !w.running {
 				w.mu.Unlock()
 				continue
 			}
@@ -342,9 +340,12 @@ func (c *Consumer[T]) keep() {
 			gen := w.gen
 			w.mu.Unlock()
 			err := c.q.backend.Extend(c.bg, &d, c.backendLease())
+			if err != nil && c.bg.Err() == nil {
+				c.q.c.backendErrors.Add(1)
+			}
 			if errors.Is(err, ErrLeaseLost) {
 				w.mu.Lock()
-				if w.holding && w.gen == gen && w.running {
+				if w.running && w.gen == gen {
 					w.cancel(ErrLeaseLost)
 				}
 				w.mu.Unlock()
@@ -353,6 +354,10 @@ func (c *Consumer[T]) keep() {
 		d = Delivery{}
 	}
 }
+
+// receiveBackoff spaces a worker's retries of a failing Receive.
+var receiveBackoff = backoff.Exponential(10*time.Millisecond, 2, 5*time.Second,
+	backoff.WithJitter(backoff.EqualJitter))
 
 // op is how a job is settled.
 type op int
@@ -369,13 +374,12 @@ const (
 // re-arms itself for the current one when it fires, so that a job costs no
 // timer operation.
 //
-// From here until the job is settled, the keeper renews its backend lease
-// (holding). The checks before (decoding, attempts, start-by) settle the
-// job at once, without a renewal.
+// From here until endLease, the keeper renews the job's backend lease. The
+// checks before (decoding, attempts, start-by) settle the job at once,
+// without a renewal.
 func (w *worker[T]) startLease(now time.Time) context.Context {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.holding = true
 	w.gen++
 	w.running = true
 	w.deadline = now.Add(w.c.opts.lease)
@@ -420,7 +424,6 @@ func (w *worker[T]) endLease() bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.running = false
-	w.holding = false
 	return w.expired
 }
 
@@ -605,6 +608,9 @@ func (w *worker[T]) settle(drain bool, o op, delay time.Duration, a Attempt, ev 
 		c.mu.Unlock()
 	}
 	if err != nil {
+		if c.bg.Err() == nil { // not Close giving up: see Stats.BackendErrors
+			c.q.c.backendErrors.Add(1)
+		}
 		return
 	}
 	hooks := &c.q.hooks
@@ -661,10 +667,9 @@ func (w *worker[T]) settle(drain bool, o op, delay time.Duration, a Attempt, ev 
 func (c *Consumer[T]) Close(ctx context.Context) (Report, error) {
 	c.closeMu.Lock()
 	defer c.closeMu.Unlock()
-	if c.closed {
+	if c.closing.Load() { // set only here, under closeMu
 		return Report{}, ErrClosed
 	}
-	c.closed = true
 	c.closing.Store(true)
 	c.recvCancel(ErrClosed)
 	var err error

@@ -50,7 +50,7 @@ type Memory struct {
 	cfg    Config
 
 	ids    map[string]*entry // stored jobs by ID, but for fresh ones (see stored)
-	fresh  []string          // the prefixes of the fresh IDs stored so far
+	fresh  string            // the prefix of the fresh IDs stored, once there is one
 	keys   map[string]*dlist // the jobs of each ordering key
 	all    dlist             // stored jobs in enqueue order
 	ready  readyQueue
@@ -102,7 +102,6 @@ type entry struct {
 	history    []Attempt
 	delivered  bool // Receive has leased e at least once
 	heapIdx    int  // index in the heap holding e, -1 if none
-	inRing     bool // e is in ready's ring
 	ln         [numLists]links
 	key        *dlist // the list of e's ordering key, if it has one
 }
@@ -188,7 +187,6 @@ func (r *readyQueue) len() int { return len(r.ring) - r.head + r.heap.Len() }
 func (r *readyQueue) push(e *entry) {
 	if e.seq > r.ringMax {
 		r.ringMax = e.seq
-		e.inRing = true
 		r.ring = append(r.ring, e)
 		return
 	}
@@ -214,31 +212,22 @@ func (r *readyQueue) popRing() *entry {
 		clear(r.ring[n:])
 		r.ring, r.head = r.ring[:n], 0
 	}
-	e.inRing = false
 	return e
 }
 
-// remove takes e out. A ready job in the ring is only removed as the oldest
-// job not in flight (DropOldest), which is the ring's head: the other case
-// is handled, at O(n), for robustness only.
+// remove takes out e, a ready job: from the heap if it is there, else from
+// the ring. A job in the ring is only removed as the oldest job not in
+// flight (DropOldest), and the ring's head is older than every other job in
+// it and not in flight: so it is e.
 func (r *readyQueue) remove(e *entry) {
-	if !e.inRing {
+	if e.heapIdx >= 0 {
 		heap.Remove(&r.heap, e.heapIdx)
 		return
 	}
-	if r.ring[r.head] == e {
-		r.popRing()
-		return
+	if r.ring[r.head] != e {
+		panic("queue: internal error: removing a ready job that is not the oldest")
 	}
-	for i := r.head; i < len(r.ring); i++ {
-		if r.ring[i] == e {
-			copy(r.ring[i:], r.ring[i+1:])
-			r.ring[len(r.ring)-1] = nil
-			r.ring = r.ring[:len(r.ring)-1]
-			e.inRing = false
-			return
-		}
-	}
+	r.popRing()
 }
 
 type seqHeap []*entry
@@ -398,7 +387,7 @@ func (m *Memory) Enqueue(ctx context.Context, msg Message) (EnqueueResult, error
 				return res, ErrFull
 			}
 			res.Evicted = append(res.Evicted, victim.msg.ID)
-			m.bury(victim, ReasonOverflow, Attempt{Number: victim.attempt, Start: now, End: now, Error: "queue: evicted by overflow (drop oldest)"}, now)
+			m.bury(victim, ReasonOverflow, Attempt{Number: victim.attempt, Start: now, End: now, Error: errEvicted.Error()}, now)
 			continue
 		}
 		// Block.
@@ -555,13 +544,13 @@ func (m *Memory) prune(now time.Time) {
 // ids: no other job can have that ID when it is stored, so the map insert
 // and delete would be spent on every job only to catch a producer that
 // later enqueues the same ID explicitly. Such an ID starts with the prefix
-// of the queue that generated it; for an ID with a prefix of m.fresh, the
+// of the queue that generated it; for an ID with the prefix m.fresh, the
 // stored jobs are searched (O(n), and only for such IDs).
 func (m *Memory) stored(id string) bool {
 	if _, ok := m.ids[id]; ok {
 		return true
 	}
-	if len(id) != idLen || !slices.Contains(m.fresh, id[:idLen/2]) {
+	if len(id) != idLen || m.fresh == "" || id[:idLen/2] != m.fresh {
 		return false
 	}
 	for e := m.all.head; e != nil; e = e.ln[onAll].next {
@@ -572,17 +561,11 @@ func (m *Memory) stored(id string) bool {
 	return false
 }
 
-// noteFresh remembers the prefix of the fresh ID id. m.mu held.
+// noteFresh remembers the prefix of the fresh ID id: the prefix of the one
+// Queue this Memory serves (Open refuses a second). m.mu held.
 func (m *Memory) noteFresh(id string) {
-	if len(id) != idLen {
-		return // not the queue's: stored() never searches for it
-	}
-	p := id[:idLen/2]
-	if len(m.fresh) > 0 && m.fresh[len(m.fresh)-1] == p {
-		return
-	}
-	if !slices.Contains(m.fresh, p) {
-		m.fresh = append(m.fresh, p)
+	if m.fresh == "" && len(id) == idLen {
+		m.fresh = id[:idLen/2]
 	}
 }
 

@@ -38,24 +38,21 @@ type Queue[T any] struct {
 type counters struct {
 	enqueued, duplicates, rejected, dropped atomic.Uint64
 	_                                       [64]byte
-	acked, retried                          atomic.Uint64
+	acked, retried, backendErrors           atomic.Uint64
 	dead                                    [numReasons]atomic.Uint64
 }
 
-const numReasons = 5
+// reasons lists the dead-letter reasons; counters.dead counts each at its
+// index here.
+var reasons = [...]Reason{ReasonAttempts, ReasonPermanent, ReasonPanic, ReasonOverflow, ReasonExpired}
+
+const numReasons = len(reasons)
 
 func reasonIndex(r Reason) int {
-	switch r {
-	case ReasonAttempts:
-		return 0
-	case ReasonPermanent:
-		return 1
-	case ReasonPanic:
-		return 2
-	case ReasonOverflow:
-		return 3
-	case ReasonExpired:
-		return 4
+	for i, x := range reasons {
+		if x == r {
+			return i
+		}
 	}
 	return 0
 }
@@ -424,6 +421,13 @@ type Stats struct {
 	Retried uint64
 	// DeadLettered counts jobs dead-lettered, by reason.
 	DeadLettered map[Reason]uint64
+	// BackendErrors counts the backend calls of this process's consumers
+	// that failed, other than by the consumer's own shutdown: a receive
+	// (retried after a backoff), a lease renewal, or the settling of a job
+	// (ack, retry, release or dead letter), whose job the backend then
+	// redelivers when its lease ends. A growing count is a backend in
+	// trouble, or leases too short for the handlers.
+	BackendErrors uint64
 }
 
 // DeadLetteredTotal returns the number of jobs dead-lettered, all reasons
@@ -444,19 +448,17 @@ func (q *Queue[T]) Stats(ctx context.Context) (Stats, error) {
 	}
 	s := Stats{
 		Ready: bs.Ready, InFlight: bs.InFlight, Delayed: bs.Delayed, Dead: bs.Dead,
-		Enqueued:   q.c.enqueued.Load(),
-		Duplicates: q.c.duplicates.Load(),
-		Rejected:   q.c.rejected.Load(),
-		Dropped:    q.c.dropped.Load(),
-		Acked:      q.c.acked.Load(),
-		Retried:    q.c.retried.Load(),
-		DeadLettered: map[Reason]uint64{
-			ReasonAttempts:  q.c.dead[0].Load(),
-			ReasonPermanent: q.c.dead[1].Load(),
-			ReasonPanic:     q.c.dead[2].Load(),
-			ReasonOverflow:  q.c.dead[3].Load(),
-			ReasonExpired:   q.c.dead[4].Load(),
-		},
+		Enqueued:      q.c.enqueued.Load(),
+		Duplicates:    q.c.duplicates.Load(),
+		Rejected:      q.c.rejected.Load(),
+		Dropped:       q.c.dropped.Load(),
+		Acked:         q.c.acked.Load(),
+		Retried:       q.c.retried.Load(),
+		BackendErrors: q.c.backendErrors.Load(),
+		DeadLettered:  make(map[Reason]uint64, numReasons),
+	}
+	for i, r := range reasons {
+		s.DeadLettered[r] = q.c.dead[i].Load()
 	}
 	if !bs.Oldest.IsZero() {
 		s.Lag = time.Since(bs.Oldest)

@@ -299,3 +299,58 @@ func TestStatsDelayedBehindKey(t *testing.T) {
 		}
 	})
 }
+
+// failOnce is a backend whose first Receive and first Ack fail (a broker
+// blip).
+type failOnce struct {
+	Backend
+	recvFailed, ackFailed *atomic.Bool
+}
+
+var errBlip = errors.New("broker unreachable")
+
+func (b failOnce) Receive(ctx context.Context, lease time.Duration, d *Delivery) error {
+	if b.recvFailed.CompareAndSwap(false, true) {
+		return errBlip
+	}
+	return b.Backend.Receive(ctx, lease, d)
+}
+
+func (b failOnce) Ack(ctx context.Context, d *Delivery) error {
+	if b.ackFailed.CompareAndSwap(false, true) {
+		return errBlip
+	}
+	return b.Backend.Ack(ctx, d)
+}
+
+// Backend failures outside Close used to go unseen: a failed receive was
+// retried, a failed ack left the job to be redelivered, and nothing counted
+// either. Stats.BackendErrors counts them; the job is handled again after
+// its lease and then acked.
+func TestBackendErrorsCounted(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := failOnce{NewMemory(), new(atomic.Bool), new(atomic.Bool)}
+		q, _ := New[string](WithBackend(b))
+		var handled atomic.Int32
+		c, err := q.Consume(context.Background(), func(ctx context.Context, j Job[string]) error {
+			handled.Add(1)
+			return nil
+		}, Workers(1), Lease(time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		enqueueOK(t, q, "x")
+		time.Sleep(time.Minute) // virtual: the failed ack's lease (1.5s) ends, the job comes back
+		if _, err := c.Close(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		s, err := q.Stats(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.BackendErrors != 2 || handled.Load() != 2 || s.Acked != 1 || s.Ready+s.InFlight+s.Delayed != 0 {
+			t.Errorf("backend errors %d, handled %d times, stats %+v; want 2 errors, handled twice, acked once, nothing left",
+				s.BackendErrors, handled.Load(), s)
+		}
+	})
+}
