@@ -8,6 +8,8 @@ import (
 	"runtime/debug"
 	"sync"
 	"time"
+
+	"github.com/corral-go/corral/internal/panics"
 )
 
 // A Pool runs tasks on at most N reused goroutines (workers), with at most Q tasks waiting in
@@ -521,22 +523,6 @@ func (p *Pool) maybeDoneLocked() {
 	}
 }
 
-// call runs fn, recovering a panic into a *PanicError. If fn calls runtime.Goexit, call does
-// not return (the caller's deferred functions see that).
-func call(ctx context.Context, fn func(context.Context) error) (err error, panicked bool) {
-	normal := false
-	defer func() {
-		if !normal {
-			if v := recover(); v != nil {
-				err, panicked = &PanicError{Value: v, Stack: debug.Stack()}, true
-			}
-		}
-	}()
-	err = fn(ctx)
-	normal = true
-	return err, false
-}
-
 // finish delivers a finished task's result to its resolver or to the error hook.
 func (p *Pool) finish(t *task, err error) {
 	if t.res != nil {
@@ -829,6 +815,12 @@ func (w *worker) taskCtx(p *Pool, parent context.Context) context.Context {
 		return w.cur.ctx
 	}
 	w.releaseCtx(&ancestry{parent})
+	if parent.Value(poolQuery{p}) != nil {
+		// parent descends from a context this pool derived: it already ends with the pool's
+		// lifetime, and a worker that cached it keeps it (releaseCtx) while tasks of its
+		// descendants come.
+		return parent
+	}
 	w.cur = p.derive(parent)
 	// Only a pointer is cached: a value of a comparable type (a struct) may hold an
 	// uncomparable value in an interface field, and comparing two such values panics.
@@ -851,7 +843,7 @@ func (p *Pool) derive(parent context.Context) derived {
 	ctx, cancel := context.WithCancelCause(parent)
 	life := p.life
 	stop := context.AfterFunc(life, func() { cancel(context.Cause(life)) })
-	return derived{ctx: &taskContext{ctx}, cancel: cancel, stop: stop}
+	return derived{ctx: &taskContext{ctx, p}, cancel: cancel, stop: stop}
 }
 
 // release cancels d's context, with context.Canceled as the cause.
@@ -863,7 +855,13 @@ func (d derived) release() {
 // A taskContext is a context derived by the pool for tasks. It answers an ancestorQuery for
 // itself, so that a worker can tell whether an incoming task's context descends from one it
 // cached (a task's follow-up, submitted with the task's own context) before cancelling it.
-type taskContext struct{ context.Context }
+type taskContext struct {
+	context.Context
+	p *Pool
+}
+
+// poolQuery is a Value key answered by the task contexts of one pool.
+type poolQuery struct{ p *Pool }
 
 // ancestry asks whether a context descends from a taskContext.
 type ancestry struct{ ctx context.Context }
@@ -876,8 +874,15 @@ func (a *ancestry) of(c *taskContext) bool { return a.ctx.Value(ancestorQuery{c}
 type ancestorQuery struct{ c *taskContext }
 
 func (c *taskContext) Value(key any) any {
-	if q, ok := key.(ancestorQuery); ok && q.c == c {
-		return c
+	switch q := key.(type) {
+	case ancestorQuery:
+		if q.c == c {
+			return c
+		}
+	case poolQuery:
+		if q.p == c.p {
+			return c
+		}
 	}
 	return c.Context.Value(key)
 }
@@ -887,6 +892,7 @@ func (c *taskContext) String() string { return fmt.Sprint(c.Context) }
 // runInline runs t in the calling goroutine. t was already counted as started and in
 // Pool.inline.
 func (p *Pool) runInline(t task) {
+	var res error
 	start := p.now()
 	ctx := p.life
 	var d derived
@@ -901,15 +907,20 @@ func (p *Pool) runInline(t task) {
 		p.maybeDoneLocked()
 		p.mu.Unlock()
 	}()
-	var err error
-	var panicked bool
-	normal := false
+	var c panics.Catcher
 	defer func() {
 		if d.ctx != nil {
 			d.release()
 		}
-		if !normal {
-			err, panicked = errGoexit, false
+		var err error
+		panicked := false
+		switch {
+		case c.Panic != nil:
+			err, panicked = &PanicError{Value: c.Panic.Value, Stack: c.Panic.Stack}, true
+		case c.Goexit:
+			err = errGoexit
+		default:
+			err = res
 		}
 		now := p.now()
 		p.mu.Lock()
@@ -917,8 +928,9 @@ func (p *Pool) runInline(t task) {
 		p.mu.Unlock()
 		p.finish(&t, err)
 	}()
-	err, panicked = call(ctx, t.fn)
-	normal = true
+	defer c.Recover()
+	res = t.fn(ctx)
+	c.Returned()
 }
 
 // Close stops intake and waits for the pool to drain: later submits return ErrClosed, blocked

@@ -3,6 +3,7 @@ package pool_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"runtime"
 	"slices"
 	"strings"
@@ -181,8 +182,8 @@ func TestGroupGoInlineGoexitIsContained(t *testing.T) {
 		select {
 		case <-gate:
 		default:
+			close(gate) // let the worker go, so that the failure below is reported, not a deadlock
 			t.Fatal("the task's Goexit ended the goroutine that called Go")
-			close(gate)
 		}
 		mustClose(t, p)
 		checkIdentity(t, p.Stats())
@@ -380,4 +381,29 @@ func TestBlockIsFIFOWithoutQueue(t *testing.T) {
 		}
 		checkIdentity(t, p.Stats())
 	})
+}
+
+// Found in review: each follow-up submitted with its task's context was
+// wrapped in one more pool-made context, so a chain of hops nested contexts
+// without bound (1,001 cancel layers after 1,000 hops). A context that the
+// pool made already ends with the pool: it is now used as is.
+func TestFollowUpChainDoesNotNestContexts(t *testing.T) {
+	p := pool.New(1, 4)
+	vctx := context.WithValue(bg, ctxKey{}, "req")
+	done := make(chan string, 1)
+	var hop func(n int) func(context.Context) error
+	hop = func(n int) func(context.Context) error {
+		return func(ctx context.Context) error {
+			if n == 0 {
+				done <- fmt.Sprint(ctx)
+				return nil
+			}
+			return p.Submit(ctx, hop(n-1))
+		}
+	}
+	mustSubmit(t, p, vctx, hop(1000))
+	if n := strings.Count(<-done, "WithCancel"); n != 1 {
+		t.Errorf("the last hop's context has %d cancel layers, want 1", n)
+	}
+	mustClose(t, p)
 }
