@@ -8,7 +8,6 @@ type Option interface{ apply(*options) }
 
 type options struct {
 	limit        int
-	limitSet     bool
 	timeout      time.Duration
 	timeoutSet   bool
 	newPolicy    func() Policy // nil: FailFast
@@ -35,7 +34,7 @@ func Limit(n int) Option {
 	if n < 0 {
 		panic("scope: negative limit")
 	}
-	return optionFunc(func(o *options) { o.limit, o.limitSet = n, true })
+	return optionFunc(func(o *options) { o.limit = n })
 }
 
 // Timeout cancels the scope d after Run starts. The cancellation cause matches ErrTimeout and

@@ -24,10 +24,10 @@ func Spawn[T any](s *Scope, task func(ctx context.Context) (T, error)) *Handle[T
 	return h
 }
 
-func spawnTask[T any](h *Handle[T], task func(context.Context) (T, error)) task {
-	return taskDef{
+func spawnTask[T any](h *Handle[T], fn func(context.Context) (T, error)) task {
+	return task{
 		fn: func(ctx context.Context) error {
-			v, err := task(ctx)
+			v, err := fn(ctx)
 			h.val = v
 			return err
 		},
@@ -35,7 +35,7 @@ func spawnTask[T any](h *Handle[T], task func(context.Context) (T, error)) task 
 			h.err = err
 			close(h.done)
 		},
-	}.task()
+	}
 }
 
 // Wait blocks until the task has ended, or was skipped, and returns its value and error. The
@@ -109,23 +109,6 @@ func withDefaultLimit(opts []Option) []Option {
 	return append([]Option{Limit(runtime.GOMAXPROCS(0))}, opts...)
 }
 
-// mapSlot is one element of MapSeq's ordered window.
-type mapSlot[R any] struct {
-	done chan struct{} // closed when the call ended or was skipped
-	val  R             // written before done is closed
-	err  error         // written before done is closed
-}
-
-// ready reports whether the slot's call has ended, without waiting.
-func (sl *mapSlot[R]) ready() bool {
-	select {
-	case <-sl.done:
-		return true
-	default:
-		return false
-	}
-}
-
 // MapSeq is Map over a sequence, yielding results lazily in the order of in. At most n calls
 // run at once and at most n results wait to be consumed, where n is set by a Limit option
 // (default, and for Limit(0), runtime.GOMAXPROCS(0)).
@@ -155,32 +138,20 @@ func MapSeq[T, R any](ctx context.Context, in iter.Seq[T], f func(ctx context.Co
 		panic("scope: nil sequence or func")
 	}
 	return func(yield func(R, error) bool) {
-		opts := withDefaultLimit(opts)
-		var o options
-		for _, op := range opts {
-			if op == nil {
-				panic("scope: nil option")
-			}
-			op.apply(&o)
-		}
-		n := o.limit
-		if n == 0 {
-			n = runtime.GOMAXPROCS(0)
-			opts = append(opts, Limit(n))
-		}
 		var (
 			stopped bool  // the consumer broke out of the loop
 			cut     error // why not every element was delivered, for when Run's error is nil
 		)
 		err := Run(ctx, func(s *Scope) error {
+			n := s.opts.limit
 			next, stop := iter.Pull(in)
 			defer stop()
-			window := make([]*mapSlot[R], n) // a ring: count slots from head, oldest first
+			window := make([]*Handle[R], n) // a ring: count slots from head, oldest first
 			head, count := 0, 0
 			more := true // in may have more elements
 			for {
 				if more && count < n && (count == 0 || !window[head].ready()) {
-					if s.ctx.Err() != nil {
+					if s.cancelled() {
 						// Start nothing more, but deliver what has been computed.
 						more, cut = false, context.Cause(s.ctx)
 						continue
@@ -190,10 +161,8 @@ func MapSeq[T, R any](ctx context.Context, in iter.Seq[T], f func(ctx context.Co
 						more = false
 						continue
 					}
-					sl := &mapSlot[R]{done: make(chan struct{})}
-					window[(head+count)%n] = sl
+					window[(head+count)%n] = Spawn(s, func(ctx context.Context) (R, error) { return f(ctx, v) })
 					count++
-					s.start(mapTask(sl, f, v), true)
 					continue
 				}
 				if count == 0 {
@@ -216,7 +185,7 @@ func MapSeq[T, R any](ctx context.Context, in iter.Seq[T], f func(ctx context.Co
 					return nil
 				}
 			}
-		}, opts...)
+		}, append(opts[:len(opts):len(opts)], boundedLimit)...)
 		if stopped {
 			return
 		}
@@ -230,33 +199,27 @@ func MapSeq[T, R any](ctx context.Context, in iter.Seq[T], f func(ctx context.Co
 	}
 }
 
-// mapTask is the task of one MapSeq call: f(v), its outcome kept in sl.
-func mapTask[T, R any](sl *mapSlot[R], f func(context.Context, T) (R, error), v T) task {
-	return taskDef{
-		fn: func(ctx context.Context) error {
-			r, err := f(ctx, v)
-			sl.val = r
-			return err
-		},
-		settle: func(err error) {
-			sl.err = err
-			close(sl.done)
-		},
-	}.task()
-}
-
-// taskDef builds a task value; it keeps the struct literal in one place.
-type taskDef struct {
-	fn     func(context.Context) error
-	name   string
-	settle func(error)
-}
-
-func (d taskDef) task() task { return task{fn: d.fn, name: d.name, settle: d.settle} }
-
 // stop cancels the scope because its consumer stopped; this is not a failure.
 func (s *Scope) stop() {
 	s.mu.Lock()
 	s.cancelLocked(&doneError{"scope: consumer stopped"})
 	s.mu.Unlock()
 }
+
+// ready reports whether the task has ended, without waiting.
+func (h *Handle[T]) ready() bool {
+	select {
+	case <-h.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// boundedLimit, applied after the caller's options, gives a scope without a Limit one of
+// runtime.GOMAXPROCS(0).
+var boundedLimit = optionFunc(func(o *options) {
+	if o.limit == 0 {
+		o.limit = runtime.GOMAXPROCS(0)
+	}
+})

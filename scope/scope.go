@@ -375,9 +375,7 @@ func (s *Scope) cancelLocked(cause error) bool {
 // scope is cancelled, so the common case takes no lock: a non-blocking receive from a closed
 // channel does not lock it, while ctx.Err and context.Cause do.
 func (s *Scope) isEcho(err error) bool {
-	select {
-	case <-s.done:
-	default:
+	if !s.cancelled() {
 		return false
 	}
 	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) ||
@@ -426,7 +424,7 @@ func (s *Scope) watch() {
 	select {
 	case <-done:
 		return
-	case <-s.ctx.Done():
+	case <-s.done:
 	}
 	timer := time.NewTimer(s.opts.stuckGrace)
 	defer timer.Stop()
