@@ -24,22 +24,22 @@ const (
 	poolQueue   = 1024
 )
 
-// submitter is one pool under test: submit hands it a no-op task that calls done, and stop
-// waits for its goroutines.
+// submitter is one pool under test: submit hands it a no-op task that calls the done given to
+// new, and stop waits for its goroutines.
 type submitter struct {
-	submit func(done func())
+	submit func()
 	stop   func()
 }
 
-// poolImpls builds each pool under test. The task passed to submit is made once per
-// benchmark, so that the benchmark measures the pool, not the closure.
+// poolImpls builds each pool under test. The task is made once, by new, so that the benchmark
+// measures the pool, not the closure (and submitters running in parallel share it read-only).
 var poolImpls = []struct {
 	name string
-	new  func() submitter
+	new  func(done func()) submitter
 }{
-	{"corral", func() submitter { return corralSubmitter() }},
-	{"corral/timed", func() submitter { return corralSubmitter(pool.WithTimings()) }},
-	{"baseline", func() submitter {
+	{"corral", func(d func()) submitter { return corralSubmitter(d) }},
+	{"corral/timed", func(d func()) submitter { return corralSubmitter(d, pool.WithTimings()) }},
+	{"baseline", func(d func()) submitter {
 		// The physical limit: a buffered channel of funcs feeding fixed goroutines.
 		ch := make(chan func(), poolQueue)
 		var wg sync.WaitGroup
@@ -51,14 +51,14 @@ var poolImpls = []struct {
 			})
 		}
 		return submitter{
-			submit: func(d func()) { ch <- d },
+			submit: func() { ch <- d },
 			stop:   func() { close(ch); wg.Wait() },
 		}
 	}},
-	{"pond", func() submitter {
+	{"pond", func(d func()) submitter {
 		p := pond.NewPool(poolWorkers, pond.WithQueueSize(poolQueue))
 		return submitter{
-			submit: func(d func()) {
+			submit: func() {
 				if err := p.Go(d); err != nil {
 					panic(err)
 				}
@@ -66,17 +66,17 @@ var poolImpls = []struct {
 			stop: p.StopAndWait,
 		}
 	}},
-	{"conc", func() submitter {
+	{"conc", func(d func()) submitter {
 		p := concpool.New().WithMaxGoroutines(poolWorkers)
-		return submitter{submit: p.Go, stop: p.Wait}
+		return submitter{submit: func() { p.Go(d) }, stop: p.Wait}
 	}},
-	{"ants", func() submitter {
+	{"ants", func(d func()) submitter {
 		p, err := ants.NewPool(poolWorkers)
 		if err != nil {
 			panic(err)
 		}
 		return submitter{
-			submit: func(d func()) {
+			submit: func() {
 				if err := p.Submit(d); err != nil {
 					panic(err)
 				}
@@ -88,24 +88,19 @@ var poolImpls = []struct {
 			},
 		}
 	}},
-	{"workerpool", func() submitter {
+	{"workerpool", func(d func()) submitter {
 		p := workerpool.New(poolWorkers)
-		return submitter{submit: p.Submit, stop: p.StopWait}
+		return submitter{submit: func() { p.Submit(d) }, stop: p.StopWait}
 	}},
 }
 
 // corralSubmitter is a corral pool of 8 workers and a queue of 1,024 with the Block policy.
-func corralSubmitter(opts ...pool.Option) submitter {
+func corralSubmitter(done func(), opts ...pool.Option) submitter {
 	p := pool.New(poolWorkers, poolQueue, opts...)
-	var task func(context.Context) error
-	var done func()
+	task := func(context.Context) error { done(); return nil }
 	ctx := context.Background()
 	return submitter{
-		submit: func(d func()) {
-			if task == nil {
-				done = d
-				task = func(context.Context) error { done(); return nil }
-			}
+		submit: func() {
 			if err := p.Submit(ctx, task); err != nil {
 				panic(err)
 			}
@@ -124,21 +119,20 @@ func corralSubmitter(opts ...pool.Option) submitter {
 func BenchmarkPoolSubmit(b *testing.B) {
 	for _, impl := range poolImpls {
 		b.Run(impl.name, func(b *testing.B) {
-			s := impl.new()
-			defer s.stop()
 			var wg sync.WaitGroup
-			done := wg.Done
+			s := impl.new(wg.Done)
+			defer s.stop()
 			// Warm up: start the workers and size the queue.
 			wg.Add(poolQueue)
 			for range poolQueue {
-				s.submit(done)
+				s.submit()
 			}
 			wg.Wait()
 			b.ReportAllocs()
 			b.ResetTimer()
 			wg.Add(b.N)
 			for range b.N {
-				s.submit(done)
+				s.submit()
 			}
 			wg.Wait()
 			b.StopTimer()
@@ -150,8 +144,6 @@ func BenchmarkPoolSubmit(b *testing.B) {
 func BenchmarkPoolContended(b *testing.B) {
 	for _, impl := range poolImpls {
 		b.Run(impl.name, func(b *testing.B) {
-			s := impl.new()
-			defer s.stop()
 			var pending atomic.Int64
 			var wg sync.WaitGroup
 			wg.Add(1)
@@ -160,13 +152,15 @@ func BenchmarkPoolContended(b *testing.B) {
 					wg.Done()
 				}
 			}
+			s := impl.new(done)
+			defer s.stop()
 			pending.Add(1) // held by the benchmark until every submitter is done
 			b.ReportAllocs()
 			b.ResetTimer()
 			b.RunParallel(func(pb *testing.PB) {
 				for pb.Next() {
 					pending.Add(1)
-					s.submit(done)
+					s.submit()
 				}
 			})
 			done()
@@ -197,12 +191,11 @@ func BenchmarkPoolMemory(b *testing.B) {
 						stopSampling = samplePeak(&peak, heapLive())
 						b.StartTimer()
 					}
-					s := impl.new()
 					var wg sync.WaitGroup
-					done := wg.Done
+					s := impl.new(wg.Done)
 					wg.Add(n)
 					for range n {
-						s.submit(done)
+						s.submit()
 					}
 					wg.Wait()
 					s.stop()
