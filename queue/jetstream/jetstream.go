@@ -1,6 +1,7 @@
 package jetstream
 
 import (
+	"cmp"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -8,6 +9,7 @@ import (
 	"fmt"
 	"iter"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -446,10 +448,16 @@ func (b *Backend) evictOldest(ctx context.Context) (string, error) {
 	// A job prefetched but not handed out is not leased, and older than any job the consumer
 	// has not delivered yet: evict it first.
 	victim := b.takePrefetched()
+	b.mu.Lock()
+	cons := b.cons // replaced by pumpFor, under b.mu
+	b.mu.Unlock()
 	for try := 0; victim == nil; try++ {
+		if err := ctx.Err(); err != nil {
+			return "", context.Cause(ctx)
+		}
 		// Not FetchNoWait: the server may answer "no messages" for a job published an
 		// instant ago, before the consumer has seen it, or when it is slow to answer.
-		batch, err := b.cons.Fetch(1, natsjs.FetchMaxWait(100*time.Millisecond))
+		batch, err := cons.Fetch(1, natsjs.FetchMaxWait(100*time.Millisecond))
 		if err != nil {
 			return "", fmt.Errorf("jetstream: evict: %w", err)
 		}
@@ -463,8 +471,11 @@ func (b *Backend) evictOldest(ctx context.Context) (string, error) {
 			break
 		}
 		// Nothing came: either every stored job is leased, or the fetch was too slow.
-		// The consumer's count of jobs not yet delivered tells which.
-		info, err := b.cons.Info(ctx)
+		// The consumer's count of jobs not yet delivered tells which (asked through the
+		// handle kept for such queries: see statCons).
+		b.statsMu.Lock()
+		info, err := b.statCons.Info(ctx)
+		b.statsMu.Unlock()
 		if err != nil {
 			return "", fmt.Errorf("jetstream: evict: %w", err)
 		}
@@ -512,7 +523,6 @@ func (b *Backend) takePrefetched() natsjs.Msg {
 // delivered is the backend's part of a queue.Delivery (its Token).
 type delivered struct {
 	msg      natsjs.Msg
-	seq      uint64 // stream sequence
 	mu       sync.Mutex
 	leaseEnd time.Time // guarded by mu
 	st       jobState
@@ -573,7 +583,7 @@ func (b *Backend) delivery(ctx context.Context, m natsjs.Msg) (*queue.Delivery, 
 	if err != nil {
 		return nil, fmt.Errorf("jetstream: message metadata: %w", err)
 	}
-	tok := &delivered{msg: m, seq: md.Sequence.Stream}
+	tok := &delivered{msg: m}
 	qm := messageFrom(m.Headers(), m.Data())
 	if md.NumDelivered > 1 {
 		if tok.st, err = b.loadState(ctx, qm.ID); err != nil {
@@ -1004,17 +1014,9 @@ func fillHistory(h []queue.Attempt, attempt int) []queue.Attempt {
 		}
 	}
 	if len(h) > 1 {
-		sortAttempts(h)
+		slices.SortStableFunc(h, func(a, b queue.Attempt) int { return cmp.Compare(a.Number, b.Number) })
 	}
 	return h
-}
-
-func sortAttempts(h []queue.Attempt) {
-	for i := 1; i < len(h); i++ {
-		for j := i; j > 0 && h[j].Number < h[j-1].Number; j-- {
-			h[j], h[j-1] = h[j-1], h[j]
-		}
-	}
 }
 
 // Release implements queue.Backend: the delivery is recorded as not an attempt and the job is
@@ -1056,7 +1058,7 @@ func (b *Backend) bury(ctx context.Context, d *queue.Delivery, reason queue.Reas
 	putTime(h, hdrDeadAt, time.Now())
 	msg := &nats.Msg{Subject: b.deadPrefix + token(d.ID), Header: h, Data: d.Body}
 	// The same job buried twice (a crash before Term) is one dead letter.
-	msgID := d.ID + "\x00dead\x00" + strconv.FormatUint(tok.seq, 10)
+	msgID := d.ID + "\x00dead\x00" + strconv.FormatUint(d.Seq, 10)
 	if _, err := b.js.PublishMsg(ctx, msg, natsjs.WithMsgID(msgID)); err != nil {
 		return fmt.Errorf("jetstream: dead-letter %s: %w", d.ID, err)
 	}
