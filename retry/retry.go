@@ -196,9 +196,7 @@ func (p *Policy) Do(ctx context.Context, op func(context.Context) error) error {
 	if !p.loop && ctx.Err() == nil {
 		err := op(ctx)
 		if err == nil {
-			if b := p.o.budget; b != nil {
-				b.Deposit()
-			}
+			p.succeeded()
 			return nil
 		}
 		return p.run(ctx, op, err)
@@ -220,9 +218,7 @@ func DoValue[T any](ctx context.Context, p *Policy, op func(context.Context) (T,
 	var err error
 	if !p.loop && ctx.Err() == nil {
 		if v, err = op(ctx); err == nil {
-			if b := p.o.budget; b != nil {
-				b.Deposit()
-			}
+			p.succeeded()
 			return v, nil
 		}
 	}
