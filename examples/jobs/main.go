@@ -103,6 +103,12 @@ func run(ctx context.Context, out io.Writer) error {
 	if err != nil {
 		return err
 	}
+	closed := false
+	defer func() {
+		if !closed { // an early return: still stop the consumer's workers before returning
+			_, _ = c.Close(context.WithoutCancel(ctx))
+		}
+	}()
 	if err := waitSettled(ctx, settled, len(invoices)); err != nil {
 		return err
 	}
@@ -144,6 +150,7 @@ func run(ctx context.Context, out io.Writer) error {
 	}
 
 	report, err := c.Close(ctx)
+	closed = true
 	fmt.Fprintf(out, "consumer closed: %+v, err=%v\n", report, err)
 	return err
 }

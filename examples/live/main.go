@@ -244,7 +244,7 @@ func (d *demo) work(ctx context.Context) error {
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), closeTimeout)
 	defer cancel()
 	rep, cerr := c.Close(cctx)
-	if cerr != nil || rep.Abandoned > 0 {
+	if rep.Abandoned > 0 {
 		cerr = errors.Join(cerr, fmt.Errorf("consumer: %d jobs left unsettled (abandoned)", rep.Abandoned))
 	}
 	if err = errors.Join(err, cerr); err != nil {
@@ -365,7 +365,7 @@ func (d *demo) snapshot(ctx context.Context) (snapshot, error) {
 		Enqueued: st.Enqueued,
 		Acked:    st.Acked,
 		Retried:  st.Retried,
-		Dead:     settledCount(st) - st.Acked,
+		Dead:     st.DeadLetteredTotal(),
 		Ready:    st.Ready,
 		InFlight: st.InFlight,
 		Delayed:  st.Delayed,

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -92,7 +93,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, now func(
 	if m.goVersion == "" {
 		m.goVersion = runtime.Version()
 	}
-	if v := cmpOrKey(p.config, "goversion", "go"); v != "" {
+	if v := cmp.Or(p.config["goversion"], p.config["go"]); v != "" {
 		m.goVersion = v
 	}
 	for _, r := range p.results {
@@ -108,16 +109,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, now func(
 		return err
 	}
 	return testErr
-}
-
-// cmpOrKey returns the first non-empty value of keys in config.
-func cmpOrKey(config map[string]string, keys ...string) string {
-	for _, k := range keys {
-		if v := config[k]; v != "" {
-			return v
-		}
-	}
-	return ""
 }
 
 // parseFlags parses and checks the command line.
