@@ -22,7 +22,16 @@ import (
 // A Memory serves one Queue: Open fails if called twice. Memory is safe for
 // concurrent use.
 type Memory struct {
-	clk clock // reads the time (time.Now, at half the cost)
+	// The fields are grouped by who writes them, each group on cache lines
+	// of its own (the blank pads), so that the producers' writes and the
+	// consumers' writes do not evict each other's lines on every job.
+
+	// Written once (cfg by Open, before any other call; kick by NewMemory)
+	// or once a second (clk's anchor); read by everyone.
+	clk  clock // reads the time (time.Now, at half the cost)
+	cfg  Config
+	kick chan struct{} // capacity 1: wakes a waiting receiver for the inbox, without mu
+	_    [64]byte
 
 	// The fast path of Enqueue (see Enqueue) appends to inbox under inMu,
 	// not mu, so that a producer does not contend with the consumers for
@@ -32,22 +41,20 @@ type Memory struct {
 	inbox    []Message    // guarded by inMu
 	inboxLen atomic.Int32 // len(inbox), read without inMu
 	// Jobs stored or in the inbox, which capacity bounds, are in - out:
-	// reserve counts in, remove counts out. They sit on separate cache lines
-	// so that producers and consumers do not write to the same one, and a
-	// producer reads out only when its last reading says the queue is full
-	// (out only grows, so an old reading can only overstate the count).
-	in       atomic.Int64
-	_        [56]byte
-	out      atomic.Int64
-	_        [56]byte
-	outSeen  atomic.Int64  // a past reading of out
-	sleepers atomic.Int32  // receivers about to wait or waiting in recvWait
-	kick     chan struct{} // capacity 1: wakes a waiting receiver for the inbox, without mu
+	// reserve counts in, remove counts out (under mu). A producer reads out
+	// only when its last reading, outSeen, says the queue is full (out only
+	// grows, so an old reading can only overstate the count).
+	in      atomic.Int64
+	outSeen atomic.Int64
+	_       [64]byte
+
+	sleepers atomic.Int32 // receivers about to wait or waiting in recvWait
+	_        [64]byte
 
 	mu     sync.Mutex // guards every field below
+	out    atomic.Int64
 	opened bool
 	spare  []Message // the inbox's other buffer, swapped in by drain
-	cfg    Config
 
 	ids    map[string]*entry // stored jobs by ID, but for fresh ones (see stored)
 	fresh  string            // the prefix of the fresh IDs stored, once there is one
@@ -339,7 +346,24 @@ func (m *Memory) Enqueue(ctx context.Context, msg Message) (EnqueueResult, error
 		msg.EnqueuedAt = now
 	}
 	var res EnqueueResult
-	if msg.fresh && msg.Key == "" && msg.NotBefore.IsZero() && m.cfg.DedupHorizon == 0 && m.reserve() {
+	fast := msg.fresh && msg.Key == "" && msg.NotBefore.IsZero() && m.cfg.DedupHorizon == 0
+	if fast && !m.reserve() {
+		// Full. Such a job cannot be a duplicate, and moving the inbox
+		// does not make room: only DropOldest needs the main path.
+		switch m.cfg.Overflow {
+		case Reject:
+			return res, ErrFull
+		case DropNewest:
+			return res, ErrDropped
+		case Block:
+			if err := m.waitRoom(ctx); err != nil {
+				return res, err
+			}
+		default:
+			fast = false
+		}
+	}
+	if fast {
 		m.inMu.Lock()
 		m.inbox = append(m.inbox, msg)
 		first := len(m.inbox) == 1
@@ -405,6 +429,22 @@ func (m *Memory) Enqueue(ctx context.Context, msg Message) (EnqueueResult, error
 	m.passRoom()
 	m.mu.Unlock()
 	return res, nil
+}
+
+// waitRoom waits for room and reserves it, for a job of the fast path of
+// Enqueue under Block. It holds mu only to wait: the job itself goes to the
+// inbox, so a blocked producer does not keep the consumers from mu by
+// moving the inbox and storing its job there.
+func (m *Memory) waitRoom(ctx context.Context) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for !m.reserve() {
+		if err := m.wait(ctx, &m.roomWait, time.Time{}, nil); err != nil {
+			return err
+		}
+	}
+	m.passRoom()
+	return nil
 }
 
 // passRoom wakes a blocked producer if there is room: a producer woken for

@@ -404,3 +404,45 @@ func TestMemoryInboxWakesReceiver(t *testing.T) {
 		}
 	})
 }
+
+// Producers of fresh jobs blocked on a full queue wait outside the main
+// lock (waitRoom): each slot freed lets exactly one of them in, and every
+// job they enqueue is delivered.
+func TestMemoryBlockedFreshProducers(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		m := open(t, Config{Capacity: 1, Overflow: Block})
+		mustEnqueue(t, m, Message{ID: freshID(0), fresh: true})
+		done := make(chan error, 3)
+		for i := 1; i <= 3; i++ {
+			go func() {
+				_, err := m.Enqueue(ctx, Message{ID: freshID(i), fresh: true})
+				done <- err
+			}()
+		}
+		synctest.Wait()
+		if len(done) != 0 {
+			t.Fatalf("%d producers got in a full queue", len(done))
+		}
+		seen := map[string]bool{}
+		for i := range 4 {
+			d := receive(t, m)
+			seen[d.ID] = true
+			if err := m.Ack(ctx, &d); err != nil {
+				t.Fatal(err)
+			}
+			synctest.Wait()
+			if want := min(i+1, 3); len(done) != want {
+				t.Fatalf("after %d acks, %d producers got in, want %d", i+1, len(done), want)
+			}
+		}
+		for range 3 {
+			if err := <-done; err != nil {
+				t.Fatal(err)
+			}
+		}
+		if len(seen) != 4 {
+			t.Fatalf("delivered %v, want 4 distinct jobs", seen)
+		}
+	})
+}

@@ -25,11 +25,14 @@ type Queue[T any] struct {
 	maxWait time.Duration
 
 	idPrefix string // 16 random hex digits
-	idSeq    atomic.Uint64
-	ids      atomic.Pointer[idBlock]
 	clk      clock
 
-	c counters
+	// Written by the producers on every job: kept off the cache lines of
+	// the fields above, which the consumers read on every job.
+	_     [64]byte
+	idSeq atomic.Uint64
+	ids   atomic.Pointer[idBlock]
+	c     counters
 }
 
 // counters are the queue's cumulative counts (this process's view). The
