@@ -134,6 +134,7 @@ type Consumer[T any] struct {
 	recvCancel context.CancelCauseFunc
 
 	workers  []*worker[T]
+	epoch    time.Time // the origin of worker.deadline
 	pool     *pool.Pool
 	mem      *Memory // the backend, if it is a Memory: see worker.next
 	keepDone chan struct{}
@@ -162,16 +163,35 @@ type worker[T any] struct {
 	next    Delivery
 	hasNext bool
 
-	mu       sync.Mutex // guards the fields below
-	gen      uint64     // counts the deliveries handled, to tell them apart
-	running  bool       // a handler runs on d: the keeper renews its lease
-	deadline time.Time  // the running handler's lease end
-	expired  bool       // the current job's lease expired
+	// st is the lease state of the job in d: the count of deliveries
+	// handled (its generation, shifted by stShift) and the st* bits. The
+	// worker starts and ends a lease without mu (see endLease). The lease
+	// timer (expire) and the keeper, which act on a running handler from
+	// other goroutines, hold mu and claim the generation first.
+	st       atomic.Uint64
+	deadline atomic.Int64 // the running handler's lease end, in ns from c.epoch
+	armed    atomic.Bool  // leaseEnd is set to fire
+
+	mu       sync.Mutex // serialises the claims on st, and guards the fields below
 	ctx      context.Context
 	cancel   context.CancelCauseFunc
 	leaseEnd *time.Timer // cancels ctx when the current job's lease ends
-	armed    bool        // leaseEnd is set to fire
 }
+
+// The bits of worker.st.
+const (
+	// stRunning: a handler runs on d. The keeper renews its lease, and
+	// expire cancels it at its deadline.
+	stRunning = 1 << iota
+	// stClaimed: expire or the keeper, holding mu, acts on this
+	// generation (reads d, cancels ctx). The worker cannot end the lease
+	// under it: it waits for mu instead.
+	stClaimed
+	// stExpired: expire cancelled this generation's handler.
+	stExpired
+
+	stShift = iota
+)
 
 // Consume starts a consumer running h on the queue's jobs. ctx supplies the
 // values of handler contexts; its cancellation cancels running handlers and
@@ -214,6 +234,7 @@ func (q *Queue[T]) Consume(ctx context.Context, h Handler[T], opts ...ConsumerOp
 	c.bg, c.bgCancel = context.WithCancelCause(context.WithoutCancel(ctx))
 	c.base, c.baseCancel = context.WithCancelCause(ctx)
 	c.recv, c.recvCancel = context.WithCancelCause(c.base)
+	c.epoch = time.Now()
 	c.workers = make([]*worker[T], o.workers)
 	for i := range c.workers {
 		w := &worker[T]{c: c}
@@ -238,7 +259,7 @@ func (w *worker[T]) run(context.Context) error {
 		w.mu.Lock()
 		if w.leaseEnd != nil {
 			w.leaseEnd.Stop()
-			w.armed = false
+			w.armed.Store(false)
 		}
 		w.mu.Unlock()
 		if !normal && c.recv.Err() == nil {
@@ -332,12 +353,13 @@ func (c *Consumer[T]) keep() {
 		}
 		for _, w := range c.workers {
 			w.mu.Lock()
-			if !w.running {
+			s, ok := w.claim()
+			if !ok {
 				w.mu.Unlock()
 				continue
 			}
 			d = w.d
-			gen := w.gen
+			w.st.Store(s) // release the claim
 			w.mu.Unlock()
 			err := c.q.backend.Extend(c.bg, &d, c.backendLease())
 			if err != nil && c.bg.Err() == nil {
@@ -345,8 +367,10 @@ func (c *Consumer[T]) keep() {
 			}
 			if errors.Is(err, ErrLeaseLost) {
 				w.mu.Lock()
-				if w.running && w.gen == gen {
+				// Only if the same handler still runs, not expired.
+				if w.st.CompareAndSwap(s, s|stClaimed) {
 					w.cancel(ErrLeaseLost)
+					w.st.Store(s)
 				}
 				w.mu.Unlock()
 			}
@@ -369,7 +393,8 @@ const (
 	opBury
 )
 
-// startLease starts the lease of a new job and returns its context. The
+// startLease starts the lease of a new job and returns its context. It
+// takes no lock on the way of a job, but to replace a cancelled ctx. The
 // lease timer is armed lazily: a timer still armed for an earlier deadline
 // re-arms itself for the current one when it fires, so that a job costs no
 // timer operation.
@@ -378,23 +403,44 @@ const (
 // checks before (decoding, attempts, start-by) settle the job at once,
 // without a renewal.
 func (w *worker[T]) startLease(now time.Time) context.Context {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.gen++
-	w.running = true
-	w.deadline = now.Add(w.c.opts.lease)
-	w.expired = false
-	if w.ctx.Err() != nil { // cancelled by the previous job's lease
-		w.ctx, w.cancel = context.WithCancelCause(w.c.base)
+	w.deadline.Store(int64(now.Sub(w.c.epoch) + w.c.opts.lease))
+	if w.leaseEnd == nil || w.ctx.Err() != nil { // first job, or cancelled by the previous one
+		w.mu.Lock()
+		if w.ctx.Err() != nil {
+			w.ctx, w.cancel = context.WithCancelCause(w.c.base)
+		}
+		if w.leaseEnd == nil {
+			w.leaseEnd = time.AfterFunc(w.untilDeadline(), w.expire)
+			w.armed.Store(true)
+		}
+		w.mu.Unlock()
 	}
-	if w.leaseEnd == nil {
-		w.leaseEnd = time.AfterFunc(time.Until(w.deadline), w.expire)
-		w.armed = true
-	} else if !w.armed {
-		w.leaseEnd.Reset(time.Until(w.deadline))
-		w.armed = true
+	w.st.Store((w.st.Load()>>stShift+1)<<stShift | stRunning)
+	// expire clears armed before it looks at st, and this looks at armed
+	// after setting st: if expire missed this job, armed is clear here.
+	if !w.armed.Load() {
+		w.armed.Store(true)
+		w.leaseEnd.Reset(w.untilDeadline())
 	}
 	return w.ctx
+}
+
+func (w *worker[T]) untilDeadline() time.Duration {
+	return time.Duration(w.deadline.Load()) - time.Since(w.c.epoch)
+}
+
+// claim claims the generation of a running handler, for the keeper to read
+// w.d; it then stores the state claim returns to release it. w.mu held.
+func (w *worker[T]) claim() (uint64, bool) {
+	for {
+		s := w.st.Load()
+		if s&stRunning == 0 {
+			return s, false
+		}
+		if w.st.CompareAndSwap(s, s|stClaimed) {
+			return s, true
+		}
+	}
 }
 
 // expire runs when the lease timer fires: it cancels the running handler's
@@ -403,28 +449,43 @@ func (w *worker[T]) startLease(now time.Time) context.Context {
 func (w *worker[T]) expire() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.armed = false
-	if !w.running {
-		return
+	w.armed.Store(false)
+	for {
+		s := w.st.Load()
+		if s&(stRunning|stExpired) != stRunning {
+			return
+		}
+		// The deadline read is that of s's handler or of a later one.
+		if d := w.untilDeadline(); d > 0 {
+			w.armed.Store(true)
+			w.leaseEnd.Reset(d)
+			return
+		}
+		if w.st.CompareAndSwap(s, s|stClaimed) {
+			w.cancel(ErrLeaseExpired)
+			w.st.Store(s | stExpired)
+			return
+		}
+		// The worker moved on: look at its next job.
 	}
-	if d := time.Until(w.deadline); d > 0 {
-		w.leaseEnd.Reset(d)
-		w.armed = true
-		return
-	}
-	w.expired = true
-	w.cancel(ErrLeaseExpired)
 }
 
 // endLease ends the lease of the current job and reports whether it expired.
+// Unless expire or the keeper holds the job (stClaimed), it takes no lock.
 //
 // The keeper stops renewing the job's lease here: the settle that follows
 // takes far less than the time left on it (at least the handler's lease).
 func (w *worker[T]) endLease() bool {
+	s := w.st.Load()
+	if s&stClaimed == 0 && w.st.CompareAndSwap(s, s&^stRunning) {
+		return s&stExpired != 0
+	}
+	// A claim is released under mu: once it is ours, nobody holds one.
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.running = false
-	return w.expired
+	s = w.st.Load()
+	w.st.Store(s &^ stRunning)
+	return s&stExpired != 0
 }
 
 // handle runs the handler for the job in w.d and settles it.
