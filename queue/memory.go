@@ -297,6 +297,10 @@ type waitList struct {
 	waking int // waiters signalled that have not yet taken m.mu again
 }
 
+// wakeable reports whether signal would wake a waiter: one waits, and none
+// is already on its way (it passes the wake-up on if it leaves work behind).
+func (l *waitList) wakeable() bool { return len(l.ws) > 0 && l.waking == 0 }
+
 // NewMemory returns an empty in-memory backend.
 func NewMemory() *Memory {
 	m := &Memory{
@@ -649,10 +653,10 @@ func (m *Memory) schedule(e *entry, notBefore, now time.Time) {
 // signal wakes the first waiter of l, unless one is already on its way.
 // m.mu held.
 func (m *Memory) signal(l *waitList) {
-	n := len(l.ws)
-	if n == 0 || l.waking > 0 {
+	if !l.wakeable() {
 		return
 	}
+	n := len(l.ws)
 	w := l.ws[0]
 	copy(l.ws, l.ws[1:])
 	l.ws[n-1] = nil
@@ -817,7 +821,9 @@ func (m *Memory) take(now time.Time, lease time.Duration, d *Delivery) {
 	// ready meanwhile instead), or if this lease now ends first: a receiver
 	// that went to sleep before it was taken must recompute its wake-up
 	// time, or it would miss the lease's expiry.
-	if m.ready.len() > 0 || m.inboxLen.Load() > 0 || m.leased.head == e {
+	// (Waiters are checked first: inboxLen sits on a line the producers
+	// write on every job.)
+	if m.recvWait.wakeable() && (m.ready.len() > 0 || m.inboxLen.Load() > 0 || m.leased.head == e) {
 		m.signal(&m.recvWait)
 	}
 }
