@@ -157,10 +157,9 @@ type worker[T any] struct {
 	d    Delivery
 	loop func(context.Context) error // w.run, bound once
 
-	// With a Memory backend, acking a job also takes the next ready one,
-	// under one lock (Memory.ackNext): next holds it until the loop moves it
-	// to d, as if Receive had returned it.
-	next    Delivery
+	// With a Memory backend, acking a job also takes the next ready one
+	// into d, under one lock (Memory.ackNext): hasNext says d holds it, as
+	// if Receive had returned it.
 	hasNext bool
 
 	// st is the lease state of the job in d: the count of deliveries
@@ -272,7 +271,7 @@ func (w *worker[T]) run(context.Context) error {
 		if w.hasNext {
 			// Taken by the last ack (a hook called runtime.Goexit after
 			// it): give it back.
-			w.d, w.next, w.hasNext = w.next, Delivery{}, false
+			w.hasNext = false
 			w.settle(c.closing.Load(), opRelease, 0, Attempt{}, Event{})
 		}
 		c.mu.Lock()
@@ -288,7 +287,7 @@ func (w *worker[T]) run(context.Context) error {
 	for {
 		var err error
 		if w.hasNext {
-			w.d, w.next, w.hasNext = w.next, Delivery{}, false
+			w.hasNext = false
 		} else {
 			err = c.q.backend.Receive(c.recv, c.backendLease(), &w.d)
 		}
@@ -634,6 +633,7 @@ func (w *worker[T]) settle(drain bool, o op, delay time.Duration, a Attempt, ev 
 	c := w.c
 	b := c.q.backend
 	d := &w.d
+	ev.ID, ev.Key, ev.Attempt = d.ID, d.Key, d.Attempt
 	var err error
 	switch o {
 	case opAck:
@@ -641,7 +641,7 @@ func (w *worker[T]) settle(drain bool, o op, delay time.Duration, a Attempt, ev 
 		// OnSuccess hook runs, and the keeper renews only the job being
 		// handled: with a hook, a slow hook could let that lease expire.
 		if c.mem != nil && c.q.hooks.OnSuccess == nil && c.recv.Err() == nil {
-			w.hasNext, err = c.mem.ackNext(d, c.backendLease(), &w.next)
+			w.hasNext, err = c.mem.ackNext(d, c.backendLease())
 		} else {
 			err = b.Ack(c.bg, d)
 		}
@@ -652,8 +652,9 @@ func (w *worker[T]) settle(drain bool, o op, delay time.Duration, a Attempt, ev 
 	case opBury:
 		err = b.Bury(c.bg, d, ev.Reason, a)
 	}
-	ev.ID, ev.Key, ev.Attempt = d.ID, d.Key, d.Attempt
-	w.d = Delivery{}
+	if !w.hasNext {
+		w.d = Delivery{}
+	}
 	if drain {
 		c.mu.Lock()
 		switch {

@@ -829,10 +829,10 @@ func (m *Memory) take(now time.Time, lease time.Duration, d *Delivery) {
 }
 
 // ackNext is Ack followed, under the same lock, by a Receive that does not
-// wait: if a job is ready, it is leased for lease into next and ackNext
-// reports true. A consumer's worker that acks a job and goes back for the
-// next one thus takes the lock once, not twice.
-func (m *Memory) ackNext(d *Delivery, lease time.Duration, next *Delivery) (bool, error) {
+// wait: if a job is ready, it is leased for lease into d, in place of the
+// job acked, and ackNext reports true. A consumer's worker that acks a job
+// and goes back for the next one thus takes the lock once, not twice.
+func (m *Memory) ackNext(d *Delivery, lease time.Duration) (bool, error) {
 	now := m.clk.now() // outside the lock: a lease starts at most this early
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -846,7 +846,7 @@ func (m *Memory) ackNext(d *Delivery, lease time.Duration, next *Delivery) (bool
 	if m.ready.len() == 0 {
 		return false, nil
 	}
-	m.take(now, lease, next)
+	m.take(now, lease, d)
 	return true, nil
 }
 
