@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"iter"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -69,8 +68,8 @@ type Memory struct {
 	seenFIFO []seenID             // seen in enqueue order, for pruning
 	seenHead int
 
-	dead    []*DeadMessage          // oldest first
-	deadIDs map[string]*DeadMessage // dead by ID: an ID has at most one dead letter
+	dead    deadList               // oldest first
+	deadIDs map[string]*deadLetter // dead by ID: an ID has at most one dead letter
 
 	// queuedLater holds the jobs queued behind a busy ordering key that
 	// have a NotBefore, for Stats: such a job counts as delayed until its
@@ -308,7 +307,7 @@ func NewMemory() *Memory {
 		keys: make(map[string]*dlist),
 		seen: make(map[string]time.Time),
 
-		deadIDs:     make(map[string]*DeadMessage),
+		deadIDs:     make(map[string]*deadLetter),
 		queuedLater: make(map[*entry]struct{}),
 		kick:        make(chan struct{}, 1),
 		leased:      dlist{on: onLease},
@@ -956,17 +955,17 @@ func (m *Memory) bury(e *entry, reason Reason, a Attempt, now time.Time) {
 	case stateLeased:
 		m.leased.remove(e)
 	}
-	dm := &DeadMessage{Message: e.msg, Reason: reason, At: now}
-	dm.Attempt = e.attempt
-	dm.History = append(make([]Attempt, 0, len(e.history)+1), e.history...)
-	dm.History = append(dm.History, a)
-	if old := m.deadIDs[dm.ID]; old != nil {
+	dl := &deadLetter{DeadMessage: DeadMessage{Message: e.msg, Reason: reason, At: now}}
+	dl.Attempt = e.attempt
+	dl.History = append(make([]Attempt, 0, len(e.history)+1), e.history...)
+	dl.History = append(dl.History, a)
+	if old := m.deadIDs[dl.ID]; old != nil {
 		// A later job with the same ID: the newer dead letter replaces
 		// the older, so that Redrive and Purge name one.
-		m.dropDead(slices.Index(m.dead, old))
+		m.dropDead(old)
 	}
-	m.dead = append(m.dead, dm)
-	m.deadIDs[dm.ID] = dm
+	m.dead.push(dl)
+	m.deadIDs[dl.ID] = dl
 	m.remove(e)
 }
 
@@ -1008,10 +1007,11 @@ func (m *Memory) remove(e *entry) {
 func (m *Memory) DeadLetters(ctx context.Context) iter.Seq2[DeadMessage, error] {
 	return func(yield func(DeadMessage, error) bool) {
 		m.mu.Lock()
-		snap := make([]DeadMessage, len(m.dead))
-		for i, d := range m.dead {
-			snap[i] = *d
-			snap[i].History = append([]Attempt(nil), d.History...)
+		snap := make([]DeadMessage, 0, m.dead.n)
+		for d := m.dead.head; d != nil; d = d.next {
+			dm := d.DeadMessage
+			dm.History = append([]Attempt(nil), d.History...)
+			snap = append(snap, dm)
 		}
 		m.mu.Unlock()
 		for _, d := range snap {
@@ -1026,29 +1026,65 @@ func (m *Memory) DeadLetters(ctx context.Context) iter.Seq2[DeadMessage, error] 
 	}
 }
 
-func (m *Memory) findDead(id string) int {
-	if m.deadIDs[id] == nil {
-		return -1
-	}
-	return slices.Index(m.dead, m.deadIDs[id])
+// deadLetter is a dead letter in Memory.dead.
+type deadLetter struct {
+	DeadMessage
+	prev, next *deadLetter
 }
 
-// dropDead removes the dead letter at index i. m.mu held.
-func (m *Memory) dropDead(i int) {
-	delete(m.deadIDs, m.dead[i].ID)
-	m.dead = slices.Delete(m.dead, i, i+1)
+// deadList is a doubly linked list of dead letters, so that redriving or
+// purging one costs O(1) however many there are.
+type deadList struct {
+	head, tail *deadLetter
+	n          int
+}
+
+func (l *deadList) push(d *deadLetter) {
+	d.prev = l.tail
+	if l.tail != nil {
+		l.tail.next = d
+	} else {
+		l.head = d
+	}
+	l.tail = d
+	l.n++
+}
+
+func (l *deadList) remove(d *deadLetter) {
+	if d.prev != nil {
+		d.prev.next = d.next
+	} else {
+		l.head = d.next
+	}
+	if d.next != nil {
+		d.next.prev = d.prev
+	} else {
+		l.tail = d.prev
+	}
+	d.prev, d.next = nil, nil
+	l.n--
+}
+
+// dropDead deletes the dead letter d. m.mu held.
+func (m *Memory) dropDead(d *deadLetter) {
+	delete(m.deadIDs, d.ID)
+	m.dead.remove(d)
 }
 
 // Redrive implements Backend. The redriven job skips the dedup horizon and
 // capacity's Block (it fails with ErrFull instead) but not its own ID.
 func (m *Memory) Redrive(ctx context.Context, id string) error {
 	m.mu.Lock()
-	i := m.findDead(id)
-	if i < 0 {
+	dl := m.deadIDs[id]
+	if dl == nil {
 		m.mu.Unlock()
 		return ErrNotFound
 	}
-	if m.stored(id) {
+	// Not m.stored(id), whose search for generated IDs would make
+	// redriving every dead letter quadratic: the one job the queue gave
+	// this ID to is this dead letter, so a stored job with it was enqueued
+	// with it explicitly, or redriven, and is in ids.
+	if _, ok := m.ids[id]; ok {
 		m.mu.Unlock()
 		return ErrDuplicate
 	}
@@ -1057,8 +1093,9 @@ func (m *Memory) Redrive(ctx context.Context, id string) error {
 		m.mu.Unlock()
 		return ErrFull
 	}
-	msg := m.dead[i].Message
-	m.dropDead(i)
+	msg := dl.Message
+	msg.fresh = false // in ids from now on
+	m.dropDead(dl)
 	// A redriven job is a new job: fresh attempts, new enqueue time, no
 	// delay or start-by deadline; the dedup horizon does not apply to it.
 	msg.EnqueuedAt, msg.NotBefore, msg.StartBy = time.Time{}, time.Time{}, time.Time{}
@@ -1071,11 +1108,11 @@ func (m *Memory) Redrive(ctx context.Context, id string) error {
 func (m *Memory) Purge(ctx context.Context, id string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	i := m.findDead(id)
-	if i < 0 {
+	dl := m.deadIDs[id]
+	if dl == nil {
 		return ErrNotFound
 	}
-	m.dropDead(i)
+	m.dropDead(dl)
 	return nil
 }
 
@@ -1089,7 +1126,7 @@ func (m *Memory) Stats(ctx context.Context) (BackendStats, error) {
 	s := BackendStats{
 		InFlight: m.leased.n,
 		Delayed:  m.timed.Len(),
-		Dead:     len(m.dead),
+		Dead:     m.dead.n,
 	}
 	for e := range m.queuedLater {
 		if e.msg.NotBefore.After(now) {

@@ -446,3 +446,81 @@ func TestMemoryBlockedFreshProducers(t *testing.T) {
 		}
 	})
 }
+
+// Dead letters keep their order through purges, redrives and replacements
+// in the middle of the list, and a redriven job with a generated ID is
+// found by its ID afterwards (Redrive no longer searches the stored jobs
+// for generated IDs, so that redriving every dead letter is linear).
+func TestMemoryDeadLettersOrderAndRedrive(t *testing.T) {
+	ctx := context.Background()
+	m := open(t, Config{})
+	ids := []string{freshID(1), freshID(2), freshID(3), freshID(4), freshID(5)}
+	for _, id := range ids {
+		mustEnqueue(t, m, Message{ID: id, fresh: true})
+	}
+	for range ids {
+		d := receive(t, m)
+		if err := m.Bury(ctx, &d, ReasonPermanent, Attempt{Number: 1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	list := func() []string {
+		var got []string
+		for dm, err := range m.DeadLetters(ctx) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, dm.ID)
+		}
+		return got
+	}
+	if err := m.Purge(ctx, ids[2]); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Redrive(ctx, ids[1]); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Redrive(ctx, ids[1]); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("second Redrive: %v, want ErrNotFound", err)
+	}
+	if _, err := m.Enqueue(ctx, Message{ID: ids[1]}); !errors.Is(err, ErrDuplicate) {
+		t.Fatalf("enqueue of the redriven ID: %v, want ErrDuplicate", err)
+	}
+	// The redriven job dies again: its new dead letter goes last.
+	d := receive(t, m)
+	if d.ID != ids[1] {
+		t.Fatalf("received %s, want the redriven %s", d.ID, ids[1])
+	}
+	if err := m.Bury(ctx, &d, ReasonAttempts, Attempt{Number: 1}); err != nil {
+		t.Fatal(err)
+	}
+	// A job enqueued with a dead letter's ID blocks its redrive.
+	mustEnqueue(t, m, Message{ID: ids[0]})
+	if err := m.Redrive(ctx, ids[0]); !errors.Is(err, ErrDuplicate) {
+		t.Fatalf("Redrive over a stored job: %v, want ErrDuplicate", err)
+	}
+	want := []string{ids[0], ids[3], ids[4], ids[1]}
+	if got := list(); !slices.Equal(got, want) {
+		t.Fatalf("dead letters %v, want %v", got, want)
+	}
+	if s, _ := m.Stats(ctx); s.Dead != 4 || s.Ready != 1 {
+		t.Fatalf("stats %+v: want 4 dead, 1 ready", s)
+	}
+	if err := m.Purge(ctx, ids[1]); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Purge(ctx, ids[0]); err != nil {
+		t.Fatal(err)
+	}
+	if d = receive(t, m); d.ID != ids[0] || m.Ack(ctx, &d) != nil { // the job enqueued explicitly
+		t.Fatalf("received %s, want %s acked", d.ID, ids[0])
+	}
+	mustEnqueue(t, m, Message{ID: freshID(6), fresh: true})
+	d = receive(t, m)
+	if err := m.Bury(ctx, &d, ReasonPermanent, Attempt{Number: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := list(), []string{ids[3], ids[4], freshID(6)}; !slices.Equal(got, want) {
+		t.Fatalf("after purging the ends and one more: %v, want %v", got, want)
+	}
+}
