@@ -3,6 +3,7 @@ package queue
 import (
 	"context"
 	"errors"
+	"fmt"
 	"iter"
 	"time"
 )
@@ -95,6 +96,22 @@ type Config struct {
 	// DedupHorizon is how long after its enqueue an ID stays taken after
 	// the job left the queue. While a job is stored its ID is always taken.
 	DedupHorizon time.Duration
+}
+
+// Validate reports the first field of c that no queue can honour: a
+// negative Capacity or DedupHorizon, or an Overflow that is not one of the
+// policies. New validates its Config, so a Backend's Open sees only valid
+// ones from a Queue; a Backend validates again when called directly.
+func (c Config) Validate() error {
+	switch {
+	case c.Capacity < 0:
+		return fmt.Errorf("queue: negative capacity %d", c.Capacity)
+	case c.DedupHorizon < 0:
+		return fmt.Errorf("queue: negative dedup horizon %v", c.DedupHorizon)
+	case c.Overflow < Block || c.Overflow > DropOldest:
+		return fmt.Errorf("queue: unknown overflow policy %d", int(c.Overflow))
+	}
+	return nil
 }
 
 // Overflow is what Enqueue does when the queue is at capacity.

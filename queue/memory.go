@@ -320,8 +320,8 @@ func (m *Memory) carriesValues() {}
 
 // Open implements Backend.
 func (m *Memory) Open(ctx context.Context, cfg Config) error {
-	if cfg.Capacity < 0 || cfg.DedupHorizon < 0 || cfg.Overflow < Block || cfg.Overflow > DropOldest {
-		return fmt.Errorf("queue: invalid config %+v", cfg)
+	if err := cfg.Validate(); err != nil {
+		return err
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()

@@ -153,11 +153,11 @@ func New[T any](opts ...Option) (*Queue[T], error) {
 	for _, opt := range opts {
 		opt.apply(&o)
 	}
-	if o.cfg.Capacity < 0 {
-		return nil, fmt.Errorf("queue: negative capacity %d", o.cfg.Capacity)
+	if err := o.cfg.Validate(); err != nil {
+		return nil, err
 	}
-	if o.cfg.DedupHorizon < 0 || o.maxWait < 0 {
-		return nil, errors.New("queue: negative duration")
+	if o.maxWait < 0 {
+		return nil, fmt.Errorf("queue: negative max wait %v", o.maxWait)
 	}
 	if o.backend == nil {
 		o.backend = NewMemory()

@@ -154,8 +154,8 @@ func (b *Backend) keySubjects(key string) string { return b.jobPrefix + token(ke
 // most cfg.Capacity jobs (DiscardNew: the broker refuses more, and Enqueue applies
 // cfg.Overflow); its duplicate window is cfg.DedupHorizon.
 func (b *Backend) Open(ctx context.Context, cfg queue.Config) error {
-	if cfg.Capacity < 0 || cfg.DedupHorizon < 0 || cfg.Overflow < queue.Block || cfg.Overflow > queue.DropOldest {
-		return fmt.Errorf("jetstream: invalid config %+v", cfg)
+	if err := cfg.Validate(); err != nil {
+		return err
 	}
 	if v := b.nc.ConnectedServerVersion(); v != "" && !versionAtLeast(v, 2, 9, 0) {
 		// 2.9 brought the direct "next message on a subject" read that ordering keys and
