@@ -169,7 +169,7 @@ type worker[T any] struct {
 	// other goroutines, hold mu and claim the generation first.
 	st       atomic.Uint64
 	deadline atomic.Int64 // the running handler's lease end, in ns from c.epoch
-	armed    atomic.Bool  // leaseEnd is set to fire
+	armed    atomic.Bool  // leaseEnd is set, or about to be set, to fire
 
 	mu       sync.Mutex // serialises the claims on st, and guards the fields below
 	ctx      context.Context
@@ -393,7 +393,8 @@ const (
 )
 
 // startLease starts the lease of a new job and returns its context. It
-// takes no lock on the way of a job, but to replace a cancelled ctx. The
+// takes w.mu only for a worker's first job (to create the timer) and to
+// replace a cancelled ctx. The
 // lease timer is armed lazily: a timer still armed for an earlier deadline
 // re-arms itself for the current one when it fires, so that a job costs no
 // timer operation.
