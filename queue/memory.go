@@ -809,6 +809,7 @@ func (m *Memory) take(now time.Time, lease time.Duration, d *Delivery) {
 	e.leaseEnd = now.Add(lease)
 	m.lease(e)
 	d.Message = e.msg
+	d.fresh = false // only the job the queue generated the ID for has it
 	d.Attempt = e.attempt
 	d.Redelivered = e.delivered
 	e.delivered = true
@@ -1010,6 +1011,7 @@ func (m *Memory) DeadLetters(ctx context.Context) iter.Seq2[DeadMessage, error] 
 		snap := make([]DeadMessage, 0, m.dead.n)
 		for d := m.dead.head; d != nil; d = d.next {
 			dm := d.DeadMessage
+			dm.fresh = false // see take
 			dm.History = append([]Attempt(nil), d.History...)
 			snap = append(snap, dm)
 		}
@@ -1082,13 +1084,14 @@ func (m *Memory) Redrive(ctx context.Context, id string) error {
 	}
 	// Not m.stored(id), whose search for generated IDs would make
 	// redriving every dead letter quadratic: the one job the queue gave
-	// this ID to is this dead letter, so a stored job with it was enqueued
-	// with it explicitly, or redriven, and is in ids.
+	// this ID to is this dead letter (the queue refuses an explicit ID it
+	// has yet to generate), so a stored job with it was enqueued with it
+	// explicitly, or redriven, and is in ids.
+	m.drain()
 	if _, ok := m.ids[id]; ok {
 		m.mu.Unlock()
 		return ErrDuplicate
 	}
-	m.drain()
 	if !m.reserve() {
 		m.mu.Unlock()
 		return ErrFull

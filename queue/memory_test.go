@@ -524,3 +524,36 @@ func TestMemoryDeadLettersOrderAndRedrive(t *testing.T) {
 		t.Fatalf("after purging the ends and one more: %v, want %v", got, want)
 	}
 }
+
+// A message handed out by Receive or DeadLetters does not pass for a job
+// whose ID the queue just generated: enqueued again through the Backend, it
+// is checked for duplicates like any other. (Found in review: the copies
+// kept the flag, and such an enqueue stored a second job with the ID.)
+func TestMemoryHandedOutMessagesAreNotFresh(t *testing.T) {
+	ctx := context.Background()
+	m := open(t, Config{})
+	mustEnqueue(t, m, Message{ID: freshID(1), fresh: true})
+	mustEnqueue(t, m, Message{ID: freshID(2), fresh: true})
+	d := receive(t, m)
+	if _, err := m.Enqueue(ctx, d.Message); !errors.Is(err, ErrDuplicate) {
+		t.Fatalf("enqueue of a received message: %v, want ErrDuplicate", err)
+	}
+	d2 := receive(t, m)
+	if err := m.Bury(ctx, &d2, ReasonPermanent, Attempt{Number: 1}); err != nil {
+		t.Fatal(err)
+	}
+	for dm, err := range m.DeadLetters(ctx) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := m.Enqueue(ctx, dm.Message); err != nil {
+			t.Fatalf("enqueue of a dead letter's message: %v", err)
+		}
+		if err := m.Redrive(ctx, dm.ID); !errors.Is(err, ErrDuplicate) {
+			t.Fatalf("Redrive over the job enqueued from its message: %v, want ErrDuplicate", err)
+		}
+	}
+	if s, _ := m.Stats(ctx); s.Ready != 1 || s.InFlight != 1 || s.Dead != 1 {
+		t.Fatalf("stats %+v: want 1 ready, 1 in flight, 1 dead", s)
+	}
+}

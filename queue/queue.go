@@ -191,7 +191,9 @@ type idOption string
 func (o idOption) applyJob(m *Message) { m.ID = string(o) }
 
 // WithID sets the job's ID, its deduplication key. Without it, Enqueue
-// generates a unique ID.
+// generates a unique ID. An ID this queue generated may be given again (to
+// enqueue a job again under its ID); one that it has not generated yet, but
+// would, is refused, so that a generated ID is never taken.
 func WithID(id string) EnqueueOption { return idOption(id) }
 
 type keyOption string
@@ -245,6 +247,9 @@ func (q *Queue[T]) Enqueue(ctx context.Context, payload T, opts ...EnqueueOption
 			o.applyJob(mp)
 		}
 		m = *mp
+		if q.ahead(m.ID) {
+			return m.ID, fmt.Errorf("queue: job ID %s is one this queue has yet to generate", m.ID)
+		}
 	}
 	m.EnqueuedAt = q.clk.now()
 	if m.ID == "" {
@@ -317,6 +322,26 @@ func (q *Queue[T]) newID() string {
 	}
 	off := int(n-b.first) * idLen
 	return b.s[off : off+idLen]
+}
+
+// ahead reports whether id is an ID the queue has not generated yet but
+// would: its prefix and a counter not yet reached.
+func (q *Queue[T]) ahead(id string) bool {
+	if len(id) != idLen || id[:len(q.idPrefix)] != q.idPrefix {
+		return false
+	}
+	var n uint64
+	for _, c := range []byte(id[len(q.idPrefix):]) {
+		switch {
+		case '0' <= c && c <= '9':
+			n = n<<4 | uint64(c-'0')
+		case 'a' <= c && c <= 'f':
+			n = n<<4 | uint64(c-'a'+10)
+		default:
+			return false // not a digit newID writes
+		}
+	}
+	return n >= q.idSeq.Load()
 }
 
 // idBlock builds the chunk of IDs from first, a multiple of idChunk: the
