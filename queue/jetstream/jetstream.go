@@ -20,6 +20,7 @@ import (
 	natsjs "github.com/nats-io/nats.go/jetstream"
 
 	"github.com/corral-go/corral/queue"
+	"github.com/corral-go/corral/queue/jetstream/internal/serverversion"
 )
 
 // Backend is a queue.Backend on NATS JetStream. Pass it to queue.New with queue.WithBackend.
@@ -157,7 +158,7 @@ func (b *Backend) Open(ctx context.Context, cfg queue.Config) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
-	if v := b.nc.ConnectedServerVersion(); v != "" && !versionAtLeast(v, 2, 9, 0) {
+	if v := b.nc.ConnectedServerVersion(); v != "" && !serverversion.AtLeast(v, 2, 9, 0) {
 		// 2.9 brought the direct "next message on a subject" read that ordering keys and
 		// dead-letter listing use; NakWithDelay needs 2.7.1.
 		return fmt.Errorf("jetstream: nats-server %s is too old: corral's queue needs 2.9.0 or later", v)
@@ -284,24 +285,6 @@ func (b *Backend) opened0() error {
 		return queue.ErrClosed
 	}
 	return nil
-}
-
-var semver = regexp.MustCompile(`^v?(\d+)\.(\d+)\.(\d+)`)
-
-// versionAtLeast reports whether the server version v is at least major.minor.patch.
-func versionAtLeast(v string, major, minor, patch int) bool {
-	m := semver.FindStringSubmatch(v)
-	if m == nil {
-		return false
-	}
-	want := [3]int{major, minor, patch}
-	for i := range want {
-		n, _ := strconv.Atoi(m[i+1])
-		if n != want[i] {
-			return n > want[i]
-		}
-	}
-	return true
 }
 
 func apiCode(err error) natsjs.ErrorCode {

@@ -12,14 +12,14 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"regexp"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
+
+	"github.com/corral-go/corral/queue/jetstream/internal/serverversion"
 )
 
 // EnvURL names the environment variable that selects an external server, e.g.
@@ -147,25 +147,9 @@ func Prefix(tb testing.TB) string {
 	return "T" + strings.ToUpper(hex.EncodeToString(b[:]))
 }
 
-var semver = regexp.MustCompile(`^v?(\d+)\.(\d+)\.(\d+)`)
-
 // VersionAtLeast reports whether the server nc is connected to is at least major.minor.patch.
 func VersionAtLeast(nc *nats.Conn, major, minor, patch int) bool {
-	m := semver.FindStringSubmatch(nc.ConnectedServerVersion())
-	if m == nil {
-		return false
-	}
-	v := [3]int{}
-	for i := range v {
-		v[i], _ = strconv.Atoi(m[i+1])
-	}
-	want := [3]int{major, minor, patch}
-	for i := range v {
-		if v[i] != want[i] {
-			return v[i] > want[i]
-		}
-	}
-	return true
+	return serverversion.AtLeast(nc.ConnectedServerVersion(), major, minor, patch)
 }
 
 // RequireVersion skips the test, loudly, when the connected server is older than
