@@ -3,6 +3,7 @@ package pool_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"testing"
 	"testing/synctest"
@@ -10,35 +11,45 @@ import (
 	"github.com/corral-go/corral/pool"
 )
 
-// Blocked submitters are admitted first come, first served.
+// Blocked submitters are admitted first come, first served, whether they
+// wait for a place in the queue or, with a queue of 0, for the worker itself.
 func TestBlockIsFIFO(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		p := pool.New(1, 1) // Block is the default
-		gate := make(chan struct{})
-		var r recorder
-		mustSubmit(t, p, bg, waitFor(gate)) // runs
-		mustSubmit(t, p, bg, r.task(0))     // fills the queue
-		const blocked = 6
-		errs := make(chan error, blocked)
-		for i := 1; i <= blocked; i++ {
-			go func() { errs <- p.Submit(bg, r.task(i)) }()
-			synctest.Wait() // submitter i is blocked before i+1 starts
-			if got := p.Stats().Waiting; got != i {
-				t.Fatalf("Waiting = %d; want %d", got, i)
-			}
-		}
-		close(gate)
-		for range blocked {
-			if err := <-errs; err != nil {
-				t.Fatalf("blocked Submit = %v", err)
-			}
-		}
-		mustClose(t, p)
-		if got, want := r.got(), []int{0, 1, 2, 3, 4, 5, 6}; !slices.Equal(got, want) {
-			t.Fatalf("ran %v; want %v", got, want)
-		}
-		checkIdentity(t, p.Stats())
-	})
+	for _, queued := range []int{1, 0} {
+		t.Run(fmt.Sprintf("queue=%d", queued), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				p := pool.New(1, queued) // Block is the default
+				gate := make(chan struct{})
+				var r recorder
+				mustSubmit(t, p, bg, waitFor(gate)) // runs
+				var want []int
+				if queued == 1 {
+					mustSubmit(t, p, bg, r.task(0)) // fills the queue
+					want = append(want, 0)
+				}
+				const blocked = 6
+				errs := make(chan error, blocked)
+				for i := 1; i <= blocked; i++ {
+					go func() { errs <- p.Submit(bg, r.task(i)) }()
+					synctest.Wait() // submitter i is blocked before i+1 starts
+					if got := p.Stats().Waiting; got != i {
+						t.Fatalf("Waiting = %d; want %d", got, i)
+					}
+					want = append(want, i)
+				}
+				close(gate)
+				for range blocked {
+					if err := <-errs; err != nil {
+						t.Fatalf("blocked Submit = %v", err)
+					}
+				}
+				mustClose(t, p)
+				if got := r.got(); !slices.Equal(got, want) {
+					t.Fatalf("ran %v; want %v", got, want)
+				}
+				checkIdentity(t, p.Stats())
+			})
+		})
+	}
 }
 
 // A blocked Submit ends with the cause of the submitter's context, and the others keep their

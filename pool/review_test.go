@@ -353,36 +353,6 @@ func TestCloseDrainsWithAllWorkers(t *testing.T) {
 	})
 }
 
-// With a queue of 0, blocked submitters are handed to the worker first come, first served.
-func TestBlockIsFIFOWithoutQueue(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		p := pool.New(1, 0)
-		gate := make(chan struct{})
-		var r recorder
-		mustSubmit(t, p, bg, waitFor(gate)) // runs
-		const blocked = 6
-		errs := make(chan error, blocked)
-		for i := 1; i <= blocked; i++ {
-			go func() { errs <- p.Submit(bg, r.task(i)) }()
-			synctest.Wait() // submitter i is blocked before i+1 starts
-			if got := p.Stats().Waiting; got != i {
-				t.Fatalf("Waiting = %d; want %d", got, i)
-			}
-		}
-		close(gate)
-		for range blocked {
-			if err := <-errs; err != nil {
-				t.Fatalf("blocked Submit = %v", err)
-			}
-		}
-		mustClose(t, p)
-		if got, want := r.got(), []int{1, 2, 3, 4, 5, 6}; !slices.Equal(got, want) {
-			t.Fatalf("ran %v; want %v", got, want)
-		}
-		checkIdentity(t, p.Stats())
-	})
-}
-
 // Found in review: each follow-up submitted with its task's context was
 // wrapped in one more pool-made context, so a chain of hops nested contexts
 // without bound (1,001 cancel layers after 1,000 hops). A context that the
