@@ -190,17 +190,25 @@ func TestCloseDeadlineEndsHungBackendCall(t *testing.T) {
 		enqueueOK(t, q, "x")
 		<-acking
 		synctest.Wait() // the worker is blocked in Ack
-		start := time.Now()
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		defer cancel()
-		r, err := c.Close(ctx)
-		if took := time.Since(start); took != time.Second || !errors.Is(err, context.DeadlineExceeded) {
-			t.Errorf("Close took %v and returned %v; want 1s and deadline exceeded", took, err)
-		}
+		r := closeTimingOut(t, c)
 		if r != (Report{}) { // the handler returned before Close: not its to report
 			t.Errorf("report %+v; want nothing", r)
 		}
 	})
+}
+
+// closeTimingOut closes c with a ctx of one second, which must run out: Close
+// takes exactly that second (virtual time) and returns its deadline.
+func closeTimingOut(t *testing.T, c *Consumer[string]) Report {
+	t.Helper()
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	r, err := c.Close(ctx)
+	if took := time.Since(start); took != time.Second || !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Close took %v and returned %v; want 1s and deadline exceeded", took, err)
+	}
+	return r
 }
 
 // A handler that returns after Close's ctx ended: the ack of its job runs
@@ -222,13 +230,7 @@ func TestCloseDeadlineAbandonsUnsettledJob(t *testing.T) {
 		}
 		enqueueOK(t, q, "x")
 		<-started
-		start := time.Now()
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		defer cancel()
-		r, err := c.Close(ctx)
-		if took := time.Since(start); took != time.Second || !errors.Is(err, context.DeadlineExceeded) {
-			t.Errorf("Close took %v and returned %v; want 1s and deadline exceeded", took, err)
-		}
+		r := closeTimingOut(t, c)
 		if r != (Report{Abandoned: 1}) {
 			t.Errorf("report %+v; want 1 abandoned", r)
 		}
