@@ -3,6 +3,7 @@ package pool_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -229,6 +230,37 @@ func TestGroupClaimFreesQueueRoom(t *testing.T) {
 		}
 		close(gate)
 		mustClose(t, p)
+		checkIdentity(t, p.Stats())
+	})
+}
+
+// Under DropOldest, a queue that holds group tasks claimed by Wait evicts the
+// oldest live task, never a claimed one.
+func TestGroupClaimThenDropOldestEvictsALiveTask(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var evicted []pool.Reason
+		p := pool.New(1, 2, pool.WithOverflow(pool.DropOldest),
+			pool.WithDropHook(func(_ context.Context, r pool.Reason) { evicted = append(evicted, r) }))
+		gate := make(chan struct{})
+		mustSubmit(t, p, bg, waitFor(gate))
+		g := p.Group(bg)
+		g.Go(func(context.Context) error { return nil })
+		g.Go(func(context.Context) error { return nil })
+		if err := g.Wait(); err != nil { // claims both: the queue holds two tombstones
+			t.Fatal(err)
+		}
+		var r recorder
+		mustSubmit(t, p, bg, r.task(1))
+		mustSubmit(t, p, bg, r.task(2))
+		mustSubmit(t, p, bg, r.task(3)) // full of live tasks: evicts 1
+		close(gate)
+		mustClose(t, p)
+		if got, want := r.got(), []int{2, 3}; !slices.Equal(got, want) {
+			t.Fatalf("ran %v; want %v", got, want)
+		}
+		if !slices.Equal(evicted, []pool.Reason{pool.Evicted}) {
+			t.Fatalf("drop hook saw %v; want one eviction", evicted)
+		}
 		checkIdentity(t, p.Stats())
 	})
 }

@@ -249,10 +249,12 @@ func (p *Pool) overflow(t task) error {
 		p.mu.Unlock()
 		return ErrFull
 	case DropOldest:
-		for p.n > 0 {
+		if p.n > 0 {
+			// The queue is full of live tasks: placeLocked compacted away
+			// the group tasks claimed by Wait before it found no room.
 			old := p.pop()
 			if !takeLocked(&old) {
-				continue // claimed by its group: already gone
+				panic("pool: internal error: a claimed group task survived compaction")
 			}
 			p.queued--
 			p.st.evicted++
@@ -262,13 +264,7 @@ func (p *Pool) overflow(t task) error {
 			p.report(old, Evicted, nil)
 			return nil
 		}
-		if p.capacity > 0 { // only claimed group tasks were queued
-			p.push(&t)
-			p.queued++
-			p.mu.Unlock()
-			return nil
-		}
-		fallthrough // nothing to evict
+		fallthrough // a queue of 0: nothing to evict
 	case DropNewest:
 		p.st.refused++
 		p.mu.Unlock()
