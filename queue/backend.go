@@ -177,7 +177,7 @@ type Delivery struct {
 	// not expire.
 	Redelivered bool
 
-	at time.Time // when the in-memory backend leased it (saves a clock read)
+	at time.Time // when the in-memory backend leased it (see worker.handle)
 }
 
 // DeadMessage is a dead letter as a Backend stores it.

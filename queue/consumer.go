@@ -51,7 +51,12 @@ func Workers(n int) ConsumerOption {
 
 // Lease sets how long a handler may run before its ctx is cancelled (with
 // cause [ErrLeaseExpired]) and the job redelivered, the attempt spent. A
-// handler that still returns nil acks its job: its work is done. While the
+// handler that still returns nil acks its job: its work is done. The
+// consumer looks at its running handlers every d/16 (but every 100µs at
+// most often and every 10ms at least often), instead of arming a timer per
+// job: a handler is cancelled once it has run for d, never sooner, and up
+// to that interval later (later still when every core of the machine is
+// busy and the consumer's goroutine that looks waits for one). While the
 // handler runs, the consumer keeps renewing the job's lease in the backend
 // (which it takes at 1.5 times d, renewing it every d/2), so the job is not
 // delivered to anyone else; if the consumer goes away, the backend
@@ -133,11 +138,19 @@ type Consumer[T any] struct {
 	recv       context.Context // Receive calls; cancelled when Close starts
 	recvCancel context.CancelCauseFunc
 
-	workers  []*worker[T]
-	epoch    time.Time // the origin of worker.deadline
-	pool     *pool.Pool
-	mem      *Memory // the backend, if it is a Memory: see worker.next
-	keepDone chan struct{}
+	workers []*worker[T]
+	pool    *pool.Pool
+	mem     *Memory        // the backend, if it is a Memory: see Memory.ackNext
+	keepers sync.WaitGroup // keep and renewLoop
+
+	// The keeper's clock (see keep): its last reading while it samples the
+	// running handlers, nil while it is parked. A worker settling a job
+	// starts the next one at this time, without reading the clock itself.
+	clock atomic.Pointer[time.Time]
+	// parked is set while the keeper waits for a handler to start; the
+	// worker that clears it wakes the keeper through wake (capacity 1).
+	parked atomic.Bool
+	wake   chan struct{}
 
 	closing atomic.Bool // set once by Close (before intake stops), never reset
 	closeMu sync.Mutex  // serialises Close
@@ -164,29 +177,33 @@ type worker[T any] struct {
 
 	// st is the lease state of the job in d: the count of deliveries
 	// handled (its generation, shifted by stShift) and the st* bits. The
-	// worker starts and ends a lease without mu (see endLease). The lease
-	// timer (expire) and the keeper, which act on a running handler from
-	// other goroutines, hold mu and claim the generation first.
-	st       atomic.Uint64
-	deadline atomic.Int64 // the running handler's lease end, in ns from c.epoch
-	armed    atomic.Bool  // leaseEnd is set, or about to be set, to fire
+	// worker starts and ends a lease without mu (see endLease). The
+	// keeper and renew, which act on a running handler from their own
+	// goroutines, hold mu and claim the generation first.
+	st atomic.Uint64
 
-	mu       sync.Mutex // serialises the claims on st, and guards the fields below
-	ctx      context.Context
-	cancel   context.CancelCauseFunc
-	leaseEnd *time.Timer // cancels ctx when the current job's lease ends
+	// The keeper's own record of the handler it saw running: its
+	// generation, and when the keeper first saw it (a time at or after
+	// its start, as time since the keeper began).
+	seenGen uint64
+	seenAt  time.Duration
+
+	mu     sync.Mutex // serialises the claims on st, and guards the fields below
+	ctx    context.Context
+	cancel context.CancelCauseFunc
 }
 
 // The bits of worker.st.
 const (
 	// stRunning: a handler runs on d. The keeper renews its lease, and
-	// expire cancels it at its deadline.
+	// cancels it once it has run for the consumer's lease.
 	stRunning = 1 << iota
-	// stClaimed: expire or the keeper, holding mu, acts on this
-	// generation (reads d, cancels ctx). The worker cannot end the lease
-	// under it: it waits for mu instead.
+	// stClaimed: the keeper or renew, holding mu, acts on this
+	// generation (reads d, cancels ctx). The worker cannot end the lease under it: it waits
+	// for mu instead.
 	stClaimed
-	// stExpired: expire cancelled this generation's handler.
+	// stExpired: the keeper cancelled this generation's handler at the
+	// end of its lease.
 	stExpired
 
 	stShift = iota
@@ -223,8 +240,8 @@ func (q *Queue[T]) Consume(ctx context.Context, h Handler[T], opts ...ConsumerOp
 	}
 	c := &Consumer[T]{
 		q: q, h: h, opts: o, retry: retry.New(ro...),
-		keepDone: make(chan struct{}),
-		drained:  make(chan struct{}),
+		wake:    make(chan struct{}, 1),
+		drained: make(chan struct{}),
 		// Queue room for a worker loop resubmitted by itself (see run).
 		pool:    pool.New(o.workers, o.workers),
 		running: o.workers,
@@ -233,7 +250,6 @@ func (q *Queue[T]) Consume(ctx context.Context, h Handler[T], opts ...ConsumerOp
 	c.bg, c.bgCancel = context.WithCancelCause(context.WithoutCancel(ctx))
 	c.base, c.baseCancel = context.WithCancelCause(ctx)
 	c.recv, c.recvCancel = context.WithCancelCause(c.base)
-	c.epoch = time.Now()
 	c.workers = make([]*worker[T], o.workers)
 	for i := range c.workers {
 		w := &worker[T]{c: c}
@@ -246,7 +262,9 @@ func (q *Queue[T]) Consume(ctx context.Context, h Handler[T], opts ...ConsumerOp
 			panic("queue: fresh pool refused a worker: " + err.Error()) // cannot happen
 		}
 	}
+	c.keepers.Add(2)
 	go c.keep()
+	go c.renewLoop()
 	return c, nil
 }
 
@@ -255,12 +273,6 @@ func (w *worker[T]) run(context.Context) error {
 	c := w.c
 	normal := false
 	defer func() {
-		w.mu.Lock()
-		if w.leaseEnd != nil {
-			w.leaseEnd.Stop()
-			w.armed.Store(false)
-		}
-		w.mu.Unlock()
 		if !normal && c.recv.Err() == nil {
 			// The handler called runtime.Goexit: its job is settled and
 			// this goroutine is ending; carry on in a fresh one.
@@ -331,52 +343,172 @@ func (c *Consumer[T]) renewEvery() time.Duration {
 	return max(c.backendLease()/3, 1)
 }
 
-// keep extends the backend leases of held jobs every [Consumer.renewEvery]
-// (the handler's own deadline is enforced by its context), until every
-// worker loop has returned: a handler still running after its ctx was
-// cancelled keeps its job, so that no one else handles it meanwhile.
+// sampleEvery is how often keep looks at the running handlers, and so how
+// late past its lease a handler may be cancelled: a sixteenth of the lease,
+// but no less than 100µs (a timer storm) and no more than 10ms (the
+// keeper's clock should stay close to the time: see Consumer.clock).
+func (c *Consumer[T]) sampleEvery() time.Duration {
+	return min(max(c.opts.lease/16, 100*time.Microsecond), 10*time.Millisecond)
+}
+
+// keep is the consumer's keeper. While handlers run, it wakes every
+// [Consumer.sampleEvery] and:
+//   - reads the clock for the workers (see Consumer.clock), so that a job
+//     taken with the ack of the last one costs them no clock read;
+//   - cancels, with cause [ErrLeaseExpired], a handler that has run for the
+//     lease. A handler is timed from the first reading of the clock the
+//     keeper took after it saw the handler running, which is after its
+//     start: so it is never cancelled early, and it is cancelled at most
+//     sampleEvery late (when the keeper is on time: a machine whose every
+//     core is busy can make it late). A job costs no timer of its own.
 //
-// Extend runs outside w.mu, on a copy of the delivery. If the backend says
-// the lease was lost (the job may already be with someone else), the
-// handler's ctx is cancelled with cause [ErrLeaseLost], provided the worker
-// still holds that same delivery.
+// When no handler runs, it parks until one starts (see startLease). It
+// returns once every worker loop has returned.
 func (c *Consumer[T]) keep() {
-	defer close(c.keepDone)
+	defer c.keepers.Done()
+	origin := time.Now() // keep's times are durations since origin
+	states := make([]uint64, len(c.workers))
+	var t *time.Timer
+	defer func() {
+		if t != nil {
+			t.Stop()
+		}
+	}()
+	for {
+		// The states first, then the clock: a handler seen running
+		// started before the reading.
+		running := false
+		for i, w := range c.workers {
+			states[i] = w.st.Load()
+			running = running || states[i]&stRunning != 0
+		}
+		if !running {
+			if !c.park() {
+				return
+			}
+			continue
+		}
+		now := time.Now()
+		c.clock.Store(&now)
+		d := c.sample(states, now.Sub(origin))
+		if t == nil {
+			t = time.NewTimer(d)
+		} else {
+			t.Reset(d)
+		}
+		select {
+		case <-t.C:
+		case <-c.drained:
+			return
+		}
+	}
+}
+
+// sample acts on the states of the workers' handlers at since (see keep):
+// it cancels those past their lease, and returns how long to wait until the
+// next look.
+func (c *Consumer[T]) sample(states []uint64, since time.Duration) time.Duration {
+	lease := c.opts.lease
+	wakeAt := since + c.sampleEvery()
+	for i, w := range c.workers {
+		s := states[i]
+		if s&(stRunning|stExpired) != stRunning {
+			continue
+		}
+		if g := s >> stShift; g != w.seenGen {
+			w.seenGen, w.seenAt = g, since
+		} else if since-w.seenAt >= lease {
+			w.expire(s)
+			continue
+		}
+		wakeAt = min(wakeAt, w.seenAt+lease)
+	}
+	return wakeAt - since
+}
+
+// park waits until a handler starts, and reports false if every worker loop
+// returned instead. It clears the clock first: the workers read it
+// themselves while the keeper is away.
+func (c *Consumer[T]) park() bool {
+	c.clock.Store(nil)
+	c.parked.Store(true)
+	// A worker sets stRunning, then looks at parked; this sets parked,
+	// then looks at stRunning: one of the two sees the other.
+	for _, w := range c.workers {
+		if w.st.Load()&stRunning != 0 {
+			c.parked.Store(false)
+			return true
+		}
+	}
+	select {
+	case <-c.wake:
+		return true
+	case <-c.drained:
+		return false
+	}
+}
+
+// renewLoop extends the backend leases of the running handlers' jobs every
+// [Consumer.renewEvery], until every worker loop has returned: a handler
+// still running after its ctx was cancelled keeps its job, so that no one
+// else handles it meanwhile. It runs apart from keep, so that a slow
+// backend delays renewals, never the handlers' deadlines.
+func (c *Consumer[T]) renewLoop() {
+	defer c.keepers.Done()
 	t := time.NewTicker(c.renewEvery())
 	defer t.Stop()
-	var d Delivery
 	for {
 		select {
 		case <-t.C:
 		case <-c.drained:
 			return
 		}
-		for _, w := range c.workers {
-			w.mu.Lock()
-			s, ok := w.claim()
-			if !ok {
-				w.mu.Unlock()
-				continue
-			}
-			d = w.d
-			w.st.Store(s) // release the claim
-			w.mu.Unlock()
-			err := c.q.backend.Extend(c.bg, &d, c.backendLease())
-			if err != nil && c.bg.Err() == nil {
-				c.q.c.backendErrors.Add(1)
-			}
-			if errors.Is(err, ErrLeaseLost) {
-				w.mu.Lock()
-				// Only if the same handler still runs, not expired.
-				if w.st.CompareAndSwap(s, s|stClaimed) {
-					w.cancel(ErrLeaseLost)
-					w.st.Store(s)
-				}
-				w.mu.Unlock()
-			}
-		}
-		d = Delivery{}
+		c.renew()
 	}
+}
+
+// renew extends the backend leases of the running handlers' jobs. Extend
+// runs outside w.mu, on a copy of the delivery. If the backend says the
+// lease was lost (the job may already be with someone else), the handler's
+// ctx is cancelled with cause [ErrLeaseLost], provided the worker still
+// holds that same delivery.
+func (c *Consumer[T]) renew() {
+	var d Delivery
+	for _, w := range c.workers {
+		w.mu.Lock()
+		s, ok := w.claim()
+		if !ok {
+			w.mu.Unlock()
+			continue
+		}
+		d = w.d
+		w.st.Store(s) // release the claim
+		w.mu.Unlock()
+		err := c.q.backend.Extend(c.bg, &d, c.backendLease())
+		if err != nil && c.bg.Err() == nil {
+			c.q.c.backendErrors.Add(1)
+		}
+		if errors.Is(err, ErrLeaseLost) {
+			w.mu.Lock()
+			// Only if the same handler still runs.
+			if w.st.CompareAndSwap(s, s|stClaimed) {
+				w.cancel(ErrLeaseLost)
+				w.st.Store(s)
+			}
+			w.mu.Unlock()
+		}
+	}
+	d = Delivery{} // do not keep the payload
+}
+
+// now returns the time to start a job at: the keeper's last reading while
+// it runs, which is at most [Consumer.sampleEvery] old when the keeper is
+// on time; else the clock's.
+func (c *Consumer[T]) now() time.Time {
+	if t := c.clock.Load(); t != nil {
+		return *t
+	}
+	return time.Now()
 }
 
 // receiveBackoff spaces a worker's retries of a failing Receive.
@@ -394,40 +526,26 @@ const (
 )
 
 // startLease starts the lease of a new job and returns its context. It
-// takes w.mu only for a worker's first job (to create the timer) and to
-// replace a cancelled ctx. The
-// lease timer is armed lazily: a timer still armed for an earlier deadline
-// re-arms itself for the current one when it fires, so that a job costs no
-// timer operation.
+// takes w.mu only to replace a ctx cancelled by the previous job. It wakes
+// the keeper if it is parked.
 //
-// From here until endLease, the keeper renews the job's backend lease. The
-// checks before (decoding, attempts, start-by) settle the job at once,
-// without a renewal.
-func (w *worker[T]) startLease(now time.Time) context.Context {
-	w.deadline.Store(int64(now.Sub(w.c.epoch) + w.c.opts.lease))
-	if w.leaseEnd == nil || w.ctx.Err() != nil { // first job, or cancelled by the previous one
+// From here until endLease, the keeper renews the job's backend lease and
+// times the handler. The checks before (decoding, attempts, start-by)
+// settle the job at once, without a renewal.
+func (w *worker[T]) startLease() context.Context {
+	if w.ctx.Err() != nil { // cancelled by the previous job
 		w.mu.Lock()
-		if w.ctx.Err() != nil {
-			w.ctx, w.cancel = context.WithCancelCause(w.c.base)
-		}
-		if w.leaseEnd == nil {
-			w.leaseEnd = time.AfterFunc(w.untilDeadline(), w.expire)
-			w.armed.Store(true)
-		}
+		w.ctx, w.cancel = context.WithCancelCause(w.c.base)
 		w.mu.Unlock()
 	}
 	w.st.Store((w.st.Load()>>stShift+1)<<stShift | stRunning)
-	// expire clears armed before it looks at st, and this looks at armed
-	// after setting st: if expire missed this job, armed is clear here.
-	if !w.armed.Load() {
-		w.armed.Store(true)
-		w.leaseEnd.Reset(w.untilDeadline())
+	if c := w.c; c.parked.Load() && c.parked.CompareAndSwap(true, false) {
+		select {
+		case c.wake <- struct{}{}:
+		default: // a wake-up is pending
+		}
 	}
 	return w.ctx
-}
-
-func (w *worker[T]) untilDeadline() time.Duration {
-	return time.Duration(w.deadline.Load()) - time.Since(w.c.epoch)
 }
 
 // claim claims the generation of a running handler, for the keeper to read
@@ -444,38 +562,24 @@ func (w *worker[T]) claim() (uint64, bool) {
 	}
 }
 
-// expire runs when the lease timer fires: it cancels the running handler's
-// context if its deadline passed, or re-arms for the deadline of the job
-// now running.
-func (w *worker[T]) expire() {
+// expire cancels the handler of generation state s, which has run for its
+// lease, unless the worker has moved on. Called by the keeper.
+func (w *worker[T]) expire(s uint64) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.armed.Store(false)
-	for {
-		s := w.st.Load()
-		if s&(stRunning|stExpired) != stRunning {
-			return
-		}
-		// The deadline read is that of s's handler or of a later one.
-		if d := w.untilDeadline(); d > 0 {
-			w.armed.Store(true)
-			w.leaseEnd.Reset(d)
-			return
-		}
-		if w.st.CompareAndSwap(s, s|stClaimed) {
-			w.cancel(ErrLeaseExpired)
-			w.st.Store(s | stExpired)
-			return
-		}
-		// The worker moved on: look at its next job.
+	if w.st.CompareAndSwap(s, s|stClaimed) {
+		w.cancel(ErrLeaseExpired)
+		w.st.Store(s | stExpired)
 	}
 }
 
 // endLease ends the lease of the current job and reports whether it expired.
-// Unless expire or the keeper holds the job (stClaimed), it takes no lock.
+// Unless the keeper (expire) or renew holds the job (stClaimed), it takes
+// no lock.
 //
-// The keeper stops renewing the job's lease here: the settle that follows
-// takes far less than the time left on it (at least the handler's lease).
+// The renewals of the job's lease stop here: the settle that follows takes
+// far less than the time left on it (at least the handler's lease, or no
+// end at all for a job held by ackNext).
 func (w *worker[T]) endLease() bool {
 	s := w.st.Load()
 	if s&stClaimed == 0 && w.st.CompareAndSwap(s, s&^stRunning) {
@@ -494,8 +598,14 @@ func (w *worker[T]) handle() {
 	c := w.c
 	q := c.q
 	d := &w.d
-	now := d.at // the lease started when the backend handed the job over
-	if now.IsZero() {
+	// The start-by deadline is for the first start only: a job released
+	// at shutdown comes back with Attempt 1 but Redelivered.
+	startBy := d.Attempt == 1 && !d.Redelivered && !d.StartBy.IsZero()
+	// When the in-memory backend handed the job over (see Delivery.at):
+	// the start, or a little before it if the time was the keeper's. The
+	// start-by deadline is checked against the clock itself.
+	now := d.at
+	if now.IsZero() || startBy {
 		now = time.Now()
 	}
 	job, err := q.job(&d.Message)
@@ -512,15 +622,13 @@ func (w *worker[T]) handle() {
 			Event{Reason: ReasonAttempts, Err: err})
 		return
 	}
-	// The start-by deadline is for the first start only: a job released
-	// at shutdown comes back with Attempt 1 but Redelivered.
-	if d.Attempt == 1 && !d.Redelivered && !d.StartBy.IsZero() && now.After(d.StartBy) {
+	if startBy && now.After(d.StartBy) {
 		err := errors.New("queue: not started by " + d.StartBy.Format(time.RFC3339Nano))
 		w.settle(c.closing.Load(), opBury, 0, Attempt{Number: 1, Start: now, End: now, Error: err.Error()},
 			Event{Reason: ReasonExpired, Err: err})
 		return
 	}
-	hctx := w.startLease(now)
+	hctx := w.startLease()
 	var (
 		returned bool
 		herr     error
@@ -643,7 +751,7 @@ func (w *worker[T]) settle(drain bool, o op, delay time.Duration, a Attempt, ev 
 		// OnSuccess hook runs, and the keeper renews only the job being
 		// handled: with a hook, a slow hook could let that lease expire.
 		if c.mem != nil && c.q.hooks.OnSuccess == nil && c.recv.Err() == nil {
-			w.hasNext, err = c.mem.ackNext(d, c.backendLease())
+			w.hasNext, err = c.mem.ackNext(d, c.now())
 		} else {
 			err = b.Ack(c.bg, d)
 		}
@@ -748,7 +856,7 @@ func (c *Consumer[T]) Close(ctx context.Context) (Report, error) {
 	}
 	c.baseCancel(ErrClosed)
 	c.bgCancel(ErrClosed)
-	<-c.keepDone
+	c.keepers.Wait()
 	// Every worker loop has returned: the pool has nothing left to run.
 	_ = c.pool.Close(context.Background())
 	if p := c.hookPanic.Load(); p != nil {

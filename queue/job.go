@@ -59,7 +59,12 @@ type Attempt struct {
 	// Number is the attempt number, 1 for the first.
 	Number int
 	// Start and End bound the attempt. For a job dead-lettered without
-	// running (overflow, expired) both are the time of the decision.
+	// running (overflow, expired) both are the time of the decision. A
+	// consumer's worker that takes its next job from the in-memory backend
+	// as it acks the last one starts it at its keeper's latest reading of
+	// the clock, which it takes every 10ms at most (see [Lease]): Start is
+	// then up to that much early, or more when every core of the machine
+	// is busy.
 	Start, End time.Time
 	// Error is the text of the error the attempt ended with.
 	Error string

@@ -4,15 +4,19 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/corral-go/corral/retry"
 )
 
-// A handler cancelled by its lease gets ErrLeaseExpired exactly at its
-// deadline, and the next job on the same worker starts with a live ctx: the
-// expiry of one job never reaches the next.
+// A handler cancelled by its lease gets ErrLeaseExpired once it has run for
+// its lease, and at most the keeper's sampling interval (lease/16) later;
+// the next job on the same worker starts with a live ctx: the expiry of one
+// job never reaches the next.
 func TestLeaseExpiryDoesNotReachNextJob(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		q, _ := New[string]()
@@ -22,6 +26,7 @@ func TestLeaseExpiryDoesNotReachNextJob(t *testing.T) {
 			elapsed time.Duration
 		}
 		results := make(chan result, 10)
+		const lease = 10 * time.Millisecond
 		c, err := q.Consume(context.Background(), func(ctx context.Context, j Job[string]) error {
 			start := time.Now()
 			if j.Payload[0] == 's' { // slow: runs until its lease ends
@@ -29,7 +34,7 @@ func TestLeaseExpiryDoesNotReachNextJob(t *testing.T) {
 			}
 			results <- result{j.Payload, context.Cause(ctx), time.Since(start)}
 			return nil
-		}, Workers(1), Lease(10*time.Millisecond))
+		}, Workers(1), Lease(lease))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -46,8 +51,8 @@ func TestLeaseExpiryDoesNotReachNextJob(t *testing.T) {
 			switch {
 			case r.job != want:
 				t.Fatalf("job %d is %s, want %s", i, r.job, want)
-			case i%2 == 0 && (!errors.Is(r.cause, ErrLeaseExpired) || r.elapsed != 10*time.Millisecond):
-				t.Errorf("%s: cause %v after %v, want ErrLeaseExpired after 10ms", r.job, r.cause, r.elapsed)
+			case i%2 == 0 && (!errors.Is(r.cause, ErrLeaseExpired) || r.elapsed < lease || r.elapsed > lease+lease/16):
+				t.Errorf("%s: cause %v after %v, want ErrLeaseExpired after 10ms to 10.625ms", r.job, r.cause, r.elapsed)
 			case i%2 == 1 && r.cause != nil:
 				t.Errorf("%s: ctx cancelled (%v) when it started", r.job, r.cause)
 			}
@@ -97,4 +102,146 @@ func TestLeaseRenewalRacesJobEnd(t *testing.T) {
 	if s.Acked+uint64(s.Ready) != jobs || s.InFlight+s.Delayed+s.Dead != 0 {
 		t.Fatalf("stats %+v: want %d acked or ready, nothing else", s, jobs)
 	}
+}
+
+// A job a worker takes as it acks the previous one starts at the keeper's
+// reading of the clock, not its own: the reading is at most the keeper's
+// sampling interval old (10ms with the default lease), never in the future.
+// Checked on the start times of dead-lettered attempts, each taken with the
+// ack of a job before it, against the times the handlers saw, with handlers
+// taking 3ms each: a keeper that stopped reading the clock would leave the
+// starts ever further behind.
+func TestBackToBackJobStartsAtKeepersClock(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const pairs = 20
+		dead := make(chan struct{}, pairs)
+		q, _ := New[string](WithHooks(Hooks{OnDead: func(Event) { dead <- struct{}{} }}))
+		var mu sync.Mutex
+		started := map[string]time.Time{}
+		c, err := q.Consume(context.Background(), func(ctx context.Context, j Job[string]) error {
+			mu.Lock()
+			started[j.ID] = time.Now()
+			mu.Unlock()
+			time.Sleep(3 * time.Millisecond)
+			if j.Payload == "dead" {
+				return retry.Permanent(errors.New("dead on purpose"))
+			}
+			return nil
+		}, Workers(1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range pairs {
+			enqueueOK(t, q, "ok")
+			enqueueOK(t, q, "dead")
+		}
+		for range pairs {
+			<-dead
+		}
+		if _, err := c.Close(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for dl, err := range q.DeadLetters(context.Background()) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			n++
+			want := started[dl.Job.ID]
+			if len(dl.History) != 1 {
+				t.Fatalf("job %s: history %+v, want one attempt", dl.Job.ID, dl.History)
+			}
+			if got := dl.History[0].Start; got.After(want) || want.Sub(got) > 10*time.Millisecond {
+				t.Errorf("job %s started at %v, its attempt says %v: want at most 10ms earlier", dl.Job.ID, want, got)
+			}
+		}
+		if n != pairs {
+			t.Fatalf("%d dead letters, want %d", n, pairs)
+		}
+	})
+}
+
+// The keeper parks while no handler runs, and drops its clock reading
+// then: the first job after a long idle spell must not start at a reading
+// from before it. Once a handler starts, the keeper is back with a fresh
+// reading.
+func TestKeeperParksAndDropsItsClock(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		q, _ := New[string]()
+		release := make(chan struct{})
+		c, err := q.Consume(context.Background(), func(ctx context.Context, j Job[string]) error {
+			if j.Payload == "hold" {
+				<-release
+			}
+			return nil
+		}, Workers(1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		enqueueOK(t, q, "quick")
+		// The keeper parks at its first look after the handler returned.
+		time.Sleep(time.Hour)
+		if !c.parked.Load() || c.clock.Load() != nil {
+			t.Errorf("idle consumer: keeper parked %v, clock %v; want parked without a clock", c.parked.Load(), c.clock.Load())
+		}
+		enqueueOK(t, q, "hold")
+		synctest.Wait()
+		if c.parked.Load() {
+			t.Error("keeper still parked while a handler runs")
+		}
+		if got := c.clock.Load(); got == nil || !got.Equal(time.Now()) {
+			t.Errorf("keeper's clock %v while a handler runs, want %v", got, time.Now())
+		}
+		close(release)
+		if _, err := c.Close(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// slowExtend is a backend whose renewals take a second (a broker far away).
+type slowExtend struct{ *Memory }
+
+func (b slowExtend) Extend(ctx context.Context, d *Delivery, lease time.Duration) error {
+	select {
+	case <-time.After(time.Second):
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+	return b.Memory.Extend(ctx, d, lease)
+}
+
+// A handler's deadline does not wait for the renewals of the backend
+// leases: with renewals that take a second, a handler with a 10ms lease is
+// still cancelled within 10.625ms.
+func TestSlowRenewalsDoNotDelayExpiry(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		q, err := New[string](WithBackend(slowExtend{NewMemory()}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		type result struct {
+			cause   error
+			elapsed time.Duration
+		}
+		got := make(chan result, 1)
+		const lease = 10 * time.Millisecond
+		c, err := q.Consume(context.Background(), func(ctx context.Context, j Job[string]) error {
+			start := time.Now()
+			<-ctx.Done()
+			got <- result{context.Cause(ctx), time.Since(start)}
+			return nil
+		}, Workers(1), Lease(lease))
+		if err != nil {
+			t.Fatal(err)
+		}
+		enqueueOK(t, q, "x")
+		r := <-got
+		if !errors.Is(r.cause, ErrLeaseExpired) || r.elapsed < lease || r.elapsed > lease+lease/16 {
+			t.Errorf("cause %v after %v; want ErrLeaseExpired after 10ms to 10.625ms", r.cause, r.elapsed)
+		}
+		if _, err := c.Close(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	})
 }

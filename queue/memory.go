@@ -62,6 +62,7 @@ type Memory struct {
 	ready  readyQueue
 	timed  timeHeap // delayed jobs by readyAt
 	leased dlist    // leased jobs by lease end (see lease)
+	held   dlist    // leased jobs without an end yet (see ackNext)
 	seq    uint64   // enqueue order
 
 	seen     map[string]time.Time // ID -> enqueue time, within the horizon
@@ -107,6 +108,7 @@ type entry struct {
 	leaseStart time.Time
 	history    []Attempt
 	delivered  bool // Receive has leased e at least once
+	held       bool // leased in m.held, not m.leased
 	heapIdx    int  // index in the heap holding e, -1 if none
 	ln         [numLists]links
 	key        *dlist // the list of e's ordering key, if it has one
@@ -115,7 +117,7 @@ type entry struct {
 // The lists an entry is on at once, each threaded through its own links.
 const (
 	onAll   = iota // Memory.all, or the free list once the entry is recycled
-	onLease        // Memory.leased
+	onLease        // Memory.leased or Memory.held
 	onKey          // the list of the entry's ordering key
 	numLists
 )
@@ -311,6 +313,7 @@ func NewMemory() *Memory {
 		queuedLater: make(map[*entry]struct{}),
 		kick:        make(chan struct{}, 1),
 		leased:      dlist{on: onLease},
+		held:        dlist{on: onLease},
 	}
 	return m
 }
@@ -798,16 +801,21 @@ func (m *Memory) Receive(ctx context.Context, lease time.Duration, d *Delivery) 
 	}
 }
 
-// take leases the first ready job for lease into d. m.ready must not be
-// empty. m.mu held.
+// take leases the first ready job for lease into d, or holds it if lease is
+// 0 (see ackNext). m.ready must not be empty. m.mu held.
 func (m *Memory) take(now time.Time, lease time.Duration, d *Delivery) {
 	e := m.ready.pop()
 	e.state = stateLeased
 	e.attempt++
 	e.gen++
 	e.leaseStart = now
-	e.leaseEnd = now.Add(lease)
-	m.lease(e)
+	if lease > 0 {
+		e.leaseEnd = now.Add(lease)
+		m.lease(e)
+	} else {
+		e.held = true
+		m.held.push(e)
+	}
 	d.Message = e.msg
 	d.fresh = false // only the job the queue generated the ID for has it
 	d.Attempt = e.attempt
@@ -829,11 +837,21 @@ func (m *Memory) take(now time.Time, lease time.Duration, d *Delivery) {
 }
 
 // ackNext is Ack followed, under the same lock, by a Receive that does not
-// wait: if a job is ready, it is leased for lease into d, in place of the
-// job acked, and ackNext reports true. A consumer's worker that acks a job
-// and goes back for the next one thus takes the lock once, not twice.
-func (m *Memory) ackNext(d *Delivery, lease time.Duration) (bool, error) {
-	now := m.clk.now() // outside the lock: a lease starts at most this early
+// wait: if a job is ready, it is taken into d, in place of the job acked,
+// and ackNext reports true. A consumer's worker that acks a job and goes
+// back for the next one thus takes the lock once, not twice.
+//
+// now is the caller's reading of the time, which may be old: the consumer's
+// keeper reads the clock for its workers, a clock read per job being a
+// fifth of the cost of a job, and it can be late on a busy machine. So the
+// job taken is held: its lease has no end until the consumer renews it
+// (Extend gives it one), as it does for every handler running longer than
+// a renewal interval, and the consumer settles every job it takes. Had the
+// lease ended at now plus the lease, an old now could end it before the
+// handler even started, and the job could be handled twice at once. now
+// only dates the lease's start (for the history) and promotes due jobs,
+// late if it is old, never early.
+func (m *Memory) ackNext(d *Delivery, now time.Time) (bool, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	e, err := m.unlease(d)
@@ -846,7 +864,7 @@ func (m *Memory) ackNext(d *Delivery, lease time.Duration) (bool, error) {
 	if m.ready.len() == 0 {
 		return false, nil
 	}
-	m.take(now, lease, d)
+	m.take(now, 0, d)
 	return true, nil
 }
 
@@ -864,13 +882,24 @@ func (m *Memory) leasedEntry(d *Delivery) (*entry, error) {
 	return e, nil
 }
 
-// unlease takes the job of d out of the lease heap, to settle it. m.mu held.
+// dropLease takes e, leased, off the list that holds it. m.mu held.
+func (m *Memory) dropLease(e *entry) {
+	if e.held {
+		e.held = false
+		m.held.remove(e)
+		return
+	}
+	m.leased.remove(e)
+}
+
+// unlease takes the job of d out of the leased jobs, to settle it. m.mu
+// held.
 func (m *Memory) unlease(d *Delivery) (*entry, error) {
 	e, err := m.leasedEntry(d)
 	if err != nil {
 		return nil, err
 	}
-	m.leased.remove(e)
+	m.dropLease(e)
 	return e, nil
 }
 
@@ -882,7 +911,7 @@ func (m *Memory) Extend(ctx context.Context, d *Delivery, lease time.Duration) e
 	if err != nil {
 		return err
 	}
-	m.leased.remove(e)
+	m.dropLease(e)
 	e.leaseEnd = m.clk.now().Add(lease)
 	m.lease(e)
 	return nil
@@ -954,7 +983,7 @@ func (m *Memory) bury(e *entry, reason Reason, a Attempt, now time.Time) {
 	case stateDelayed:
 		heap.Remove(&m.timed, e.heapIdx)
 	case stateLeased:
-		m.leased.remove(e)
+		m.dropLease(e)
 	}
 	dl := &deadLetter{DeadMessage: DeadMessage{Message: e.msg, Reason: reason, At: now}}
 	dl.Attempt = e.attempt
@@ -1127,7 +1156,7 @@ func (m *Memory) Stats(ctx context.Context) (BackendStats, error) {
 	m.drain()
 	m.promote(now)
 	s := BackendStats{
-		InFlight: m.leased.n,
+		InFlight: m.leased.n + m.held.n,
 		Delayed:  m.timed.Len(),
 		Dead:     m.dead.n,
 	}

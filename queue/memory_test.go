@@ -557,3 +557,50 @@ func TestMemoryHandedOutMessagesAreNotFresh(t *testing.T) {
 		t.Fatalf("stats %+v: want 1 ready, 1 in flight, 1 dead", s)
 	}
 }
+
+// A job ackNext takes is held: its lease has no end until Extend gives it
+// one, however old the time ackNext was given (the consumer's keeper may be
+// late to read the clock). A lease ending at that time plus the lease would
+// be over at once, and the job handed out again while held.
+func TestMemoryAckNextHoldsUntilExtended(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := open(t, Config{})
+		ctx := context.Background()
+		mustEnqueue(t, m, Message{ID: "a", Value: "a"})
+		time.Sleep(time.Hour)
+		mustEnqueue(t, m, Message{ID: "b", Value: "b"})
+		d := receive(t, m)
+		ancient := time.Now().Add(-time.Hour) // an hour-old reading
+		if ok, err := m.ackNext(&d, ancient); !ok || err != nil || d.ID != "b" {
+			t.Fatalf("ackNext = %v, %v, took %q; want b", ok, err, d.ID)
+		}
+		if !d.at.Equal(ancient) {
+			t.Errorf("b delivered at %v, want the time given, %v", d.at, ancient)
+		}
+		try := func() (Delivery, error) {
+			var got Delivery
+			c, cancel := context.WithTimeout(ctx, 2*time.Hour)
+			defer cancel()
+			return got, m.Receive(c, time.Minute, &got)
+		}
+		time.Sleep(time.Hour)
+		if got, err := try(); err == nil {
+			t.Fatalf("held job handed out again: %+v", got)
+		}
+		if s, _ := m.Stats(ctx); s.InFlight != 1 || s.Ready != 0 {
+			t.Fatalf("stats %+v: want b in flight", s)
+		}
+		// Extend gives the lease an end: after it, b comes back.
+		if err := m.Extend(ctx, &d, time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		got, err := try()
+		if err != nil || got.ID != "b" || got.Attempt != 2 || time.Since(start) != time.Minute {
+			t.Fatalf("after Extend: %q attempt %d after %v (%v); want b, attempt 2, after 1m", got.ID, got.Attempt, time.Since(start), err)
+		}
+		if err := m.Ack(ctx, &d); !errors.Is(err, ErrLeaseLost) {
+			t.Errorf("Ack of the expired hold: %v, want ErrLeaseLost", err)
+		}
+	})
+}
