@@ -60,7 +60,10 @@ func Workers(n int) ConsumerOption {
 // handler runs, the consumer keeps renewing the job's lease in the backend
 // (which it takes at 1.5 times d, renewing it every d/2), so the job is not
 // delivered to anyone else; if the consumer goes away, the backend
-// redelivers the job when that lease ends. If the backend refuses a renewal
+// redelivers the job when that lease ends. (The in-memory backend lives in
+// the consumer's process: a job a worker takes from it as it acks the last
+// one is held with no end until the first renewal, and the consumer
+// settles it.) If the backend refuses a renewal
 // ([ErrLeaseLost]: the renewals came too late, as they may with a lease of
 // a few milliseconds on a busy machine), the handler's ctx is cancelled
 // with that cause. The default is 30s.
@@ -195,12 +198,12 @@ type worker[T any] struct {
 
 // The bits of worker.st.
 const (
-	// stRunning: a handler runs on d. The keeper renews its lease, and
-	// cancels it once it has run for the consumer's lease.
+	// stRunning: a handler runs on d. renew renews its lease, and the
+	// keeper cancels it once it has run for the consumer's lease.
 	stRunning = 1 << iota
 	// stClaimed: the keeper or renew, holding mu, acts on this
-	// generation (reads d, cancels ctx). The worker cannot end the lease under it: it waits
-	// for mu instead.
+	// generation (reads d, cancels ctx). The worker cannot end the lease
+	// under it: it waits for mu instead.
 	stClaimed
 	// stExpired: the keeper cancelled this generation's handler at the
 	// end of its lease.
@@ -336,8 +339,8 @@ func (c *Consumer[T]) backendLease() time.Duration {
 	return c.opts.lease + c.opts.lease/2
 }
 
-// renewEvery is how often keep renews the backend leases of held jobs: a
-// third of the backend lease, so that two renewals can be late before a
+// renewEvery is how often renewLoop renews the backend leases of the
+// running handlers' jobs: a third of the backend lease, so that two renewals can be late before a
 // lease ends. There is no floor: a floor could exceed a short lease.
 func (c *Consumer[T]) renewEvery() time.Duration {
 	return max(c.backendLease()/3, 1)
@@ -529,8 +532,8 @@ const (
 // takes w.mu only to replace a ctx cancelled by the previous job. It wakes
 // the keeper if it is parked.
 //
-// From here until endLease, the keeper renews the job's backend lease and
-// times the handler. The checks before (decoding, attempts, start-by)
+// From here until endLease, renewLoop renews the job's backend lease and
+// the keeper times the handler. The checks before (decoding, attempts, start-by)
 // settle the job at once, without a renewal.
 func (w *worker[T]) startLease() context.Context {
 	if w.ctx.Err() != nil { // cancelled by the previous job
@@ -548,8 +551,8 @@ func (w *worker[T]) startLease() context.Context {
 	return w.ctx
 }
 
-// claim claims the generation of a running handler, for the keeper to read
-// w.d; it then stores the state claim returns to release it. w.mu held.
+// claim claims the generation of a running handler, for renew to read w.d;
+// it then stores the state claim returns to release it. w.mu held.
 func (w *worker[T]) claim() (uint64, bool) {
 	for {
 		s := w.st.Load()
@@ -652,29 +655,8 @@ func (w *worker[T]) handle() {
 		if herr != nil || panicErr != nil {
 			a.End = time.Now()
 		}
-		switch {
-		case panicErr != nil:
-			a.Error = panicErr.Error()
-			w.settle(drain, opBury, 0, a, Event{Reason: ReasonPanic, Err: panicErr})
-		case herr == nil:
-			w.settle(drain, opAck, 0, a, Event{})
-		case shutdown:
-			w.settle(drain, opRelease, 0, a, Event{})
-		default:
-			if leaseOver {
-				herr = fmt.Errorf("%w: %w", ErrLeaseExpired, herr)
-			}
-			a.Error = herr.Error()
-			switch {
-			case retry.IsPermanent(herr):
-				w.settle(drain, opBury, 0, a, Event{Reason: ReasonPermanent, Err: herr})
-			case d.Attempt >= c.opts.maxAttempts:
-				w.settle(drain, opBury, 0, a, Event{Reason: ReasonAttempts, Err: herr})
-			default:
-				delay := c.retryDelay(d.Attempt, herr)
-				w.settle(drain, opNack, delay, a, Event{Err: herr, Delay: delay})
-			}
-		}
+		o, delay, ev := w.outcome(herr, panicErr, leaseOver, shutdown, &a)
+		w.settle(drain, o, delay, a, ev)
 	}()
 	// OnStart runs under the settle defer: whatever it does, the job is
 	// settled. A panic in it is recovered (see callHook).
@@ -683,6 +665,45 @@ func (w *worker[T]) handle() {
 	}
 	herr = c.h(hctx, job)
 	returned = true
+}
+
+// outcome decides how to settle the job in w.d, whose handler returned herr
+// or panicked (panicErr), and sets a.Error. It runs the user's code (the
+// methods of herr, the backoff policy): if that panics, say on a typed nil
+// error, the job is dead-lettered with that panic instead, as poison, so
+// that it is settled all the same. (A job taken with the last ack has no
+// lease end until renewed: left unsettled, it would stay in flight for
+// good.)
+func (w *worker[T]) outcome(herr, panicErr error, leaseOver, shutdown bool, a *Attempt) (o op, delay time.Duration, ev Event) {
+	defer func() {
+		if r := recover(); r != nil {
+			err := &panicError{value: r, stack: debug.Stack()}
+			a.Error = err.Error()
+			o, delay, ev = opBury, 0, Event{Reason: ReasonPanic, Err: err}
+		}
+	}()
+	c := w.c
+	switch {
+	case panicErr != nil:
+		a.Error = panicErr.Error()
+		return opBury, 0, Event{Reason: ReasonPanic, Err: panicErr}
+	case herr == nil:
+		return opAck, 0, Event{}
+	case shutdown:
+		return opRelease, 0, Event{}
+	}
+	if leaseOver {
+		herr = fmt.Errorf("%w: %w", ErrLeaseExpired, herr)
+	}
+	a.Error = herr.Error()
+	switch {
+	case retry.IsPermanent(herr):
+		return opBury, 0, Event{Reason: ReasonPermanent, Err: herr}
+	case w.d.Attempt >= c.opts.maxAttempts:
+		return opBury, 0, Event{Reason: ReasonAttempts, Err: herr}
+	}
+	delay = c.retryDelay(w.d.Attempt, herr)
+	return opNack, delay, Event{Err: herr, Delay: delay}
 }
 
 // callHook calls the hook h with ev. A panic in h is recovered, so that the
@@ -747,9 +768,9 @@ func (w *worker[T]) settle(drain bool, o op, delay time.Duration, a Attempt, ev 
 	var err error
 	switch o {
 	case opAck:
-		// Taking the next job with the ack starts its lease before the
-		// OnSuccess hook runs, and the keeper renews only the job being
-		// handled: with a hook, a slow hook could let that lease expire.
+		// Taking the next job with the ack holds it while the OnSuccess
+		// hook runs: with a hook, a slow hook would keep the job from the
+		// other workers.
 		if c.mem != nil && c.q.hooks.OnSuccess == nil && c.recv.Err() == nil {
 			w.hasNext, err = c.mem.ackNext(d, c.now())
 		} else {

@@ -190,3 +190,45 @@ func TestGeneratedIDsDeduplicated(t *testing.T) {
 		}
 	})
 }
+
+// nilErr's Error panics on a nil *nilErr: a handler returning a typed nil
+// error returns a non-nil error whose Error method panics.
+type nilErr struct{ msg string }
+
+func (e *nilErr) Error() string { return e.msg }
+
+// A handler error whose methods panic (a typed nil) makes the job poison:
+// it is dead-lettered with ReasonPanic, not left unsettled. Job b is taken
+// with the ack of a, so it is held: unsettled, it would stay in flight for
+// good. The worker goes on with c.
+func TestHandlerErrorThatPanicsIsPoison(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		q, _ := New[string]()
+		c, err := q.Consume(context.Background(), func(ctx context.Context, j Job[string]) error {
+			if j.Payload == "b" {
+				var e *nilErr
+				return e
+			}
+			return nil
+		}, Workers(1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range []string{"a", "b", "c"} {
+			enqueueOK(t, q, p)
+		}
+		synctest.Wait()
+		if _, err := c.Close(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		s, _ := q.Stats(context.Background())
+		if s.Acked != 2 || s.InFlight != 0 || s.Dead != 1 || s.DeadLettered[ReasonPanic] != 1 {
+			t.Fatalf("stats %+v: want a and c acked, b dead (panic), nothing in flight", s)
+		}
+		for dl := range q.DeadLetters(context.Background()) {
+			if dl.Job.Payload != "b" || len(dl.History) != 1 || !strings.Contains(dl.History[0].Error, "nil pointer") {
+				t.Errorf("dead letter %+v: want b, one attempt failed with the nil dereference", dl)
+			}
+		}
+	})
+}

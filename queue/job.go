@@ -63,8 +63,8 @@ type Attempt struct {
 	// consumer's worker that takes its next job from the in-memory backend
 	// as it acks the last one starts it at its keeper's latest reading of
 	// the clock, which it takes every 10ms at most (see [Lease]): Start is
-	// then up to that much early, or more when every core of the machine
-	// is busy.
+	// then up to that much early (even before the job's EnqueuedAt), or
+	// more when every core of the machine is busy.
 	Start, End time.Time
 	// Error is the text of the error the attempt ended with.
 	Error string

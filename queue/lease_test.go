@@ -170,8 +170,11 @@ func TestKeeperParksAndDropsItsClock(t *testing.T) {
 		q, _ := New[string]()
 		release := make(chan struct{})
 		c, err := q.Consume(context.Background(), func(ctx context.Context, j Job[string]) error {
-			if j.Payload == "hold" {
+			switch j.Payload {
+			case "hold":
 				<-release
+			case "quick":
+				time.Sleep(time.Millisecond) // long enough for the keeper to see it
 			}
 			return nil
 		}, Workers(1))

@@ -914,6 +914,11 @@ func (m *Memory) Extend(ctx context.Context, d *Delivery, lease time.Duration) e
 	m.dropLease(e)
 	e.leaseEnd = m.clk.now().Add(lease)
 	m.lease(e)
+	// A job that was held (see ackNext) may now end first: a sleeping
+	// receiver must recompute its wake-up time (see take).
+	if m.leased.head == e && m.recvWait.wakeable() {
+		m.signal(&m.recvWait)
+	}
 	return nil
 }
 

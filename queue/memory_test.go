@@ -604,3 +604,40 @@ func TestMemoryAckNextHoldsUntilExtended(t *testing.T) {
 		}
 	})
 }
+
+// A receiver asleep while the only leased job is held (no end, so no
+// wake-up time) is woken when Extend gives that lease an end, and gets the
+// job when it ends.
+func TestMemoryExtendOfHeldJobWakesReceiver(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := open(t, Config{})
+		ctx := context.Background()
+		mustEnqueue(t, m, Message{ID: "a", Value: "a"})
+		mustEnqueue(t, m, Message{ID: "b", Value: "b"})
+		d := receive(t, m)
+		if ok, err := m.ackNext(&d, time.Now()); !ok || err != nil || d.ID != "b" {
+			t.Fatalf("ackNext = %v, %v, took %q; want b", ok, err, d.ID)
+		}
+		type result struct {
+			id    string
+			err   error
+			after time.Duration
+		}
+		got := make(chan result, 1)
+		start := time.Now()
+		go func() {
+			var g Delivery
+			c, cancel := context.WithTimeout(ctx, 2*time.Hour)
+			defer cancel()
+			err := m.Receive(c, time.Hour, &g)
+			got <- result{g.ID, err, time.Since(start)}
+		}()
+		synctest.Wait() // the receiver sleeps without a wake-up time
+		if err := m.Extend(ctx, &d, time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		if r := <-got; r.id != "b" || r.err != nil || r.after != time.Minute {
+			t.Errorf("receiver got %q (%v) after %v; want b after 1m", r.id, r.err, r.after)
+		}
+	})
+}
