@@ -655,6 +655,10 @@ func (w *worker[T]) handle() {
 		if herr != nil || panicErr != nil {
 			a.End = time.Now()
 		}
+		if herr == nil && panicErr == nil {
+			w.settle(drain, opAck, 0, a, Event{})
+			return
+		}
 		o, delay, ev := w.outcome(herr, panicErr, leaseOver, shutdown, &a)
 		w.settle(drain, o, delay, a, ev)
 	}()
