@@ -365,12 +365,13 @@ func (c *Consumer[T]) sampleEvery() time.Duration {
 //     sampleEvery late (when the keeper is on time: a machine whose every
 //     core is busy can make it late). A job costs no timer of its own.
 //
-// When no handler runs, it parks until one starts (see startLease). It
-// returns once every worker loop has returned.
+// When no handler has run since its last look, it parks until one starts
+// (see startLease). It returns once every worker loop has returned.
 func (c *Consumer[T]) keep() {
 	defer c.keepers.Done()
 	origin := time.Now() // keep's times are durations since origin
 	states := make([]uint64, len(c.workers))
+	prev := make([]uint64, len(c.workers)) // states at the last look
 	var t *time.Timer
 	defer func() {
 		if t != nil {
@@ -380,12 +381,16 @@ func (c *Consumer[T]) keep() {
 	for {
 		// The states first, then the clock: a handler seen running
 		// started before the reading.
-		running := false
+		busy := false
 		for i, w := range c.workers {
 			states[i] = w.st.Load()
-			running = running || states[i]&stRunning != 0
+			// Running, or started since the last look: with short
+			// handlers, a look often falls between two jobs, and parking
+			// then would send the workers back to the clock.
+			busy = busy || states[i]&stRunning != 0 || states[i]>>stShift != prev[i]>>stShift
 		}
-		if !running {
+		copy(prev, states)
+		if !busy {
 			if !c.park() {
 				return
 			}

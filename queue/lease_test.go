@@ -57,6 +57,7 @@ func TestLeaseExpiryDoesNotReachNextJob(t *testing.T) {
 				t.Errorf("%s: ctx cancelled (%v) when it started", r.job, r.cause)
 			}
 		}
+		synctest.Wait() // the last handler has sent its result: let it settle
 		rep, err := c.Close(context.Background())
 		if err != nil {
 			t.Fatal(err)
