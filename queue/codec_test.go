@@ -5,6 +5,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"testing/synctest"
+	"time"
 
 	"github.com/corral-go/corral/queue"
 )
@@ -68,3 +70,53 @@ type stringCodec struct{}
 
 func (stringCodec) Marshal(s string) ([]byte, error)   { return []byte(s), nil }
 func (stringCodec) Unmarshal(b []byte) (string, error) { return string(b), nil }
+
+// panickyCodec panics decoding the body "poison".
+type panickyCodec struct{ stringCodec }
+
+func (c panickyCodec) Unmarshal(b []byte) (string, error) {
+	if string(b) == "poison" {
+		panic("cannot decode poison")
+	}
+	return c.stringCodec.Unmarshal(b)
+}
+
+// A payload that makes the codec panic is dead-lettered once, like one that
+// fails to decode: the panic does not take down the worker, which would
+// leave the job leased, to panic again at each redelivery.
+func TestCodecPanicDeadLettersTheJob(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		q, err := queue.New[string](queue.WithBackend(bytesOnly{queue.NewMemory()}), queue.WithCodec[string](panickyCodec{}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var handled []string
+		c, err := q.Consume(ctx, func(ctx context.Context, j queue.Job[string]) error {
+			handled = append(handled, j.Payload)
+			return nil
+		}, queue.Workers(1), queue.Lease(time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range []string{"ok1", "poison", "ok2"} {
+			if _, err := q.Enqueue(ctx, p, queue.WithID(p)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		time.Sleep(time.Minute) // many backend leases: a leased poison job would come back
+		if _, err := c.Close(ctx); err != nil {
+			t.Fatal(err)
+		}
+		s, _ := q.Stats(ctx)
+		if strings.Join(handled, ",") != "ok1,ok2" || s.Acked != 2 || s.Dead != 1 || s.InFlight+s.Ready+s.Delayed != 0 {
+			t.Fatalf("handled %v, stats %+v: want ok1 and ok2 acked, poison dead, nothing left", handled, s)
+		}
+		for dl, err := range q.DeadLetters(ctx) {
+			if err == nil || dl.Job.ID != "poison" || dl.Reason != queue.ReasonPermanent ||
+				len(dl.History) != 1 || !strings.Contains(dl.History[0].Error, "codec panicked") {
+				t.Errorf("dead letter %+v (%v): want poison, permanent, one attempt naming the codec's panic, and the decode error", dl, err)
+			}
+		}
+	})
+}

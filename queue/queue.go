@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"runtime/debug"
 	"sync/atomic"
 	"time"
 )
@@ -375,7 +376,21 @@ func (q *Queue[T]) decode(m *Message) (T, error) {
 		}
 		return v, nil
 	}
-	return q.codec.Unmarshal(m.Body)
+	return q.unmarshal(m.Body)
+}
+
+// unmarshal decodes data with the codec, and returns a panic of the codec
+// as an error: a payload that makes the codec panic fails to decode like any
+// bad payload, and its job is dead-lettered (see worker.handle), instead of
+// the panic taking down the worker that holds the job, over and over at
+// each redelivery.
+func (q *Queue[T]) unmarshal(data []byte) (v T, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("queue: codec panicked decoding the payload: %v\n%s", r, debug.Stack())
+		}
+	}()
+	return q.codec.Unmarshal(data)
 }
 
 func (q *Queue[T]) job(m *Message) (Job[T], error) {
