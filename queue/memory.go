@@ -62,7 +62,7 @@ type Memory struct {
 	ready  readyQueue
 	timed  timeHeap // delayed jobs by readyAt
 	leased dlist    // leased jobs by lease end (see lease)
-	held   dlist    // leased jobs without an end yet (see ackNext)
+	held   int      // leased jobs without an end yet, not in leased (see ackNext)
 	seq    uint64   // enqueue order
 
 	seen     map[string]time.Time // ID -> enqueue time, within the horizon
@@ -108,7 +108,7 @@ type entry struct {
 	leaseStart time.Time
 	history    []Attempt
 	delivered  bool // Receive has leased e at least once
-	held       bool // leased in m.held, not m.leased
+	held       bool // leased without an end (see ackNext), not in m.leased
 	heapIdx    int  // index in the heap holding e, -1 if none
 	ln         [numLists]links
 	key        *dlist // the list of e's ordering key, if it has one
@@ -117,7 +117,7 @@ type entry struct {
 // The lists an entry is on at once, each threaded through its own links.
 const (
 	onAll   = iota // Memory.all, or the free list once the entry is recycled
-	onLease        // Memory.leased or Memory.held
+	onLease        // Memory.leased
 	onKey          // the list of the entry's ordering key
 	numLists
 )
@@ -313,7 +313,6 @@ func NewMemory() *Memory {
 		queuedLater: make(map[*entry]struct{}),
 		kick:        make(chan struct{}, 1),
 		leased:      dlist{on: onLease},
-		held:        dlist{on: onLease},
 	}
 	return m
 }
@@ -814,7 +813,7 @@ func (m *Memory) take(now time.Time, lease time.Duration, d *Delivery) {
 		m.lease(e)
 	} else {
 		e.held = true
-		m.held.push(e)
+		m.held++ // counted, not listed: nothing looks for held jobs
 	}
 	d.Message = e.msg
 	d.fresh = false // only the job the queue generated the ID for has it
@@ -882,11 +881,11 @@ func (m *Memory) leasedEntry(d *Delivery) (*entry, error) {
 	return e, nil
 }
 
-// dropLease takes e, leased, off the list that holds it. m.mu held.
+// dropLease takes e off the leased jobs. m.mu held.
 func (m *Memory) dropLease(e *entry) {
 	if e.held {
 		e.held = false
-		m.held.remove(e)
+		m.held--
 		return
 	}
 	m.leased.remove(e)
@@ -1161,7 +1160,7 @@ func (m *Memory) Stats(ctx context.Context) (BackendStats, error) {
 	m.drain()
 	m.promote(now)
 	s := BackendStats{
-		InFlight: m.leased.n + m.held.n,
+		InFlight: m.leased.n + m.held,
 		Delayed:  m.timed.Len(),
 		Dead:     m.dead.n,
 	}
