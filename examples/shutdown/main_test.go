@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -14,6 +15,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -21,7 +23,14 @@ import (
 	"go.uber.org/goleak"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
+		if binDir != "" {
+			os.RemoveAll(binDir)
+		}
+		os.Exit(code)
+	}))
+}
 
 // processTimeout bounds every run of the binary: a hung shutdown fails the
 // test instead of hanging it.
@@ -157,25 +166,38 @@ UNCLEAN shutdown in <d>
 	}
 }
 
-// build compiles the program into a temporary directory, with the race
-// detector when the test runs with it.
+// build returns the program, compiled once for all the tests (with the race
+// detector when they run with it) into binDir, which TestMain removes.
 func build(t *testing.T) string {
 	t.Helper()
+	bin, err := buildOnce()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bin
+}
+
+// binDir holds the program built by buildOnce.
+var binDir string
+
+var buildOnce = sync.OnceValues(func() (string, error) {
 	goTool, err := exec.LookPath("go")
 	if err != nil {
-		t.Fatalf("the test builds the program with the go command: %v", err)
+		return "", fmt.Errorf("the test builds the program with the go command: %w", err)
 	}
-	bin := filepath.Join(t.TempDir(), "shutdown")
+	if binDir, err = os.MkdirTemp("", "shutdown-test"); err != nil {
+		return "", err
+	}
+	bin := filepath.Join(binDir, "shutdown")
 	args := []string{"build", "-o", bin}
 	if raceEnabled {
 		args = append(args, "-race")
 	}
-	out, err := exec.Command(goTool, append(args, ".")...).CombinedOutput()
-	if err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	if out, err := exec.Command(goTool, append(args, ".")...).CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build: %w\n%s", err, out)
 	}
-	return bin
-}
+	return bin, nil
+})
 
 // process is the program running with -serve.
 type process struct {
