@@ -365,8 +365,9 @@ func (c *Consumer[T]) sampleEvery() time.Duration {
 //     sampleEvery late (when the keeper is on time: a machine whose every
 //     core is busy can make it late). A job costs no timer of its own.
 //
-// When no handler has run since its last look, it parks until one starts
-// (see startLease). It returns once every worker loop has returned.
+// When no handler runs and none started since its last look, it parks
+// until one starts (see startLease). It returns once every worker loop has
+// returned.
 func (c *Consumer[T]) keep() {
 	defer c.keepers.Done()
 	origin := time.Now() // keep's times are durations since origin
@@ -677,7 +678,8 @@ func (w *worker[T]) handle() {
 }
 
 // outcome decides how to settle the job in w.d, whose handler returned herr
-// or panicked (panicErr), and sets a.Error. It runs the user's code (the
+// (not nil: handle acks a nil return itself) or panicked (panicErr), and
+// sets a.Error. It runs the user's code (the
 // methods of herr, the backoff policy): if that panics, say on a typed nil
 // error, the job is dead-lettered with that panic instead, as poison, so
 // that it is settled all the same. (A job taken with the last ack has no
@@ -696,8 +698,6 @@ func (w *worker[T]) outcome(herr, panicErr error, leaseOver, shutdown bool, a *A
 	case panicErr != nil:
 		a.Error = panicErr.Error()
 		return opBury, 0, Event{Reason: ReasonPanic, Err: panicErr}
-	case herr == nil:
-		return opAck, 0, Event{}
 	case shutdown:
 		return opRelease, 0, Event{}
 	}

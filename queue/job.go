@@ -44,7 +44,8 @@ const (
 	// ReasonAttempts: the last allowed attempt failed (or its lease expired).
 	ReasonAttempts Reason = "attempts"
 	// ReasonPermanent: the handler returned an error marked permanent
-	// (retry.Permanent).
+	// (retry.Permanent), or the payload could not be decoded (the codec
+	// failed or panicked).
 	ReasonPermanent Reason = "permanent"
 	// ReasonPanic: the handler panicked (a poison job).
 	ReasonPanic Reason = "panic"

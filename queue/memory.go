@@ -94,7 +94,7 @@ const (
 	stateQueued  = iota // behind a busy ordering key
 	stateReady          // in ready (its ring or its heap)
 	stateDelayed        // in timed
-	stateLeased         // in leased
+	stateLeased         // in leased, or held (see ackNext)
 )
 
 type entry struct {
