@@ -158,7 +158,8 @@ type Consumer[T any] struct {
 	closing atomic.Bool // set once by Close (before intake stops), never reset
 	closeMu sync.Mutex  // serialises Close
 
-	hookPanic atomic.Pointer[HookPanic] // the first hook panic, set once
+	hookPanic atomic.Pointer[HookPanic]       // the first hook panic, set once
+	loopPanic atomic.Pointer[pool.PanicError] // the first other panic on a worker (see run)
 
 	mu      sync.Mutex    // guards the fields below
 	running int           // worker loops that have not returned
@@ -276,11 +277,20 @@ func (w *worker[T]) run(context.Context) error {
 	c := w.c
 	normal := false
 	defer func() {
-		if !normal && c.recv.Err() == nil {
-			// The handler called runtime.Goexit: its job is settled and
-			// this goroutine is ending; carry on in a fresh one.
-			if c.pool.Submit(context.Background(), w.loop) == nil {
-				return
+		if !normal {
+			if r := recover(); r != nil {
+				// A panic outside the handler, the hooks and the codec,
+				// which handle contains: in a Backend method, or a bug of
+				// corral's. Another loop would likely panic the same way:
+				// stop intake instead, and keep the panic for Close.
+				c.loopPanic.CompareAndSwap(nil, &pool.PanicError{Value: r, Stack: debug.Stack()})
+				c.recvCancel(errLoopPanic)
+			} else if c.recv.Err() == nil {
+				// The handler called runtime.Goexit: its job is settled
+				// and this goroutine is ending; carry on in a fresh one.
+				if c.pool.Submit(context.Background(), w.loop) == nil {
+					return
+				}
 			}
 		}
 		if w.hasNext {
@@ -864,6 +874,13 @@ func (w *worker[T]) settle(drain bool, o op, delay time.Duration, a Attempt, ev 
 // *[HookPanic]. A hook bug thus surfaces in the goroutine that owns the
 // consumer instead of vanishing.
 //
+// A panic anywhere else on a worker, in a method of the Backend (Receive,
+// Ack, Nack, Release, Bury) say, stops the consumer's intake: the other
+// workers settle their jobs and return, the job the panicking worker held
+// is left to the backend (redelivered when its lease ends), and Close, once
+// it has drained everything, panics with it, a *[pool.PanicError] (before
+// any hook panic).
+//
 // Close is idempotent: later calls return ErrClosed. Close must not be
 // called from a handler of the same consumer (it would wait for itself).
 func (c *Consumer[T]) Close(ctx context.Context) (Report, error) {
@@ -889,6 +906,9 @@ func (c *Consumer[T]) Close(ctx context.Context) (Report, error) {
 	c.keepers.Wait()
 	// Every worker loop has returned: the pool has nothing left to run.
 	_ = c.pool.Close(context.Background())
+	if p := c.loopPanic.Load(); p != nil {
+		panic(p)
+	}
 	if p := c.hookPanic.Load(); p != nil {
 		panic(p)
 	}
@@ -919,3 +939,6 @@ func (e *panicError) Error() string {
 }
 
 var errGoexit = errors.New("queue: handler called runtime.Goexit")
+
+// errLoopPanic ends intake after a panic on a worker (see run).
+var errLoopPanic = errors.New("queue: a worker panicked")

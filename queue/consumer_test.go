@@ -1,6 +1,7 @@
 package queue
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/corral-go/corral/backoff"
+	"github.com/corral-go/corral/pool"
 	"github.com/corral-go/corral/retry"
 )
 
@@ -229,6 +231,51 @@ func TestHandlerErrorThatPanicsIsPoison(t *testing.T) {
 			if dl.Job.Payload != "b" || len(dl.History) != 1 || !strings.Contains(dl.History[0].Error, "nil pointer") {
 				t.Errorf("dead letter %+v: want b, one attempt failed with the nil dereference", dl)
 			}
+		}
+	})
+}
+
+// panickyReceive is a backend whose Receive panics, up to 100 times.
+type panickyReceive struct {
+	*Memory
+	panics atomic.Int32
+}
+
+func (b *panickyReceive) Receive(ctx context.Context, lease time.Duration, d *Delivery) error {
+	if b.panics.Add(1) <= 100 {
+		panic("broken backend")
+	}
+	return b.Memory.Receive(ctx, lease, d) // only a loop that retried gets here
+}
+
+// A panic in a Backend method on a worker (not in the handler, a hook or the
+// codec) stops the consumer's intake instead of being retried in a loop, and
+// Close panics with it, once.
+func TestBackendPanicStopsIntakeAndSurfacesInClose(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := &panickyReceive{Memory: NewMemory()}
+		q, err := New[string](WithBackend(b))
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := q.Consume(context.Background(), func(ctx context.Context, j Job[string]) error { return nil }, Workers(1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		if n := b.panics.Load(); n != 1 {
+			t.Errorf("Receive called %d times, want 1: the worker loop went on after the panic", n)
+		}
+		var p any
+		func() {
+			defer func() { p = recover() }()
+			_, _ = c.Close(context.Background())
+		}()
+		if pe, ok := p.(*pool.PanicError); !ok || pe.Value != "broken backend" || !bytes.Contains(pe.Stack, []byte("panickyReceive")) {
+			t.Fatalf("Close panicked with %#v; want the backend's panic, with its stack", p)
+		}
+		if _, err := c.Close(context.Background()); !errors.Is(err, ErrClosed) {
+			t.Errorf("second Close: %v, want ErrClosed", err)
 		}
 	})
 }
