@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/corral-go/corral/backoff"
+	"github.com/corral-go/corral/internal/panics"
 	"github.com/corral-go/corral/pool"
 	"github.com/corral-go/corral/retry"
 )
@@ -272,41 +273,52 @@ func (q *Queue[T]) Consume(ctx context.Context, h Handler[T], opts ...ConsumerOp
 	return c, nil
 }
 
-// run is a worker loop: receive, handle, settle, until intake stops.
+// run is a worker loop (serve), and what follows its end.
 func (w *worker[T]) run(context.Context) error {
+	var catch panics.Catcher
+	defer w.exit(&catch)
+	defer catch.Recover()
+	w.serve()
+	catch.Returned()
+	return nil
+}
+
+// exit ends the worker loop, which ended as catch says.
+func (w *worker[T]) exit(catch *panics.Catcher) {
 	c := w.c
-	normal := false
-	defer func() {
-		if !normal {
-			if r := recover(); r != nil {
-				// A panic outside the handler, the hooks and the codec,
-				// which handle contains: in a Backend method, or a bug of
-				// corral's. Another loop would likely panic the same way:
-				// stop intake instead, and keep the panic for Close.
-				c.loopPanic.CompareAndSwap(nil, &pool.PanicError{Value: r, Stack: debug.Stack()})
-				c.recvCancel(errLoopPanic)
-			} else if c.recv.Err() == nil {
-				// The handler called runtime.Goexit: its job is settled
-				// and this goroutine is ending; carry on in a fresh one.
-				if c.pool.Submit(context.Background(), w.loop) == nil {
-					return
-				}
-			}
+	switch {
+	case catch.Panic != nil:
+		// A panic outside the handler, the hooks and the codec, which
+		// handle contains: in a Backend method, or a bug of corral's.
+		// Another loop would likely panic the same way: stop intake
+		// instead, and keep the panic for Close.
+		c.loopPanic.CompareAndSwap(nil, &pool.PanicError{Value: catch.Panic.Value, Stack: catch.Panic.Stack})
+		c.recvCancel(errLoopPanic)
+	case catch.Goexit && c.recv.Err() == nil:
+		// The handler called runtime.Goexit: its job is settled and this
+		// goroutine is ending; carry on in a fresh one.
+		if c.pool.Submit(context.Background(), w.loop) == nil {
+			return
 		}
-		if w.hasNext {
-			// Taken by the last ack, and the loop ended before handling
-			// it: give it back. (No user code runs between the ack and
-			// the top of the loop today, so this guards a later change.)
-			w.hasNext = false
-			w.settle(c.closing.Load(), opRelease, 0, Attempt{}, Event{})
-		}
-		c.mu.Lock()
-		c.running--
-		if c.running == 0 {
-			close(c.drained)
-		}
-		c.mu.Unlock()
-	}()
+	}
+	if w.hasNext {
+		// Taken by the last ack, and the loop ended before handling it:
+		// give it back. (No user code runs between the ack and the top of
+		// the loop today, so this guards a later change.)
+		w.hasNext = false
+		w.settle(c.closing.Load(), opRelease, 0, Attempt{}, Event{})
+	}
+	c.mu.Lock()
+	c.running--
+	if c.running == 0 {
+		close(c.drained)
+	}
+	c.mu.Unlock()
+}
+
+// serve receives, handles and settles jobs until intake stops.
+func (w *worker[T]) serve() {
+	c := w.c
 	// Backend failures (a broker unreachable) are retried after a capped,
 	// jittered backoff, so that the workers do not retry in step.
 	errDelays := receiveBackoff.Sequence()
@@ -319,8 +331,7 @@ func (w *worker[T]) run(context.Context) error {
 		}
 		if err != nil {
 			if c.recv.Err() != nil {
-				normal = true
-				return nil
+				return
 			}
 			c.q.c.backendErrors.Add(1)
 			t := time.NewTimer(errDelays.Next())
@@ -335,8 +346,7 @@ func (w *worker[T]) run(context.Context) error {
 		if c.recv.Err() != nil {
 			// Close started while the job was being received.
 			w.settle(c.closing.Load(), opRelease, 0, Attempt{}, Event{})
-			normal = true
-			return nil
+			return
 		}
 		w.handle()
 	}
@@ -649,21 +659,21 @@ func (w *worker[T]) handle() {
 	}
 	hctx := w.startLease()
 	var (
-		returned bool
-		herr     error
+		catch panics.Catcher
+		herr  error
 	)
 	defer func() {
-		// Runs on return, panic and runtime.Goexit alike. Whether the job
-		// is Close's to report is decided as the handler returns, before it
-		// is settled: a caller who saw it settled called Close later.
+		// Runs on return, panic and runtime.Goexit alike, after
+		// catch.Recover. Whether the job is Close's to report is decided
+		// as the handler returns, before it is settled: a caller who saw
+		// it settled called Close later.
 		drain := c.closing.Load()
 		var panicErr error
-		if !returned {
-			if r := recover(); r != nil {
-				panicErr = &panicError{value: r, stack: debug.Stack()}
-			} else {
-				panicErr = errGoexit
-			}
+		switch {
+		case catch.Panic != nil:
+			panicErr = &panicError{*catch.Panic}
+		case catch.Goexit:
+			panicErr = errGoexit
 		}
 		leaseOver := w.endLease()
 		shutdown := !leaseOver && c.base.Err() != nil
@@ -678,13 +688,14 @@ func (w *worker[T]) handle() {
 		o, delay, ev := w.outcome(herr, panicErr, leaseOver, shutdown, &a)
 		w.settle(drain, o, delay, a, ev)
 	}()
+	defer catch.Recover()
 	// OnStart runs under the settle defer: whatever it does, the job is
 	// settled. A panic in it is recovered (see callHook).
 	if h := q.hooks.OnStart; h != nil {
 		c.callHook("OnStart", h, Event{ID: d.ID, Key: d.Key, Attempt: d.Attempt})
 	}
 	herr = c.h(hctx, job)
-	returned = true
+	catch.Returned()
 }
 
 // outcome decides how to settle the job in w.d, whose handler returned herr
@@ -698,7 +709,7 @@ func (w *worker[T]) handle() {
 func (w *worker[T]) outcome(herr, panicErr error, leaseOver, shutdown bool, a *Attempt) (o op, delay time.Duration, ev Event) {
 	defer func() {
 		if r := recover(); r != nil {
-			err := &panicError{value: r, stack: debug.Stack()}
+			err := &panicError{panics.Recovered{Value: r, Stack: debug.Stack()}}
 			a.Error = err.Error()
 			o, delay, ev = opBury, 0, Event{Reason: ReasonPanic, Err: err}
 		}
@@ -929,13 +940,10 @@ func (e *closeCause) Is(target error) bool { return target == ErrClosed }
 func (e *closeCause) Unwrap() error        { return e.cause }
 
 // panicError is the failure of a handler that panicked.
-type panicError struct {
-	value any
-	stack []byte
-}
+type panicError struct{ panics.Recovered }
 
 func (e *panicError) Error() string {
-	return fmt.Sprintf("queue: handler panicked: %v\n%s", e.value, e.stack)
+	return fmt.Sprintf("queue: handler panicked: %v\n%s", e.Value, e.Stack)
 }
 
 var errGoexit = errors.New("queue: handler called runtime.Goexit")
