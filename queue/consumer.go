@@ -360,8 +360,9 @@ func (c *Consumer[T]) backendLease() time.Duration {
 }
 
 // renewEvery is how often renewLoop renews the backend leases of the
-// running handlers' jobs: a third of the backend lease, so that two renewals can be late before a
-// lease ends. There is no floor: a floor could exceed a short lease.
+// running handlers' jobs: a third of the backend lease, so that two
+// renewals can be late before a lease ends. There is no floor: a floor
+// could exceed a short lease.
 func (c *Consumer[T]) renewEvery() time.Duration {
 	return max(c.backendLease()/3, 1)
 }
@@ -502,7 +503,6 @@ func (c *Consumer[T]) renewLoop() {
 // ctx is cancelled with cause [ErrLeaseLost], provided the worker still
 // holds that same delivery.
 func (c *Consumer[T]) renew() {
-	var d Delivery
 	for _, w := range c.workers {
 		w.mu.Lock()
 		s, ok := w.claim()
@@ -510,7 +510,7 @@ func (c *Consumer[T]) renew() {
 			w.mu.Unlock()
 			continue
 		}
-		d = w.d
+		d := w.d
 		w.st.Store(s) // release the claim
 		w.mu.Unlock()
 		err := c.q.backend.Extend(c.bg, &d, c.backendLease())
@@ -527,7 +527,6 @@ func (c *Consumer[T]) renew() {
 			w.mu.Unlock()
 		}
 	}
-	d = Delivery{} // do not keep the payload
 }
 
 // now returns the time to start a job at: the keeper's last reading while
@@ -559,8 +558,8 @@ const (
 // the keeper if it is parked.
 //
 // From here until endLease, renewLoop renews the job's backend lease and
-// the keeper times the handler. The checks before (decoding, attempts, start-by)
-// settle the job at once, without a renewal.
+// the keeper times the handler. The checks before (decoding, attempts,
+// start-by) settle the job at once, without a renewal.
 func (w *worker[T]) startLease() context.Context {
 	if w.ctx.Err() != nil { // cancelled by the previous job
 		w.mu.Lock()
