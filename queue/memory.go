@@ -2,9 +2,11 @@ package queue
 
 import (
 	"container/heap"
+	"container/list"
 	"context"
 	"fmt"
 	"iter"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -69,8 +71,10 @@ type Memory struct {
 	seenFIFO []seenID             // seen in enqueue order, for pruning
 	seenHead int
 
-	dead    deadList               // oldest first
-	deadIDs map[string]*deadLetter // dead by ID: an ID has at most one dead letter
+	// The dead letters, oldest first, and by ID (an ID has at most one):
+	// redriving or purging one costs O(1) however many there are.
+	dead    list.List // of *DeadMessage
+	deadIDs map[string]*list.Element
 
 	// queuedLater holds the jobs queued behind a busy ordering key that
 	// have a NotBefore, for Stats: such a job counts as delayed until its
@@ -309,7 +313,7 @@ func NewMemory() *Memory {
 		keys: make(map[string]*dlist),
 		seen: make(map[string]time.Time),
 
-		deadIDs:     make(map[string]*deadLetter),
+		deadIDs:     make(map[string]*list.Element),
 		queuedLater: make(map[*entry]struct{}),
 		kick:        make(chan struct{}, 1),
 		leased:      dlist{on: onLease},
@@ -989,17 +993,16 @@ func (m *Memory) bury(e *entry, reason Reason, a Attempt, now time.Time) {
 	case stateLeased:
 		m.dropLease(e)
 	}
-	dl := &deadLetter{DeadMessage: DeadMessage{Message: e.msg, Reason: reason, At: now}}
-	dl.Attempt = e.attempt
-	dl.History = append(make([]Attempt, 0, len(e.history)+1), e.history...)
-	dl.History = append(dl.History, a)
-	if old := m.deadIDs[dl.ID]; old != nil {
+	dm := &DeadMessage{Message: e.msg, Reason: reason, At: now}
+	dm.Attempt = e.attempt
+	dm.History = append(make([]Attempt, 0, len(e.history)+1), e.history...)
+	dm.History = append(dm.History, a)
+	if old := m.deadIDs[dm.ID]; old != nil {
 		// A later job with the same ID: the newer dead letter replaces
 		// the older, so that Redrive and Purge name one.
 		m.dropDead(old)
 	}
-	m.dead.push(dl)
-	m.deadIDs[dl.ID] = dl
+	m.deadIDs[dm.ID] = m.dead.PushBack(dm)
 	m.remove(e)
 }
 
@@ -1041,11 +1044,11 @@ func (m *Memory) remove(e *entry) {
 func (m *Memory) DeadLetters(ctx context.Context) iter.Seq2[DeadMessage, error] {
 	return func(yield func(DeadMessage, error) bool) {
 		m.mu.Lock()
-		snap := make([]DeadMessage, 0, m.dead.n)
-		for d := m.dead.head; d != nil; d = d.next {
-			dm := d.DeadMessage
+		snap := make([]DeadMessage, 0, m.dead.Len())
+		for el := m.dead.Front(); el != nil; el = el.Next() {
+			dm := *el.Value.(*DeadMessage)
 			dm.fresh = false // see take
-			dm.History = append([]Attempt(nil), d.History...)
+			dm.History = slices.Clone(dm.History)
 			snap = append(snap, dm)
 		}
 		m.mu.Unlock()
@@ -1061,49 +1064,10 @@ func (m *Memory) DeadLetters(ctx context.Context) iter.Seq2[DeadMessage, error] 
 	}
 }
 
-// deadLetter is a dead letter in Memory.dead.
-type deadLetter struct {
-	DeadMessage
-	prev, next *deadLetter
-}
-
-// deadList is a doubly linked list of dead letters, so that redriving or
-// purging one costs O(1) however many there are.
-type deadList struct {
-	head, tail *deadLetter
-	n          int
-}
-
-func (l *deadList) push(d *deadLetter) {
-	d.prev = l.tail
-	if l.tail != nil {
-		l.tail.next = d
-	} else {
-		l.head = d
-	}
-	l.tail = d
-	l.n++
-}
-
-func (l *deadList) remove(d *deadLetter) {
-	if d.prev != nil {
-		d.prev.next = d.next
-	} else {
-		l.head = d.next
-	}
-	if d.next != nil {
-		d.next.prev = d.prev
-	} else {
-		l.tail = d.prev
-	}
-	d.prev, d.next = nil, nil
-	l.n--
-}
-
-// dropDead deletes the dead letter d. m.mu held.
-func (m *Memory) dropDead(d *deadLetter) {
-	delete(m.deadIDs, d.ID)
-	m.dead.remove(d)
+// dropDead deletes the dead letter el. m.mu held.
+func (m *Memory) dropDead(el *list.Element) {
+	delete(m.deadIDs, el.Value.(*DeadMessage).ID)
+	m.dead.Remove(el)
 }
 
 // Redrive implements Backend. The redriven job skips the dedup horizon and
@@ -1129,7 +1093,7 @@ func (m *Memory) Redrive(ctx context.Context, id string) error {
 		m.mu.Unlock()
 		return ErrFull
 	}
-	msg := dl.Message
+	msg := dl.Value.(*DeadMessage).Message
 	msg.fresh = false // in ids from now on
 	m.dropDead(dl)
 	// A redriven job is a new job: fresh attempts, new enqueue time, no
@@ -1162,7 +1126,7 @@ func (m *Memory) Stats(ctx context.Context) (BackendStats, error) {
 	s := BackendStats{
 		InFlight: m.leased.n + m.held,
 		Delayed:  m.timed.Len(),
-		Dead:     m.dead.n,
+		Dead:     m.dead.Len(),
 	}
 	for e := range m.queuedLater {
 		if e.msg.NotBefore.After(now) {
