@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"iter"
 	"runtime/debug"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 )
@@ -331,18 +333,12 @@ func (q *Queue[T]) ahead(id string) bool {
 	if len(id) != idLen || id[:len(q.idPrefix)] != q.idPrefix {
 		return false
 	}
-	var n uint64
-	for _, c := range []byte(id[len(q.idPrefix):]) {
-		switch {
-		case '0' <= c && c <= '9':
-			n = n<<4 | uint64(c-'0')
-		case 'a' <= c && c <= 'f':
-			n = n<<4 | uint64(c-'a'+10)
-		default:
-			return false // not a digit newID writes
-		}
+	digits := id[len(q.idPrefix):]
+	if strings.ContainsAny(digits, "ABCDEF") { // newID writes lower case
+		return false
 	}
-	return n >= q.idSeq.Load()
+	n, err := strconv.ParseUint(digits, 16, 64)
+	return err == nil && n >= q.idSeq.Load()
 }
 
 // idBlock builds the chunk of IDs from first, a multiple of idChunk: the
