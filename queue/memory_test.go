@@ -109,6 +109,17 @@ func receive(t *testing.T, m *Memory) Delivery {
 	return d
 }
 
+// receiveThenHold receives a job from m, then acks it and takes the next
+// one, held, with ackNext at now: that one must be want.
+func receiveThenHold(t *testing.T, m *Memory, now time.Time, want string) Delivery {
+	t.Helper()
+	d := receive(t, m)
+	if ok, err := m.ackNext(&d, now); !ok || err != nil || d.ID != want {
+		t.Fatalf("ackNext = %v, %v, took %q; want %s", ok, err, d.ID, want)
+	}
+	return d
+}
+
 func TestMemoryOpen(t *testing.T) {
 	m := open(t, Config{})
 	if err := m.Open(context.Background(), Config{}); err == nil {
@@ -569,11 +580,8 @@ func TestMemoryAckNextHoldsUntilExtended(t *testing.T) {
 		mustEnqueue(t, m, Message{ID: "a", Value: "a"})
 		time.Sleep(time.Hour)
 		mustEnqueue(t, m, Message{ID: "b", Value: "b"})
-		d := receive(t, m)
 		ancient := time.Now().Add(-time.Hour) // an hour-old reading
-		if ok, err := m.ackNext(&d, ancient); !ok || err != nil || d.ID != "b" {
-			t.Fatalf("ackNext = %v, %v, took %q; want b", ok, err, d.ID)
-		}
+		d := receiveThenHold(t, m, ancient, "b")
 		if !d.at.Equal(ancient) {
 			t.Errorf("b delivered at %v, want the time given, %v", d.at, ancient)
 		}
@@ -614,10 +622,7 @@ func TestMemoryExtendOfHeldJobWakesReceiver(t *testing.T) {
 		ctx := context.Background()
 		mustEnqueue(t, m, Message{ID: "a", Value: "a"})
 		mustEnqueue(t, m, Message{ID: "b", Value: "b"})
-		d := receive(t, m)
-		if ok, err := m.ackNext(&d, time.Now()); !ok || err != nil || d.ID != "b" {
-			t.Fatalf("ackNext = %v, %v, took %q; want b", ok, err, d.ID)
-		}
+		d := receiveThenHold(t, m, time.Now(), "b")
 		type result struct {
 			id    string
 			err   error
