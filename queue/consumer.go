@@ -531,12 +531,12 @@ func (c *Consumer[T]) renew() {
 
 // now returns the time to start a job at: the keeper's last reading while
 // it runs, which is at most [Consumer.sampleEvery] old when the keeper is
-// on time; else the clock's.
+// on time; else the queue's clock's.
 func (c *Consumer[T]) now() time.Time {
 	if t := c.clock.Load(); t != nil {
 		return *t
 	}
-	return time.Now()
+	return c.q.clk.now()
 }
 
 // receiveBackoff spaces a worker's retries of a failing Receive.
@@ -634,7 +634,7 @@ func (w *worker[T]) handle() {
 	// start-by deadline is checked against the clock itself.
 	now := d.at
 	if now.IsZero() || startBy {
-		now = time.Now()
+		now = q.clk.now()
 	}
 	job, err := q.job(&d.Message)
 	if err != nil {
