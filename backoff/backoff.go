@@ -9,7 +9,7 @@ import (
 	"time"
 )
 
-// Jitter selects how a [Policy] randomises its delays. The zero value is [NoJitter].
+// Jitter selects how a [Schedule] randomises its delays. The zero value is [NoJitter].
 type Jitter uint8
 
 const (
@@ -20,7 +20,7 @@ const (
 	// EqualJitter keeps half of t and draws the other half: t/2 + U[0, t/2].
 	EqualJitter
 	// DecorrelatedJitter draws min(cap, U[base, prev*3]), where prev is the previous delay
-	// (base before the first retry). It ignores the policy's growth: the factor of
+	// (base before the first retry). It ignores the schedule's growth: the factor of
 	// [Exponential] and the steps of [Linear] do not apply. With a zero base every delay is
 	// zero, as in the formula.
 	DecorrelatedJitter
@@ -49,131 +49,128 @@ const (
 	exponential
 )
 
-// Policy is an immutable backoff schedule. Build one with [Constant], [Linear] or
-// [Exponential]. The zero Policy is valid: every delay is zero.
+// Schedule is an immutable backoff schedule: the delay before each retry. Build one with
+// [Constant], [Linear] or [Exponential]. The zero Schedule is ready to use: every delay is zero
+// (retry at once), and its Sequence yields zeros.
 //
-// A Policy is a small value and is safe for concurrent use; copying it is cheap.
-type Policy struct {
+// A Schedule is a small value and is safe for concurrent use; copying it is cheap.
+type Schedule struct {
 	growth growth
 	jitter Jitter
 	seeded bool
 	base   time.Duration
 	cap    time.Duration
-	factor float64     // exponential only; >= 1
-	capAt  int         // first attempt whose un-jittered delay is the cap
-	seed   uint64      // used when seeded
-	src    rand.Source // if non-nil, the source of randomness (WithSource)
+	factor float64       // exponential only; >= 1
+	whole  uint64        // factor if it is a whole number (at most 2^63, which saturates), else 0
+	flatAt int           // first attempt from which the un-jittered delay is flat
+	flat   time.Duration // the un-jittered delay from flatAt on: cap, or base if it never grows
+	seed   uint64        // used when seeded
+	src    rand.Source   // if non-nil, the source of randomness (WithSource)
 }
 
-// Option configures a Policy at construction. A nil Option makes the constructor panic.
-type Option interface{ apply(*Policy) }
+// Option configures a Schedule at construction. A nil Option makes the constructor panic.
+type Option interface{ apply(*Schedule) }
 
-type optionFunc func(*Policy)
+type optionFunc func(*Schedule)
 
-func (f optionFunc) apply(p *Policy) { f(p) }
+func (f optionFunc) apply(p *Schedule) { f(p) }
 
 // WithJitter randomises every delay with the given kind of jitter. It panics if j is not one
 // of the Jitter constants.
 func WithJitter(j Jitter) Option {
 	if j > DecorrelatedJitter {
-		panic("backoff: unknown jitter " + j.String())
+		panic("backoff: WithJitter(" + j.String() + "): unknown jitter")
 	}
-	return optionFunc(func(p *Policy) { p.jitter = j })
+	return optionFunc(func(p *Schedule) { p.jitter = j })
 }
 
-// WithSeed makes the policy's randomness a pure function of seed, the attempt number and the
-// previous delay, so that a schedule is reproducible: two Sequences of the same seeded policy
+// WithSeed makes the schedule's randomness a pure function of seed, the attempt number and the
+// previous delay, so that a schedule is reproducible: two Sequences of the same seeded schedule
 // yield the same delays. It is meant for tests, docs and simulations; in production leave it
 // out, or every client sharing the seed would retry in lockstep, which is what jitter is for
 // avoiding.
 func WithSeed(seed uint64) Option {
-	return optionFunc(func(p *Policy) { p.seeded, p.seed, p.src = true, seed, nil })
+	return optionFunc(func(p *Schedule) { p.seeded, p.seed, p.src = true, seed, nil })
 }
 
-// WithSource draws the policy's randomness from src, for callers that need their own
+// WithSource draws the schedule's randomness from src, for callers that need their own
 // generator or a fake one in tests (a source that always returns 0 gives the shortest
-// schedule, math.MaxUint64 the longest). Every Sequence and every goroutine using the policy
-// calls src.Uint64, so src must be safe for concurrent use if the policy is shared; the
+// schedule, math.MaxUint64 the longest). Every Sequence and every goroutine using the schedule
+// calls src.Uint64, so src must be safe for concurrent use if the schedule is shared; the
 // generators of math/rand/v2 are not (guard one with a mutex). For a reproducible schedule
-// that needs no such care, use [WithSeed]. The last of WithSource and WithSeed wins.
+// that needs no such care, use [WithSeed]. The last of WithSource and WithSeed wins. A nil src
+// panics (leave the option out for the runtime's generator).
 func WithSource(src rand.Source) Option {
-	return optionFunc(func(p *Policy) { p.src, p.seeded = src, false })
+	if src == nil {
+		panic("backoff: WithSource(nil): nil source")
+	}
+	return optionFunc(func(p *Schedule) { p.src, p.seeded = src, false })
 }
 
-// Constant returns a policy whose un-jittered delay is always d. It panics if d is negative.
-func Constant(d time.Duration, opts ...Option) Policy {
+// Constant returns a schedule whose un-jittered delay is always d. It panics if d is negative.
+func Constant(d time.Duration, opts ...Option) Schedule {
 	if d < 0 {
-		panic("backoff: negative delay " + d.String())
+		panic("backoff: Constant(" + d.String() + "): negative delay")
 	}
-	p := Policy{growth: constant, base: d, cap: d, factor: 1, capAt: 0}
+	p := Schedule{growth: constant, base: d, cap: d, factor: 1, flat: d}
 	return p.with(opts)
 }
 
-// Linear returns a policy whose un-jittered delay for retry n (counting from 0) is
+// Linear returns a schedule whose un-jittered delay for retry n (counting from 0) is
 // min(cap, (n+1)*base): base, 2*base, 3*base, ... up to cap. It panics if base is negative or
 // cap is below base.
-func Linear(base, cap time.Duration, opts ...Option) Policy {
-	checkBaseCap(base, cap)
-	p := Policy{growth: linear, base: base, cap: cap, factor: 1}
-	switch {
-	case base == cap:
-		p.capAt = 0
-	case base == 0:
-		p.capAt = math.MaxInt
-	default:
+func Linear(base, cap time.Duration, opts ...Option) Schedule {
+	checkBaseCap("Linear("+base.String()+", "+cap.String()+")", base, cap)
+	p := Schedule{growth: linear, base: base, cap: cap, factor: 1, flat: base}
+	if base != 0 && base != cap { // else the schedule is flat at base from the start
 		// smallest n with (n+1)*base >= cap
 		k := cap / base
 		if cap%base != 0 {
 			k++
 		}
-		p.capAt = int(k - 1)
+		p.flatAt, p.flat = int(k-1), cap
 	}
 	return p.with(opts)
 }
 
-// Exponential returns a policy whose un-jittered delay for retry n (counting from 0) is
-// min(cap, base*factor^n). It panics if base is negative, factor is below 1 (or NaN, or
-// infinite) or cap is below base.
-func Exponential(base time.Duration, factor float64, cap time.Duration, opts ...Option) Policy {
-	checkBaseCap(base, cap)
+// Exponential returns a schedule whose un-jittered delay for retry n (counting from 0) is
+// min(cap, base*factor^n). The first delay is exactly base, and with a whole-number factor
+// (2, 3, 10, ...) every delay is the exact product, computed in integers. A fractional factor
+// needs floating point: base*factor^n is evaluated in float64 and truncated to whole
+// nanoseconds, so it carries float64's rounding. It panics if base is negative, factor is
+// below 1 (or NaN, or infinite) or cap is below base.
+func Exponential(base time.Duration, factor float64, cap time.Duration, opts ...Option) Schedule {
+	call := "Exponential(" + base.String() + ", " + strconv.FormatFloat(factor, 'g', -1, 64) + ", " + cap.String() + ")"
+	checkBaseCap(call, base, cap)
 	if !(factor >= 1) || math.IsInf(factor, 1) {
-		panic("backoff: factor must be a finite number >= 1, got " + strconv.FormatFloat(factor, 'g', -1, 64))
+		panic("backoff: " + call + ": factor must be a finite number >= 1")
 	}
-	p := Policy{growth: exponential, base: base, cap: cap, factor: factor}
-	switch {
-	case base == cap:
-		p.capAt = 0
-	case base == 0 || factor == 1:
-		p.capAt = math.MaxInt
-	default:
-		p.capAt = p.firstAtCap()
+	p := Schedule{growth: exponential, base: base, cap: cap, factor: factor, flat: base}
+	if factor == math.Trunc(factor) {
+		p.whole = uint64(min(factor, 1<<63)) // any factor >= 2^63 takes every delay past n = 0 to the cap
+	}
+	if base != 0 && base != cap && factor != 1 { // else the schedule is flat at base
+		p.flatAt, p.flat = p.firstAtCap(), cap
 	}
 	return p.with(opts)
 }
 
-// firstAtCap returns the smallest n with rawExp(n) >= cap, computed with rawExp itself so
-// that the schedule saturates exactly at capAt; 0 < base < cap and factor > 1. A factor
-// barely above 1 puts n near 2^57 and makes any estimate from logarithms far off (rawExp's
-// rounding error grows with n), so the search is bounded instead: double an upper bound,
-// then bisect, at most about 2×63 evaluations of rawExp. If even rawExp(MaxInt) is below
-// cap, it returns MaxInt, and step clamps each delay to cap itself.
-func (p *Policy) firstAtCap() int {
-	c := float64(p.cap)
-	lo, hi := 0, 1 // rawExp(lo) = base < cap
-	for p.rawExp(hi) < c {
-		if hi > math.MaxInt/2 {
-			if p.rawExp(math.MaxInt) < c {
-				return math.MaxInt
-			}
-			lo, hi = hi, math.MaxInt
-			break
-		}
+// firstAtCap returns the smallest n with grown(n) = cap, computed with grown itself so that
+// the schedule saturates exactly at flatAt; 0 < base < cap and factor > 1. A factor barely
+// above 1 puts n near 2^57 and makes any estimate from logarithms far off (float rounding
+// grows with n), so the search is bounded instead: double an upper bound, then bisect, at
+// most about 2×63 evaluations of grown. The doubling stops by hi = 2^62: a whole factor is
+// at least 2, and the smallest fractional factor, 1+2^-52, has a 2^62nd power (about
+// e^1024) that overflows float64 to +Inf; base >= 1.
+func (p *Schedule) firstAtCap() int {
+	lo, hi := 0, 1 // grown(lo) = base < cap
+	for p.grown(hi) < p.cap {
 		lo, hi = hi, 2*hi
 	}
-	// rawExp(lo) < cap <= rawExp(hi)
+	// grown(lo) < cap = grown(hi)
 	for hi-lo > 1 {
 		mid := lo + (hi-lo)/2
-		if p.rawExp(mid) < c {
+		if p.grown(mid) < p.cap {
 			lo = mid
 		} else {
 			hi = mid
@@ -182,16 +179,17 @@ func (p *Policy) firstAtCap() int {
 	return hi
 }
 
-func checkBaseCap(base, cap time.Duration) {
+// checkBaseCap panics, naming the constructor call, if base is negative or cap is below it.
+func checkBaseCap(call string, base, cap time.Duration) {
 	if base < 0 {
-		panic("backoff: negative base " + base.String())
+		panic("backoff: " + call + ": negative base")
 	}
 	if cap < base {
-		panic("backoff: cap " + cap.String() + " below base " + base.String())
+		panic("backoff: " + call + ": cap below base")
 	}
 }
 
-func (p Policy) with(opts []Option) Policy {
+func (p Schedule) with(opts []Option) Schedule {
 	for _, o := range opts {
 		if o == nil {
 			panic("backoff: nil option")
@@ -201,8 +199,45 @@ func (p Policy) with(opts []Option) Policy {
 	return p
 }
 
-func (p *Policy) rawExp(n int) float64 {
-	return float64(p.base) * powi(p.factor, n)
+// grown returns min(cap, base*factor^n) for 0 < base < cap, factor > 1 and n >= 0: exactly,
+// in integers, for n = 0 and for a whole factor; in float64 for a fractional one. It is
+// monotone in n, and above base for n >= 1 (factor >= 1+2^-52 adds at least one ulp to the
+// float64 nearest base, which is at most half an ulp below it).
+func (p *Schedule) grown(n int) time.Duration {
+	if n == 0 {
+		return p.base
+	}
+	if p.whole != 0 {
+		return time.Duration(mulPow(uint64(p.base), p.whole, n, uint64(p.cap)))
+	}
+	v := float64(p.base) * powi(p.factor, n)
+	if !(v < float64(p.cap)) {
+		return p.cap
+	}
+	return time.Duration(v) // < cap: a float64 below float64(cap) is at most cap's floor
+}
+
+// mulPow returns min(limit, r*k^n) for r >= 1, k >= 2 and n >= 1, exactly: square and
+// multiply, stopping as soon as a product reaches the limit or needs more than 64 bits.
+func mulPow(r, k uint64, n int, limit uint64) uint64 {
+	for {
+		if n&1 == 1 {
+			hi, lo := bits.Mul64(r, k)
+			if hi != 0 || lo >= limit {
+				return limit
+			}
+			r = lo
+		}
+		n >>= 1
+		if n == 0 {
+			return r
+		}
+		hi, lo := bits.Mul64(k, k)
+		if hi != 0 {
+			return limit // r will be multiplied by k^2 or more (n has a bit left): past 2^64
+		}
+		k = lo
+	}
 }
 
 // powi returns f^n by repeated squaring: a few multiplications for the small n a schedule
@@ -219,23 +254,21 @@ func powi(f float64, n int) float64 {
 	return r
 }
 
-// Cap returns the largest delay the policy can return.
-func (p Policy) Cap() time.Duration { return p.cap }
+// Cap returns the largest delay the schedule can return.
+func (p Schedule) Cap() time.Duration { return p.cap }
 
-// step returns the un-jittered delay of retry n (n >= 0), in [base, cap].
-func (p *Policy) step(n int) time.Duration {
-	if n >= p.capAt {
-		return p.cap
+// step returns the un-jittered delay of retry n (n >= 0), in [base, cap]. Below flatAt the
+// schedule grows, so base > 0 there: growth never multiplies a zero base by an overflowed
+// power (0*Inf is NaN).
+func (p *Schedule) step(n int) time.Duration {
+	if n >= p.flatAt {
+		return p.flat
 	}
 	switch p.growth {
 	case linear:
-		return time.Duration(n+1) * p.base // < cap: n < capAt
+		return time.Duration(n+1) * p.base // < cap: n < flatAt
 	case exponential:
-		v := p.rawExp(n)
-		if !(v < float64(p.cap)) {
-			return p.cap
-		}
-		return time.Duration(v)
+		return p.grown(n)
 	}
 	return p.base
 }
@@ -246,11 +279,11 @@ func (p *Policy) step(n int) time.Duration {
 // A negative n counts as 0. The result is always in [0, Cap()].
 //
 // Delay is the stateless form of [Sequence.Next], for callers that do not loop in-process
-// (a job queue storing the attempt number and last delay with the job): for the same policy,
+// (a job queue storing the attempt number and last delay with the job): for the same schedule,
 // n and prev it follows the same distribution, and with [WithSeed] it returns the same value.
-func (p Policy) Delay(n int, prev time.Duration) time.Duration { return p.delay(n, prev) }
+func (p Schedule) Delay(n int, prev time.Duration) time.Duration { return p.delay(n, prev) }
 
-func (p *Policy) delay(n int, prev time.Duration) time.Duration {
+func (p *Schedule) delay(n int, prev time.Duration) time.Duration {
 	if n < 0 {
 		n = 0
 	}
@@ -273,11 +306,11 @@ func (p *Policy) delay(n int, prev time.Duration) time.Duration {
 }
 
 // Spread returns d plus a random extra in [0, d/10], drawn like the delays of retry n, or d
-// itself if the policy has no jitter. It never returns less than d (a negative d counts as 0)
+// itself if the schedule has no jitter. It never returns less than d (a negative d counts as 0)
 // and saturates instead of overflowing. A retry loop uses it on a server-provided delay
 // (HTTP Retry-After) so that clients told the same time do not return in lockstep, yet none
 // returns before it was asked to.
-func (p Policy) Spread(d time.Duration, n int) time.Duration {
+func (p Schedule) Spread(d time.Duration, n int) time.Duration {
 	d = max(d, 0)
 	if p.jitter == NoJitter {
 		return d
@@ -291,9 +324,9 @@ func (p Policy) Spread(d time.Duration, n int) time.Duration {
 
 // Delays returns the first n delays of a fresh [Sequence]: the schedule a retry loop would
 // follow. With [WithSeed] the list is reproducible. It panics if n is negative.
-func (p Policy) Delays(n int) []time.Duration {
+func (p Schedule) Delays(n int) []time.Duration {
 	if n < 0 {
-		panic("backoff: negative count " + strconv.Itoa(n))
+		panic("backoff: Delays(" + strconv.Itoa(n) + "): negative count")
 	}
 	out := make([]time.Duration, n)
 	s := p.Sequence()
@@ -303,9 +336,9 @@ func (p Policy) Delays(n int) []time.Duration {
 	return out
 }
 
-// String describes the policy, for logs and docs, e.g.
+// String describes the schedule, for logs and docs, e.g.
 // "exponential(base=100ms, factor=2, cap=10s, jitter=full)".
-func (p Policy) String() string {
+func (p Schedule) String() string {
 	var s string
 	switch p.growth {
 	case constant:
@@ -322,7 +355,7 @@ func (p Policy) String() string {
 }
 
 // random returns 64 random bits for retry n with previous delay prev.
-func (p *Policy) random(n int, prev time.Duration) uint64 {
+func (p *Schedule) random(n int, prev time.Duration) uint64 {
 	if p.src != nil {
 		return p.src.Uint64()
 	}
@@ -347,18 +380,19 @@ func between(lo, hi time.Duration, r uint64) time.Duration {
 	return lo + time.Duration(x)
 }
 
-// Sequence is the state of one retry loop over a Policy: the attempt number and the previous
-// delay. Make one per loop with [Policy.Sequence]; the zero Sequence follows the zero Policy.
+// Sequence is the state of one retry loop over a Schedule: the attempt number and the previous
+// delay. Make one per loop with [Schedule.Sequence]. The zero Sequence is ready to use: it
+// follows the zero Schedule, so every delay it yields is zero.
 //
 // A Sequence is a small value that is not safe for concurrent use; it needs no cleanup.
 type Sequence struct {
-	p    Policy
+	p    Schedule
 	n    int
 	prev time.Duration
 }
 
 // Sequence returns a new sequence positioned before the first retry.
-func (p Policy) Sequence() Sequence { return Sequence{p: p} }
+func (p Schedule) Sequence() Sequence { return Sequence{p: p} }
 
 // Next returns the delay before the next retry and advances the sequence. It does not
 // allocate.

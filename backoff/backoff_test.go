@@ -71,7 +71,7 @@ func TestSchedulesWithoutJitter(t *testing.T) {
 		backoff.Exponential(100*ms, 2, time.Second).Delays(6))
 	equal(t, []time.Duration{100 * ms, 150 * ms, 225 * ms, 337500 * time.Microsecond, 400 * ms},
 		backoff.Exponential(100*ms, 1.5, 400*ms).Delays(5))
-	equal(t, []time.Duration{0, 0}, backoff.Policy{}.Delays(2), "zero policy")
+	equal(t, []time.Duration{0, 0}, backoff.Schedule{}.Delays(2), "zero schedule")
 	equal(t, []time.Duration{0, 0}, backoff.Exponential(0, 2, time.Second).Delays(2), "zero base stays zero")
 	equal(t, []time.Duration{5 * ms, 5 * ms}, backoff.Exponential(5*ms, 1, time.Second).Delays(2), "factor 1")
 	equal(t, []time.Duration{5 * ms, 5 * ms}, backoff.Linear(5*ms, 5*ms).Delays(2), "cap == base")
@@ -79,7 +79,7 @@ func TestSchedulesWithoutJitter(t *testing.T) {
 }
 
 func TestHugeAttemptNumbersSaturateAtTheCap(t *testing.T) {
-	cases := []backoff.Policy{
+	cases := []backoff.Schedule{
 		backoff.Exponential(100*ms, 2, time.Minute),
 		backoff.Exponential(1, 2, math.MaxInt64),
 		backoff.Exponential(1, 1.01, math.MaxInt64),
@@ -115,9 +115,9 @@ func TestFactorsNearOneBuildAndSaturate(t *testing.T) {
 		for _, b := range bounds {
 			base, cap := b[0], b[1]
 			p := backoff.Exponential(base, f, cap)
-			n := backoff.CapAt(p)
+			n, _ := backoff.FlatAt(p)
 			want := math.Log(float64(cap)/float64(base)) / math.Log1p(f-1)
-			// rawExp's rounding grows with n; the exact attempt is within 0.1% of the
+			// float64 rounding grows with n; the exact attempt is within 0.1% of the
 			// real-number answer for these factors.
 			near(t, want, float64(n), want*1e-3+1, fmt.Sprintf("%v: cap-reaching attempt", p))
 			equal(t, cap, p.Delay(n, 0), "%v: delay of attempt %d", p, n)
@@ -136,7 +136,7 @@ func TestFactorsNearOneBuildAndSaturate(t *testing.T) {
 
 // For factors whose schedules are short enough to walk, the cap-reaching attempt found by
 // the search is the one a linear scan finds.
-func TestCapAtMatchesALinearScan(t *testing.T) {
+func TestFlatAtMatchesALinearScan(t *testing.T) {
 	for _, f := range []float64{1.001, 1.01, 1.1, 1.5, 2, math.E, 3, 10, 1e10, math.MaxFloat64} {
 		for _, b := range [][2]time.Duration{{1, 2}, {1, time.Second}, {100 * ms, 10 * time.Second}, {3, math.MaxInt64}, {time.Second, time.Second + 1}} {
 			p := backoff.Exponential(b[0], f, b[1])
@@ -144,7 +144,9 @@ func TestCapAtMatchesALinearScan(t *testing.T) {
 			for p.Delay(n, 0) < p.Cap() {
 				n++
 			}
-			equal(t, n, backoff.CapAt(p), "%v", p)
+			k, flat := backoff.FlatAt(p)
+			equal(t, n, k, "%v", p)
+			equal(t, p.Cap(), flat, "%v", p)
 		}
 	}
 }
@@ -251,16 +253,19 @@ func TestSpreadOnlyAdds(t *testing.T) {
 
 func TestBadInputPanics(t *testing.T) {
 	cases := map[string]func(){
-		"backoff: negative delay -1s":                           func() { backoff.Constant(-time.Second) },
-		"backoff: negative base -1s":                            func() { backoff.Linear(-time.Second, time.Second) },
-		"backoff: cap 1s below base 2s":                         func() { backoff.Exponential(2*time.Second, 2, time.Second) },
-		"backoff: factor must be a finite number >= 1, got 0.5": func() { backoff.Exponential(time.Second, 0.5, time.Minute) },
-		"backoff: factor must be a finite number >= 1, got NaN": func() { backoff.Exponential(time.Second, math.NaN(), time.Minute) },
-		"backoff: factor must be a finite number >= 1, got +Inf": func() {
+		"backoff: Constant(-1s): negative delay":                                   func() { backoff.Constant(-time.Second) },
+		"backoff: Linear(-1s, 1s): negative base":                                  func() { backoff.Linear(-time.Second, time.Second) },
+		"backoff: Exponential(2s, 2, 1s): cap below base":                          func() { backoff.Exponential(2*time.Second, 2, time.Second) },
+		"backoff: Linear(2s, 1s): cap below base":                                  func() { backoff.Linear(2*time.Second, time.Second) },
+		"backoff: Exponential(-1s, 2, 1s): negative base":                          func() { backoff.Exponential(-time.Second, 2, time.Second) },
+		"backoff: Exponential(1s, 0.5, 1m0s): factor must be a finite number >= 1": func() { backoff.Exponential(time.Second, 0.5, time.Minute) },
+		"backoff: Exponential(1s, NaN, 1m0s): factor must be a finite number >= 1": func() { backoff.Exponential(time.Second, math.NaN(), time.Minute) },
+		"backoff: Exponential(1s, +Inf, 1m0s): factor must be a finite number >= 1": func() {
 			backoff.Exponential(time.Second, math.Inf(1), time.Minute)
 		},
-		"backoff: unknown jitter Jitter(9)": func() { backoff.WithJitter(9) },
-		"backoff: negative count -1":        func() { backoff.Constant(time.Second).Delays(-1) },
+		"backoff: WithJitter(Jitter(9)): unknown jitter": func() { backoff.WithJitter(9) },
+		"backoff: WithSource(nil): nil source":           func() { backoff.WithSource(nil) },
+		"backoff: Delays(-1): negative count":            func() { backoff.Constant(time.Second).Delays(-1) },
 		// A nil Option used to panic with a bare nil dereference.
 		"backoff: nil option": func() { backoff.Constant(time.Second, nil) },
 	}
@@ -296,8 +301,8 @@ func TestNextDoesNotAllocate(t *testing.T) {
 	}
 }
 
-// A Policy is a value: goroutines share one, each with its own Sequence.
-func TestPolicySharedByGoroutines(t *testing.T) {
+// A Schedule is a value: goroutines share one, each with its own Sequence.
+func TestScheduleSharedByGoroutines(t *testing.T) {
 	p := backoff.Exponential(ms, 2, 100*ms, backoff.WithJitter(backoff.DecorrelatedJitter), backoff.WithSeed(7))
 	want := p.Delays(50)
 	var wg sync.WaitGroup
@@ -336,7 +341,7 @@ func FuzzDelay(f *testing.F) {
 		if kind%3 == 2 {
 			valid = valid && factor >= 1 && !math.IsInf(factor, 1)
 		}
-		var p backoff.Policy
+		var p backoff.Schedule
 		build := func() {
 			opts := []backoff.Option{backoff.WithJitter(backoff.Jitter(jitter))}
 			switch seed % 4 {
@@ -377,12 +382,14 @@ func FuzzDelay(f *testing.F) {
 		}
 		check(p.Delay(n, time.Duration(prev)), "Delay(n, prev)")
 		if kind%3 == 2 {
-			// The cap-reaching attempt is exact: its delay is the cap, the one before is not.
+			// The schedule flattens exactly where the search found: from attempt k on, the
+			// delay is the flat one (the cap, or the base of a schedule that never grows);
+			// the delay before k is below it.
 			plain := backoff.Exponential(time.Duration(base), factor, time.Duration(cap))
-			if k := backoff.CapAt(p); k < math.MaxInt {
-				if plain.Delay(k, 0) != time.Duration(cap) || (k > 0 && plain.Delay(k-1, 0) >= time.Duration(cap)) {
-					t.Fatalf("%v: cap-reaching attempt %d: delays %v, %v", plain, k, plain.Delay(k-1, 0), plain.Delay(k, 0))
-				}
+			k, flat := backoff.FlatAt(plain)
+			if plain.Delay(k, 0) != flat || plain.Delay(math.MaxInt, 0) != flat || (k > 0 && plain.Delay(k-1, 0) >= flat) {
+				t.Fatalf("%v: flat from attempt %d at %v: delays %v, %v, %v at MaxInt", plain, k, flat,
+					plain.Delay(k-1, 0), plain.Delay(k, 0), plain.Delay(math.MaxInt, 0))
 			}
 		}
 		check(p.Delay(10_000, 0), "Delay(10000, 0)")
@@ -405,7 +412,7 @@ func (f fixedSource) Uint64() uint64 { return uint64(f) }
 
 func TestInjectedSourceDrawsExactDelays(t *testing.T) {
 	low, high := backoff.WithSource(fixedSource(0)), backoff.WithSource(fixedSource(math.MaxUint64))
-	exp := func(j backoff.Jitter, src backoff.Option) backoff.Policy {
+	exp := func(j backoff.Jitter, src backoff.Option) backoff.Schedule {
 		return backoff.Exponential(100*ms, 2, time.Second, backoff.WithJitter(j), src)
 	}
 	equal(t, []time.Duration{0, 0, 0, 0, 0}, exp(backoff.FullJitter, low).Delays(5))
@@ -420,4 +427,123 @@ func TestInjectedSourceDrawsExactDelays(t *testing.T) {
 	equal(t, backoff.Exponential(100*ms, 2, time.Second, backoff.WithJitter(backoff.FullJitter), backoff.WithSeed(5)).Delays(5), seeded.Delays(5))
 	sourced := backoff.Exponential(100*ms, 2, time.Second, backoff.WithJitter(backoff.FullJitter), backoff.WithSeed(5), low)
 	equal(t, []time.Duration{0, 0}, sourced.Delays(2))
+}
+
+var allJitters = []backoff.Jitter{backoff.NoJitter, backoff.FullJitter, backoff.EqualJitter, backoff.DecorrelatedJitter}
+
+// edgeAttempts are the attempt numbers where float growth used to break: 1,023/1,024 is where
+// 2^n overflows float64, 1,751 where 1.5^n does, and MaxInt collided with the "never reaches
+// the cap" marker.
+var edgeAttempts = []int{0, 1, 2, 1023, 1024, 1750, 1751, 1 << 40, math.MaxInt - 1, math.MaxInt}
+
+// Regression (issue 14, item 11): a zero base jumped to the cap once base*factor^n became
+// 0*Inf = NaN (attempt 1,024 with factor 2, 1,751 with 1.5), and Linear(0, cap) gave the cap
+// at attempt MaxInt. A zero base is zero at every attempt, with every jitter and any source.
+func TestZeroBaseIsZeroAtEveryAttempt(t *testing.T) {
+	builds := map[string]func(...backoff.Option) backoff.Schedule{
+		"exponential factor 1":   func(o ...backoff.Option) backoff.Schedule { return backoff.Exponential(0, 1, 10*time.Second, o...) },
+		"exponential factor 1.5": func(o ...backoff.Option) backoff.Schedule { return backoff.Exponential(0, 1.5, 10*time.Second, o...) },
+		"exponential factor 2":   func(o ...backoff.Option) backoff.Schedule { return backoff.Exponential(0, 2, 10*time.Second, o...) },
+		"exponential huge factor": func(o ...backoff.Option) backoff.Schedule {
+			return backoff.Exponential(0, math.MaxFloat64, math.MaxInt64, o...)
+		},
+		"linear":   func(o ...backoff.Option) backoff.Schedule { return backoff.Linear(0, time.Hour, o...) },
+		"constant": func(o ...backoff.Option) backoff.Schedule { return backoff.Constant(0, o...) },
+	}
+	for name, build := range builds {
+		for _, j := range allJitters {
+			for _, src := range []backoff.Option{backoff.WithSource(fixedSource(0)), backoff.WithSource(fixedSource(math.MaxUint64)), backoff.WithSeed(3)} {
+				p := build(backoff.WithJitter(j), src)
+				for _, n := range edgeAttempts {
+					equal(t, time.Duration(0), p.Delay(n, 0), "%s %v: Delay(%d)", name, p, n)
+				}
+				seq := p.Sequence()
+				for i := range 2000 {
+					equal(t, time.Duration(0), seq.Next(), "%s %v: Next #%d", name, p, i)
+				}
+			}
+		}
+	}
+}
+
+// Regression (issue 14, item 12): with factor 1 the "never reaches the cap" marker was
+// MaxInt, so Delay(MaxInt) was the cap. Factor 1 stays at the base for every attempt; the
+// jitters draw from [0, base] (full) and [base/2, base] (equal) at every attempt.
+func TestFactorOneNeverGrows(t *testing.T) {
+	low, high := backoff.WithSource(fixedSource(0)), backoff.WithSource(fixedSource(math.MaxUint64))
+	base, cap := 100*ms, 10*time.Second
+	for _, n := range edgeAttempts {
+		equal(t, base, backoff.Exponential(base, 1, cap).Delay(n, 0), "no jitter, attempt %d", n)
+		equal(t, time.Duration(0), backoff.Exponential(base, 1, cap, backoff.WithJitter(backoff.FullJitter), low).Delay(n, 0), "full low %d", n)
+		equal(t, base, backoff.Exponential(base, 1, cap, backoff.WithJitter(backoff.FullJitter), high).Delay(n, 0), "full high %d", n)
+		equal(t, base/2, backoff.Exponential(base, 1, cap, backoff.WithJitter(backoff.EqualJitter), low).Delay(n, 0), "equal low %d", n)
+		equal(t, base, backoff.Exponential(base, 1, cap, backoff.WithJitter(backoff.EqualJitter), high).Delay(n, 0), "equal high %d", n)
+		// Decorrelated jitter ignores the factor: it follows prev up to the cap.
+		equal(t, cap, backoff.Exponential(base, 1, cap, backoff.WithJitter(backoff.DecorrelatedJitter), high).Delay(n, cap), "decorrelated %d", n)
+		// A growing schedule still reaches its cap, and a base equal to the cap is flat.
+		if n >= 1023 {
+			equal(t, cap, backoff.Exponential(base, 1.5, cap).Delay(n, 0), "factor 1.5, attempt %d", n)
+		}
+		equal(t, base, backoff.Exponential(base, 2, base).Delay(n, 0), "cap == base, attempt %d", n)
+	}
+	seq := backoff.Exponential(base, 1, cap).Sequence()
+	for i := range 2000 {
+		equal(t, base, seq.Next(), "Next #%d", i)
+	}
+}
+
+// Regression (issue 14, item 13): delays were computed in float64, so a base above 2^53 ns
+// came back as the nearest float64 (Delay(0) off by up to 512 ns at 2^62), and a schedule
+// with a whole-number factor was off at every step. The first delay is exactly the base for
+// every base, factor and jitter; with a whole-number factor every delay is exact.
+func TestLargeBasesAreExact(t *testing.T) {
+	low, high := backoff.WithSource(fixedSource(0)), backoff.WithSource(fixedSource(math.MaxUint64))
+	bases := []time.Duration{1<<53 + 1, 1<<53 + 3, 1<<62 + 1, math.MaxInt64/3 + 2, math.MaxInt64 - 1}
+	factors := []float64{math.Nextafter(1, 2), 1.5, 2, 3, 10, math.MaxFloat64}
+	for _, base := range bases {
+		for _, f := range factors {
+			exp := func(o ...backoff.Option) backoff.Schedule { return backoff.Exponential(base, f, math.MaxInt64, o...) }
+			equal(t, base, exp().Delay(0, 0), "%v", exp())
+			equal(t, base, exp(backoff.WithJitter(backoff.FullJitter), high).Delay(0, 0), "full jitter, high")
+			equal(t, base, exp(backoff.WithJitter(backoff.EqualJitter), high).Delay(0, 0), "equal jitter, high")
+			equal(t, base/2, exp(backoff.WithJitter(backoff.EqualJitter), low).Delay(0, 0), "equal jitter, low")
+			equal(t, base, exp(backoff.WithJitter(backoff.DecorrelatedJitter), low).Delay(0, 0), "decorrelated, low")
+			seq := exp().Sequence()
+			equal(t, base, seq.Next(), "Sequence")
+			equal(t, base, backoff.Exponential(base, f, base+1).Delay(0, 0), "cap just above the base")
+		}
+		equal(t, base, backoff.Linear(base, math.MaxInt64).Delay(0, 0), "linear")
+		equal(t, base, backoff.Constant(base).Delay(5, 0), "constant")
+	}
+	// A whole-number factor grows in integers: every step is the exact product.
+	b := time.Duration(1<<53 + 1)
+	equal(t, []time.Duration{b, 2 * b, 4 * b, 8 * b}, backoff.Exponential(b, 2, math.MaxInt64).Delays(4))
+	equal(t, []time.Duration{b, 3 * b, 9 * b, 27 * b}, backoff.Exponential(b, 3, math.MaxInt64).Delays(4))
+	d := time.Duration(123_456_789_012_345_679)
+	equal(t, []time.Duration{d, 10 * d, math.MaxInt64}, backoff.Exponential(d, 10, math.MaxInt64).Delays(3))
+	// A cap that float64 cannot hold is reached exactly where the integers reach it:
+	// 2^62 is below 2^62+1, though both are the same float64.
+	p := backoff.Exponential(1, 2, 1<<62+1)
+	equal(t, time.Duration(1<<62), p.Delay(62, 0))
+	equal(t, time.Duration(1<<62+1), p.Delay(63, 0))
+	k, _ := backoff.FlatAt(p)
+	equal(t, 63, k)
+}
+
+// The zero Schedule and the zero Sequence are ready to use: every delay is zero, for every
+// attempt, and Reset keeps it so.
+func TestZeroValuesWork(t *testing.T) {
+	var s backoff.Sequence
+	for i := range 3 {
+		equal(t, time.Duration(0), s.Next(), "zero Sequence, retry %d", i)
+	}
+	s.Reset()
+	equal(t, time.Duration(0), s.Next(), "zero Sequence after Reset")
+	var p backoff.Schedule
+	equal(t, time.Duration(0), p.Cap(), "zero Schedule's cap")
+	equal(t, time.Duration(0), p.Delay(1000, time.Hour), "zero Schedule's Delay")
+	equal(t, time.Second, p.Spread(time.Second, 3), "zero Schedule has no jitter to spread with")
+	equal(t, "constant(0s)", p.String())
+	seq := p.Sequence()
+	equal(t, time.Duration(0), seq.Next(), "zero Schedule's Sequence")
 }

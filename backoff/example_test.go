@@ -7,10 +7,10 @@ import (
 	"github.com/corral-go/corral/backoff"
 )
 
-// A retry loop makes one Sequence per call from a shared Policy and asks it for each delay.
-func ExamplePolicy_Sequence() {
-	p := backoff.Exponential(100*time.Millisecond, 2, time.Second)
-	seq := p.Sequence()
+// A retry loop makes one Sequence per call from a shared Schedule and asks it for each delay.
+func ExampleSchedule_Sequence() {
+	s := backoff.Exponential(100*time.Millisecond, 2, time.Second)
+	seq := s.Sequence()
 	for range 6 {
 		fmt.Println(seq.Next())
 	}
@@ -24,8 +24,8 @@ func ExamplePolicy_Sequence() {
 }
 
 // A caller that does not loop in-process (a job queue) stores the attempt number and the
-// last delay with the job and asks the policy directly.
-func ExamplePolicy_Delay() {
+// last delay with the job and asks the schedule directly.
+func ExampleSchedule_Delay() {
 	p := backoff.Linear(time.Second, 3*time.Second)
 	for attempt := range 4 {
 		fmt.Println(attempt, p.Delay(attempt, 0))
@@ -35,6 +35,22 @@ func ExamplePolicy_Delay() {
 	// 1 2s
 	// 2 3s
 	// 3 3s
+}
+
+// Exponential doubles (factor 2) from the base up to the cap; jitter spreads the delays of many
+// clients apart. Without jitter the schedule is exact, as here.
+func ExampleExponential() {
+	s := backoff.Exponential(100*time.Millisecond, 2, time.Second)
+	fmt.Println(s)
+	fmt.Println(s.Delays(6))
+	// Output:
+	// exponential(base=100ms, factor=2, cap=1s)
+	// [100ms 200ms 400ms 800ms 1s 1s]
+}
+
+func ExampleLinear() {
+	fmt.Println(backoff.Linear(time.Second, 3*time.Second).Delays(4))
+	// Output: [1s 2s 3s 3s]
 }
 
 func ExampleConstant() {

@@ -1,4 +1,7 @@
 package backoff
 
-// CapAt exposes the first attempt whose un-jittered delay is the cap, for tests.
-func CapAt(p Policy) int { return p.capAt }
+import "time"
+
+// FlatAt exposes, for tests, the first attempt from which the un-jittered delay stays flat,
+// and that delay (the cap, or the base of a schedule that never grows).
+func FlatAt(p Schedule) (int, time.Duration) { return p.flatAt, p.flat }
