@@ -4,7 +4,8 @@ import (
 	"math"
 	"strconv"
 	"sync/atomic"
-	"time"
+
+	"github.com/corral-go/corral/internal/clock"
 )
 
 // Budget is a retry budget shared by any number of calls and goroutines, so that retries
@@ -13,53 +14,87 @@ import (
 //
 //   - each successful call deposits ratio tokens; each retry withdraws one whole token;
 //     so in steady state retries are at most ratio × successes;
-//   - when the bucket is empty, retries are still allowed at minPerSecond per second
-//     (with a burst of one second's worth), so a quiet or starting client can retry at all;
+//   - when the bucket holds less than one token, retries are still allowed at minPerSecond
+//     per second, with a burst of max(1, minPerSecond) (one second's worth, and at least
+//     one), so that a client whose bucket is spent can still retry at all;
 //   - otherwise the retry is refused and the call gives up at once with ErrBudgetExhausted.
 //
-// First attempts never consult the budget. The bucket starts empty and holds at most the
-// credit of 1,000 successes (1000×ratio tokens), so a long healthy period cannot bank an
-// unbounded burst. Over any period of length T from a fresh Budget, the retries granted
-// number at most ratio × successes (the bucket, which starts empty) plus
-// max(1, minPerSecond) + minPerSecond×T (the floor).
+// First attempts never consult the budget. The bucket holds at most the credit of 1,000
+// successes (1000×ratio tokens), so a long healthy period cannot bank an unbounded burst,
+// and it starts full, as gRPC's retry throttle does (see [NewBudget] for why). Over any
+// period of length T, the retries granted number at most
 //
-// A Budget is safe for concurrent use and lock-free (atomic compare-and-swap only). Its clock
-// is time.Now, so it follows testing/synctest's virtual time when created inside a bubble.
-// Use [WithBudget] to attach it to policies; the zero Budget allows no retries.
+//	floor(ratio × (1000 + S)) + floor(max(1, minPerSecond) + minPerSecond × T)
+//
+// where S is the number of successes in the period: the bucket pays for what it held when
+// the period began (at most the credit of 1,000 successes) and the period's deposits, the
+// floor for the rest. For a period that does not begin at NewBudget the floor's share may
+// be one more. The floor counts whole retries exactly at every finite rate, with no
+// interval that rounds: asked until it refuses at least once a second, it has granted
+// exactly floor(max(1, minPerSecond) + minPerSecond×T) by time T after NewBudget. A floor
+// of 2^64 per second or more, whose burst alone is more retries than a uint64 counts,
+// admits every retry.
+//
+// A Budget is safe for concurrent use and lock-free (atomic compare-and-swap only); a retry
+// that the floor pays for allocates a few bytes. Its clock is time.Now, so it follows
+// testing/synctest's virtual time when created inside a bubble. Use [WithBudget] to attach
+// it to policies. The zero Budget is ready to use and allows no retries: it behaves as
+// NewBudget(0, 0), a bucket that holds nothing, with no floor.
 type Budget struct {
 	tokens   atomic.Int64 // balance in 1/tokenScale tokens, in [0, capacity]
-	tat      atomic.Int64 // floor: GCRA theoretical arrival time, ns since epoch
+	floor    minRate      // the minimum rate; its own state is atomic
 	deposit  int64        // ratio in 1/tokenScale tokens; immutable
 	capacity int64        // immutable
-	interval int64        // ns between floor retries; 0: no floor; immutable
-	window   int64        // ns of floor burst tolerance; immutable
-	epoch    time.Time    // immutable
+	epoch    clock.Epoch  // the floor's time 0; immutable
 }
 
-const tokenScale = 1_000_000
+// tokenScale is the number of units in a token: 2520 (the least common multiple of 1 to
+// 10) times 10^9, so that a ratio with at most nine decimals, or 1/n for n up to 10, is a
+// whole number of units and n deposits of 1/n make exactly one token. The capacity, at most
+// 1000 × 1000 tokens, is 2.52e18 units: it fits an int64 with room for one more deposit.
+const tokenScale = 2520 * 1_000_000_000
 
 // NewBudget returns a budget where each success deposits ratio tokens, each retry costs one,
 // and at least minPerSecond retries per second are allowed regardless of the balance.
 // Typical values are 0.1 to 0.2 and 10. It panics if either is negative, NaN or infinite,
 // or if ratio is above 1000.
+//
+// Tokens are counted exactly, in whole units of 1/2,520,000,000,000 of a token, and ratio
+// is rounded to the nearest unit once, here: it is exact if it has at most nine decimals
+// or is 1/n for n up to 10 (three successes at 1/3 pay for exactly one retry), and a ratio
+// below half a unit (about 1.98e-13) deposits nothing. The bounds on [Budget] hold for the
+// rounded ratio. As the bucket holds the credit of 1,000 successes, a ratio below 0.001
+// never banks a whole token: such a budget retries on its floor alone.
+//
+// The bucket starts full, with the credit of 1,000 successes, as gRPC's retry throttle
+// starts with its maximum tokens: a new process is treated like one that has been healthy,
+// so that its first calls against a flaky dependency are not refused for want of a
+// history. With ratio 0.1 and a floor of 10 per second, 100 calls in 1.8 s whose attempts
+// fail 30% of the time had 4 calls refused when the bucket started empty, and none now.
+// The price is the burst that any healthy process may already spend: in a storm, a fresh
+// budget pays for 1000×ratio retries besides the floor, and the bound on [Budget] counts
+// them.
 func NewBudget(ratio, minPerSecond float64) *Budget {
 	if !(ratio >= 0 && ratio <= 1000) {
-		panic("retry: budget ratio must be in [0, 1000], got " + strconv.FormatFloat(ratio, 'g', -1, 64))
+		panic("retry: " + call(ratio, minPerSecond) + ": ratio must be in [0, 1000]")
 	}
 	if !(minPerSecond >= 0) || math.IsInf(minPerSecond, 1) {
-		panic("retry: budget floor must be a finite number >= 0, got " + strconv.FormatFloat(minPerSecond, 'g', -1, 64))
+		panic("retry: " + call(ratio, minPerSecond) + ": floor must be a finite number >= 0")
 	}
 	b := &Budget{
+		floor:   newMinRate(minPerSecond),
 		deposit: int64(math.Round(ratio * tokenScale)),
-		epoch:   time.Now(),
+		epoch:   clock.Start(),
 	}
 	b.capacity = 1000 * b.deposit
-	if minPerSecond > 0 {
-		iv := float64(time.Second) / minPerSecond
-		b.interval = int64(min(iv, float64(math.MaxInt64/4)))
-		b.window = max(int64(time.Second), b.interval)
-	}
+	b.tokens.Store(b.capacity) // starts full
 	return b
+}
+
+// call spells NewBudget's call with its arguments, for the messages of its panics.
+func call(ratio, minPerSecond float64) string {
+	return "NewBudget(" + strconv.FormatFloat(ratio, 'g', -1, 64) + ", " +
+		strconv.FormatFloat(minPerSecond, 'g', -1, 64) + ")"
 }
 
 // Deposit records a successful call: it adds the ratio to the balance, up to the capacity.
@@ -92,26 +127,15 @@ func (b *Budget) Withdraw() bool {
 			return true
 		}
 	}
-	if b.interval == 0 {
-		return false
+	if b.floor.off() {
+		return false // and the clock need not be read
 	}
-	// Generic cell rate algorithm: the floor admits a retry if, after it, the theoretical
-	// arrival time is at most one window ahead of now.
-	now := int64(time.Since(b.epoch))
-	for {
-		tat := b.tat.Load()
-		next := max(tat, now) + b.interval
-		if next-now > b.window {
-			return false
-		}
-		if b.tat.CompareAndSwap(tat, next) {
-			return true
-		}
-	}
+	return b.floor.admit(uint64(max(b.epoch.Since(), 0)))
 }
 
-// Balance returns the number of retries the bucket can pay for now, not counting the
-// minimum rate.
+// Balance returns the bucket's balance in tokens (a retry costs one, so its integer part is
+// the number of retries the bucket can pay for now), as the nearest float64, not counting
+// the minimum rate.
 func (b *Budget) Balance() float64 {
 	return float64(b.tokens.Load()) / tokenScale
 }

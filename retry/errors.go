@@ -2,6 +2,8 @@ package retry
 
 import (
 	"errors"
+	"reflect"
+	"slices"
 	"strconv"
 	"time"
 )
@@ -14,7 +16,7 @@ var (
 	ErrExhausted = errors.New("retry: gave up")
 	// ErrMaxAttempts: the last allowed attempt failed.
 	ErrMaxAttempts = errors.New("retry: max attempts reached")
-	// ErrMaxElapsed: the next attempt would start after the MaxElapsed limit (counted from
+	// ErrMaxElapsed: the next attempt would start after the WithMaxElapsed limit (counted from
 	// the start of the call) or after the context's deadline, so the call gave up at once
 	// instead of sleeping. In the deadline case the error also matches
 	// context.DeadlineExceeded.
@@ -22,16 +24,16 @@ var (
 	// ErrBudgetExhausted: the shared [Budget] refused the retry.
 	ErrBudgetExhausted = errors.New("retry: budget exhausted")
 	// ErrPermanent: the error was not retryable: marked with [Permanent] or rejected by the
-	// [If] predicate.
+	// [WithRetryIf] predicate.
 	ErrPermanent = errors.New("retry: permanent error")
 	// ErrCanceled: the caller's context was canceled or its deadline passed, before, during
 	// or between attempts. The context's cause is in [Error.Cause]. Only the caller's
 	// context counts: an attempt that fails with a context error of its own (an
-	// [AttemptTimeout], a client or dial timeout) while the caller's context is live is
+	// [WithAttemptTimeout], a client or dial timeout) while the caller's context is live is
 	// retried like any other error.
 	ErrCanceled = errors.New("retry: canceled")
 	// ErrAttemptTimeout is the cancellation cause of an attempt's context when its
-	// [AttemptTimeout] elapses: context.Cause(ctx) inside the operation returns it.
+	// [WithAttemptTimeout] elapses: context.Cause(ctx) inside the operation returns it.
 	ErrAttemptTimeout = errors.New("retry: attempt timed out")
 )
 
@@ -39,6 +41,13 @@ var (
 // ran, and keeps every attempt's error: errors.Is and errors.As search all of them, and the
 // context's cause when the call was canceled. The last operation error is never lost, even
 // on cancellation.
+//
+// An outcome matches [ErrExhausted] and its own Reason, never another reason. An attempt's
+// error may hold the outcome of a nested call (an operation that calls Do itself and returns
+// its *Error, directly or wrapped): errors.Is and errors.As on the outer outcome find that
+// nested *Error and everything it holds, its attempts' errors and its Cause, at any depth, but
+// not its Reason, which says why the nested call gave up, not this one. To learn that, ask the
+// nested outcome itself (errors.As on [Error.Errors]).
 type Error struct {
 	// Reason is one of ErrMaxAttempts, ErrMaxElapsed, ErrBudgetExhausted, ErrPermanent or
 	// ErrCanceled.
@@ -51,6 +60,7 @@ type Error struct {
 	Cause error
 
 	list []error // every attempt's error in order, then Cause if non-nil
+	view []error // Unwrap's list: list, with an error that holds a nested *Error behind nestedCauses
 	buf  [4]error
 }
 
@@ -65,8 +75,101 @@ func (e *Error) Last() error {
 	return e.list[e.Attempts-1]
 }
 
-// Unwrap returns every attempt's error followed by Cause, if any.
-func (e *Error) Unwrap() []error { return e.list }
+// Unwrap returns every attempt's error followed by Cause, if any, for errors.Is and
+// errors.As to search. An error that holds a nested call's *Error is returned behind a
+// wrapper with the same text, which errors.Is and errors.As search in the same way except
+// for the nested outcomes' reasons (an error type whose own Is method calls errors.Is on what
+// it wraps decides for itself); [Error.Errors] returns every attempt's error as it was
+// returned.
+func (e *Error) Unwrap() []error { return e.view }
+
+// hideNestedReasons sets e.view from e.list: every error that holds a nested *Error goes
+// behind nestedCauses, so that errors.Is, walking Unwrap, never calls a nested outcome's Is.
+// Only a list that holds one allocates.
+func (e *Error) hideNestedReasons() {
+	e.view = e.list
+	for i, err := range e.list {
+		if !holdsOutcome(err) {
+			continue
+		}
+		if &e.view[0] == &e.list[0] {
+			e.view = slices.Clone(e.list)
+		}
+		e.view[i] = &nestedCauses{err}
+	}
+}
+
+// holdsOutcome reports whether err's tree, walked through Unwrap as errors.Is walks it,
+// holds an *Error.
+func holdsOutcome(err error) bool {
+	for err != nil {
+		switch u := err.(type) {
+		case *Error:
+			return true
+		case interface{ Unwrap() error }:
+			err = u.Unwrap()
+		case interface{ Unwrap() []error }:
+			for _, inner := range u.Unwrap() {
+				if holdsOutcome(inner) {
+					return true
+				}
+			}
+			return false
+		default:
+			return false
+		}
+	}
+	return false
+}
+
+// nestedCauses stands, in an outcome's Unwrap, for an error that holds a nested call's
+// *Error. It has the error's text; errors.Is finds in it what errors.Is would find in the
+// error, except the reasons of nested outcomes (and ErrExhausted through them), and
+// errors.As finds what errors.As would. It has no Unwrap, or errors.Is would walk past it.
+type nestedCauses struct{ err error }
+
+func (n *nestedCauses) Error() string { return n.err.Error() }
+
+func (n *nestedCauses) Is(target error) bool {
+	return target != nil && causeIs(n.err, target, reflect.TypeOf(target).Comparable())
+}
+
+func (n *nestedCauses) As(target any) bool { return errors.As(n.err, target) }
+
+// causeIs is errors.Is's search of err's tree for target, except that a nested *Error
+// counts only for the errors it holds (its list), never through its own Is.
+func causeIs(err, target error, comparable bool) bool {
+	for err != nil {
+		if comparable && err == target {
+			return true
+		}
+		if n, ok := err.(*Error); ok {
+			for _, inner := range n.list {
+				if causeIs(inner, target, comparable) {
+					return true
+				}
+			}
+			return false
+		}
+		if x, ok := err.(interface{ Is(error) bool }); ok && x.Is(target) {
+			return true
+		}
+		switch u := err.(type) {
+		case interface{ Unwrap() error }:
+			err = u.Unwrap()
+		case interface{ Unwrap() []error }:
+			for _, inner := range u.Unwrap() {
+				if causeIs(inner, target, comparable) {
+					return true
+				}
+			}
+			return false
+		default:
+			return false
+		}
+	}
+	return false
+}
 
 // Is reports whether target is ErrExhausted or e's Reason.
 func (e *Error) Is(target error) bool {
@@ -103,7 +206,7 @@ func (e *Error) Error() string {
 }
 
 // Permanent marks err as not retryable: a call that receives it gives up at once with
-// ErrPermanent, whatever the [If] predicate says. errors.Is and errors.As see through the
+// ErrPermanent, whatever the [WithRetryIf] predicate says. errors.Is and errors.As see through the
 // mark. Permanent(nil) is nil.
 //
 // The mark applies to the retry loop that receives it. When a nested call gives up, the
@@ -122,7 +225,7 @@ func (e *permanentError) Error() string { return e.err.Error() }
 func (e *permanentError) Unwrap() error { return e.err }
 
 // After attaches a server's hint to err: retry no sooner than d. The hint replaces the
-// backoff delay for the next retry; the loop clamps it to [MaxHint] and adds jitter only
+// backoff delay for the next retry; the loop clamps it to [WithMaxHint] and adds jitter only
 // upward, so the retry never fires earlier than asked. A negative d counts as 0.
 // After(nil, d) is nil. Use [ParseRetryAfter] for an HTTP Retry-After header.
 func After(err error, d time.Duration) error {

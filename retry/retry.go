@@ -2,6 +2,8 @@ package retry
 
 import (
 	"context"
+	"log/slog"
+	"strconv"
 	"time"
 
 	"github.com/corral-go/corral/backoff"
@@ -13,7 +15,7 @@ const (
 	defaultMaxHint     = time.Minute
 )
 
-// defaultBackoff is the backoff of a Policy built without the Backoff option: exponential
+// defaultBackoff is the backoff of a Policy built without WithBackoff: exponential
 // from 100ms, doubling, capped at 10s, with full jitter. It is an immutable value.
 var defaultBackoff = backoff.Exponential(100*time.Millisecond, 2, 10*time.Second,
 	backoff.WithJitter(backoff.FullJitter))
@@ -23,113 +25,162 @@ type options struct {
 	maxElapsed     time.Duration // 0: no limit
 	attemptTimeout time.Duration // 0: none
 	maxHint        time.Duration // 0: defaultMaxHint
-	backoff        backoff.Policy
+	backoff        backoff.Schedule
 	backoffSet     bool
 	retryIf        func(error) bool
-	onRetry        func(attempt int, err error, delay time.Duration)
-	onGiveUp       func(*Error)
+	hooks          Hooks
 	budget         *Budget
 }
 
-// Option configures a [Policy]. A nil Option makes [New] and [Do] panic.
+// Option configures a [Policy]; options are applied in order, and a later option of the same
+// kind replaces an earlier one. A nil Option makes [New] panic.
 type Option interface{ apply(*options) }
 
 type optionFunc func(*options)
 
 func (f optionFunc) apply(o *options) { f(o) }
 
-// MaxAttempts bounds the number of attempts, the first included (default 3). It panics if
-// n < 1.
-func MaxAttempts(n int) Option {
+// WithMaxAttempts bounds the number of attempts, the first included. The default is 3: a retry
+// holds its caller, who waits for every attempt and every delay, so attempts are few and
+// delays short (milliseconds to seconds). A job queue's default is higher (10 for queue's
+// consumer) because a job holds no caller and its retries are spread over minutes by its
+// backoff. It panics if n < 1.
+func WithMaxAttempts(n int) Option {
 	if n < 1 {
-		panic("retry: max attempts must be >= 1")
+		panic("retry: WithMaxAttempts(" + strconv.Itoa(n) + "): need at least 1")
 	}
 	return optionFunc(func(o *options) { o.attempts = n })
 }
 
-// MaxElapsed bounds the time a call spends, measured from the start of the call (just
+// WithMaxElapsed bounds the time a call spends, measured from the start of the call (just
 // before the first attempt): a retry is never scheduled to start later than d after it; the
 // call gives up with ErrMaxElapsed instead of sleeping. Attempts are not interrupted (see
-// [AttemptTimeout]): the first attempt always runs, and if it fails after running longer
+// [WithAttemptTimeout]): the first attempt always runs, and if it fails after running longer
 // than d, the call gives up after it. 0 (the default) means no limit. It panics if d is
 // negative.
 //
-// With MaxElapsed, a call reads the clock once before its first attempt; without it, a
+// With WithMaxElapsed, a call reads the clock once before its first attempt; without it, a
 // first attempt that succeeds never reads the clock.
-func MaxElapsed(d time.Duration) Option {
+func WithMaxElapsed(d time.Duration) Option {
 	if d < 0 {
-		panic("retry: negative max elapsed " + d.String())
+		panic("retry: WithMaxElapsed(" + d.String() + "): negative duration")
 	}
 	return optionFunc(func(o *options) { o.maxElapsed = d })
 }
 
-// AttemptTimeout gives each attempt a context that is canceled with cause ErrAttemptTimeout
-// after d (or earlier, if the caller's context ends first). An attempt that fails because of
-// its own timeout is retried like any other error, while the caller's context is live.
-// 0 (the default) means none. It panics if d is negative.
-func AttemptTimeout(d time.Duration) Option {
+// WithAttemptTimeout gives each attempt a context that is canceled with cause
+// ErrAttemptTimeout after d (or earlier, if the caller's context ends first). An attempt that
+// fails because of its own timeout is retried like any other error, while the caller's
+// context is live. 0 (the default) means none. It panics if d is negative.
+func WithAttemptTimeout(d time.Duration) Option {
 	if d < 0 {
-		panic("retry: negative attempt timeout " + d.String())
+		panic("retry: WithAttemptTimeout(" + d.String() + "): negative duration")
 	}
 	return optionFunc(func(o *options) { o.attemptTimeout = d })
 }
 
-// Backoff sets the delays between attempts: retry n (from 0) waits p.Delay(n, previous).
+// WithBackoff sets the delays between attempts: retry n (from 0) waits s.Delay(n, previous).
 // The default is exponential from 100ms, doubling, capped at 10s, with full jitter; the zero
-// backoff.Policy retries without waiting.
-func Backoff(p backoff.Policy) Option {
-	return optionFunc(func(o *options) { o.backoff, o.backoffSet = p, true })
+// backoff.Schedule retries without waiting.
+func WithBackoff(s backoff.Schedule) Option {
+	return optionFunc(func(o *options) { o.backoff, o.backoffSet = s, true })
 }
 
-// MaxHint caps a server's hint ([After], [ParseRetryAfter]) (default one minute). A longer
+// WithMaxHint caps a server's hint ([After], [ParseRetryAfter]) (default one minute). A longer
 // hint is cut to d: the call retries after d rather than wait for an unbounded time or give
 // up. It panics if d is zero or negative: a zero cap would turn every hinted retry into an
-// immediate one, ignoring both the server and the backoff, and unlike MaxElapsed(0) it
+// immediate one, ignoring both the server and the backoff, and unlike WithMaxElapsed(0) it
 // cannot mean "no limit" (a hint is always capped). To ignore hints, do not attach them.
-func MaxHint(d time.Duration) Option {
+func WithMaxHint(d time.Duration) Option {
 	if d < 0 {
-		panic("retry: negative max hint " + d.String())
+		panic("retry: WithMaxHint(" + d.String() + "): negative duration")
 	}
 	if d == 0 {
-		panic("retry: zero max hint (leave MaxHint out for the default of one minute)")
+		panic("retry: WithMaxHint(0s): zero cap (leave WithMaxHint out for the default of one minute)")
 	}
 	return optionFunc(func(o *options) { o.maxHint = d })
 }
 
-// If retries an error only if retryable(err) is true. It is consulted after the rules it
-// cannot override: nothing is retried once the caller's context is done, and an error
+// WithRetryIf retries an error only if retryable(err) is true. It is consulted after the
+// rules it cannot override: nothing is retried once the caller's context is done, and an error
 // marked [Permanent] is never retried. Without it, every other error is retried, including
 // one that matches context.DeadlineExceeded or context.Canceled while the caller's context
 // is live (an http.Client timeout, a dial timeout, the operation's own deadline): reject
-// those here if they should not be retried.
-func If(retryable func(err error) bool) Option {
+// those here if they should not be retried. It panics if retryable is nil.
+func WithRetryIf(retryable func(err error) bool) Option {
+	if retryable == nil {
+		panic("retry: WithRetryIf(nil): nil predicate")
+	}
 	return optionFunc(func(o *options) { o.retryIf = retryable })
 }
 
-// OnRetry calls fn before each sleep, with the number of the attempt that failed (from 1),
-// its error and the delay chosen before the next attempt. It is not called when the call
-// gives up. fn runs on the calling goroutine and must not block for long.
-func OnRetry(fn func(attempt int, err error, delay time.Duration)) Option {
-	return optionFunc(func(o *options) { o.onRetry = fn })
-}
-
-// OnGiveUp calls fn exactly once with the outcome when a call gives up, whatever the
-// reason, just before the call returns that same *Error: a place for dead-letter sinks and
-// alerts. It is not called when the call succeeds. fn runs on the calling goroutine.
-func OnGiveUp(fn func(*Error)) Option {
-	return optionFunc(func(o *options) { o.onGiveUp = fn })
+// WithHooks sets the functions a Policy calls as its calls retry and give up (see [Hooks]).
+// A later WithHooks replaces an earlier one whole. Hooks that are not set cost nothing.
+func WithHooks(h Hooks) Option {
+	return optionFunc(func(o *options) { o.hooks = h })
 }
 
 // WithBudget makes every retry withdraw from b and every successful call deposit into it;
 // a refused retry ends the call at once with ErrBudgetExhausted. Share one Budget between
-// all the policies that call the same dependency. First attempts are never refused.
+// all the policies that call the same dependency. First attempts are never refused. A nil b
+// means no budget, as without the option.
 func WithBudget(b *Budget) Option {
 	return optionFunc(func(o *options) { o.budget = b })
 }
 
-// Policy is a reusable retry configuration: build it once with [New] and call [Policy.Do]
-// (or [DoValue]) as often as needed. A Policy is immutable and safe for concurrent use; the
-// zero Policy uses every default, and so does a nil *Policy (for Do, DoValue and Next alike).
+// Hooks are the functions a [Policy] calls as a call goes; set them with [WithHooks]. A nil
+// field is not called, and costs nothing. Each hook receives the context of the call it
+// reports on (the ctx given to [Do] or [DoValue], not an attempt's), so that a Policy shared
+// by many calls tells them apart by the context's values. Hooks run on the calling goroutine,
+// synchronously, and should return quickly. A hook's panic is not recovered: it goes up
+// through Do to the caller.
+type Hooks struct {
+	// OnRetry is called after an attempt failed and before the sleep that precedes the next
+	// one, once the call has decided to retry (the budget, if any, has paid for it). It is not
+	// called when the call gives up. Setting it makes each attempt read the clock as it
+	// starts, and a failed one again as it ends, for RetryEvent.Duration.
+	OnRetry func(ctx context.Context, e RetryEvent)
+	// OnGiveUp is called exactly once when a call gives up, whatever the reason, with the
+	// *Error that the call then returns: a place for dead-letter sinks and alerts. It is not
+	// called when the call succeeds.
+	OnGiveUp func(ctx context.Context, e *Error)
+}
+
+// RetryEvent describes an attempt that failed and will be retried, for [Hooks].OnRetry. It
+// implements slog.LogValuer, so slog.InfoContext(ctx, "retrying", "event", e) logs its fields.
+type RetryEvent struct {
+	// Attempt is the number of the attempt that failed, from 1.
+	Attempt int
+	// Err is the error the attempt returned.
+	Err error
+	// Delay is the delay chosen before the next attempt: the backoff's, or a server's hint.
+	Delay time.Duration
+	// Duration is how long the failed attempt ran.
+	Duration time.Duration
+}
+
+// LogValue returns a group of the event's non-zero fields: attempt, err, delay and duration.
+func (e RetryEvent) LogValue() slog.Value {
+	attrs := make([]slog.Attr, 0, 4)
+	if e.Attempt != 0 {
+		attrs = append(attrs, slog.Int("attempt", e.Attempt))
+	}
+	if e.Err != nil {
+		attrs = append(attrs, slog.Any("err", e.Err))
+	}
+	if e.Delay != 0 {
+		attrs = append(attrs, slog.Duration("delay", e.Delay))
+	}
+	if e.Duration != 0 {
+		attrs = append(attrs, slog.Duration("duration", e.Duration))
+	}
+	return slog.GroupValue(attrs...)
+}
+
+// Policy is a reusable retry configuration: build it once with [New] and pass it to [Do] or
+// [DoValue] as often as needed. A Policy is immutable and safe for concurrent use. The zero
+// Policy is ready to use, with every default, and so is a nil *Policy (for Do, DoValue and
+// Next alike).
 type Policy struct {
 	o options
 	// loop is set by New when the first attempt cannot take the fast path of Do (it needs
@@ -146,7 +197,7 @@ func New(opts ...Option) *Policy {
 		}
 		opt.apply(&p.o)
 	}
-	p.loop = p.o.attemptTimeout > 0 || p.o.maxElapsed > 0
+	p.loop = p.o.attemptTimeout > 0 || p.o.maxElapsed > 0 || p.o.hooks.OnRetry != nil
 	return p
 }
 
@@ -163,18 +214,12 @@ func checkArgs(ctx context.Context, hasOp bool) {
 	}
 }
 
-// Do calls op until it succeeds or the policy gives up, and returns nil or an [*Error].
-// It is New(opts...).Do(ctx, op), for one-off calls; hot paths should reuse a Policy.
-// It panics if ctx, op or an option is nil.
-func Do(ctx context.Context, op func(context.Context) error, opts ...Option) error {
-	return New(opts...).Do(ctx, op)
-}
-
-// Do calls op until it succeeds or the policy gives up. It returns nil on success, otherwise
-// an [*Error] that says why it gave up and keeps every attempt's error.
+// Do calls op until it succeeds or p gives up. It returns nil on success, otherwise an
+// [*Error] that says why it gave up and keeps every attempt's error. A nil p is the zero
+// Policy: every default. [DoValue] is the same call for an operation that returns a value.
 //
-// Each attempt gets ctx, or with [AttemptTimeout] a child of ctx with that timeout. Do never
-// starts an attempt once ctx is done and never sleeps past ctx's deadline: if the next
+// Each attempt gets ctx, or with [WithAttemptTimeout] a child of ctx with that timeout. Do
+// never starts an attempt once ctx is done and never sleeps past ctx's deadline: if the next
 // attempt would start at or after it, Do gives up at once with ErrMaxElapsed and the last
 // error. When ctx ends during a sleep, Do returns at once with ErrCanceled, the cause and
 // the last error; when it ends during an attempt that then fails, Do gives up with
@@ -182,11 +227,13 @@ func Do(ctx context.Context, op func(context.Context) error, opts ...Option) err
 // attempt that fails with a context error of its own while ctx is live is retried.
 //
 // A first attempt that succeeds costs one check of ctx.Err and no allocation (with
-// MaxElapsed, one clock read; with AttemptTimeout, the attempt's context costs a few
-// allocations). A call that gives up allocates its *Error.
+// WithMaxElapsed, or a Hooks.OnRetry, one clock read; with WithAttemptTimeout, the attempt's
+// context costs a few allocations). A call that gives up allocates its *Error.
 //
-// A nil p is the zero Policy (all defaults). Do panics if ctx or op is nil.
-func (p *Policy) Do(ctx context.Context, op func(context.Context) error) error {
+// Do panics if ctx or op is nil.
+func Do(ctx context.Context, p *Policy, op func(context.Context) error) error {
+	// One compare on the hot path; the panics and their messages live out of line in
+	// checkArgs, which keeps Do's body small (RetrySuccess measures this path).
 	if ctx == nil || op == nil {
 		checkArgs(ctx, op != nil)
 	}
@@ -204,11 +251,13 @@ func (p *Policy) Do(ctx context.Context, op func(context.Context) error) error {
 	return p.run(ctx, op, nil)
 }
 
-// DoValue is the value-returning form of [Policy.Do]: it returns op's value from the attempt
-// that succeeded, or the zero T and an [*Error]. A nil p is the zero Policy (all defaults).
-// It panics if ctx or op is nil.
+// DoValue is [Do] for an operation that returns a value: it returns op's value from the
+// attempt that succeeded, or the zero T and an [*Error]. It takes the same arguments in the
+// same order, retries by the same rules and costs the same. A nil p is the zero Policy (every
+// default). It panics if ctx or op is nil.
 func DoValue[T any](ctx context.Context, p *Policy, op func(context.Context) (T, error)) (T, error) {
-	if ctx == nil || op == nil {
+	if ctx == nil || op == nil { // as in Do
+
 		checkArgs(ctx, op != nil)
 	}
 	if p == nil {
@@ -239,14 +288,15 @@ func DoValue[T any](ctx context.Context, p *Policy, op func(context.Context) (T,
 // attempts is the number of attempts made so far (from 1), prev the delay chosen before the
 // last one (0 for none), and err the last attempt's error. Next returns the delay before the
 // next attempt and a nil reason, or the reason to give up: ErrPermanent (marked [Permanent]
-// or rejected by [If]) or ErrMaxAttempts. A hint from [After] replaces the backoff delay as
-// in Do.
+// or rejected by [WithRetryIf]) or ErrMaxAttempts. A hint from [After] replaces the backoff
+// delay as in Do.
 //
 // Next has no context: like Do, it does not judge an error by whether it matches
-// context.Canceled or context.DeadlineExceeded (such an error is retried unless If rejects
-// it). A caller whose own context is done stops without asking Next, as Do does.
+// context.Canceled or context.DeadlineExceeded (such an error is retried unless the
+// WithRetryIf predicate rejects it). A caller whose own context is done stops without asking
+// Next, as Do does.
 //
-// Next is pure apart from randomness: it consults neither the clock, nor MaxElapsed, nor
+// Next is pure apart from randomness: it consults neither the clock, nor WithMaxElapsed, nor
 // the budget (call [Budget.Withdraw] and [Budget.Deposit] yourself). It panics if err is nil.
 // A nil p is the zero Policy.
 func (p *Policy) Next(attempts int, prev time.Duration, err error) (time.Duration, error) {
@@ -293,22 +343,23 @@ func (p *Policy) decide(made int, prev time.Duration, err error) (time.Duration,
 }
 
 // run is the retry loop. If first is non-nil, one attempt already ran and failed with it
-// (only when p.loop is false: no MaxElapsed, so no start time is needed). Attempt errors
+// (only when p.loop is false: no WithMaxElapsed, so no start time is needed). Attempt errors
 // collect in a stack array; the *Error is allocated only when giving up.
 func (p *Policy) run(ctx context.Context, op func(context.Context) error, first error) error {
 	o := &p.o
 	var local [4]error
 	errs := local[:0]
-	var start time.Time // start of the call, read only with MaxElapsed
+	var start time.Time   // start of the call, read only with WithMaxElapsed
+	var ran time.Duration // how long the last attempt ran, measured only with Hooks.OnRetry
 	err := first
 	if err == nil {
 		if o.maxElapsed > 0 {
 			start = time.Now()
 		}
 		if ctx.Err() != nil {
-			return p.giveUp(errs, ErrCanceled, context.Cause(ctx))
+			return p.giveUp(ctx, errs, ErrCanceled, context.Cause(ctx))
 		}
-		if err = p.attempt(ctx, op); err == nil {
+		if ran, err = p.attempt(ctx, op); err == nil {
 			p.succeeded()
 			return nil
 		}
@@ -324,54 +375,86 @@ func (p *Policy) run(ctx context.Context, op func(context.Context) error, first 
 	}()
 	for {
 		errs = append(errs, err)
-		if ctx.Err() != nil {
-			return p.giveUp(errs, ErrCanceled, context.Cause(ctx))
+		delay, out := p.plan(ctx, errs, prev, start, ran)
+		if out != nil {
+			return out
 		}
-		delay, reason := p.decide(len(errs), prev, err)
-		if reason != nil {
-			return p.giveUp(errs, reason, nil)
-		}
-		deadline, hasDeadline := ctx.Deadline()
-		if o.maxElapsed > 0 || hasDeadline {
-			next := time.Now().Add(delay)
-			if o.maxElapsed > 0 && next.Sub(start) > o.maxElapsed {
-				return p.giveUp(errs, ErrMaxElapsed, nil)
-			}
-			if hasDeadline && !next.Before(deadline) {
-				return p.giveUp(errs, ErrMaxElapsed, context.DeadlineExceeded)
-			}
-		}
-		if o.budget != nil && !o.budget.Withdraw() {
-			return p.giveUp(errs, ErrBudgetExhausted, nil)
-		}
-		if o.onRetry != nil {
-			o.onRetry(len(errs), err, delay)
-		}
-		if delay > 0 {
-			if timer == nil {
-				timer = time.NewTimer(delay)
-			} else {
-				timer.Reset(delay)
-			}
-			select {
-			case <-timer.C:
-			case <-ctx.Done():
-				return p.giveUp(errs, ErrCanceled, context.Cause(ctx))
-			}
+		if delay > 0 && !sleep(ctx, &timer, delay) {
+			return p.giveUp(ctx, errs, ErrCanceled, context.Cause(ctx))
 		}
 		if ctx.Err() != nil {
-			return p.giveUp(errs, ErrCanceled, context.Cause(ctx))
+			return p.giveUp(ctx, errs, ErrCanceled, context.Cause(ctx))
 		}
 		prev = delay
-		if err = p.attempt(ctx, op); err == nil {
+		if ran, err = p.attempt(ctx, op); err == nil {
 			p.succeeded()
 			return nil
 		}
 	}
 }
 
-// attempt runs op once, with the per-attempt timeout if there is one.
-func (p *Policy) attempt(ctx context.Context, op func(context.Context) error) error {
+// plan decides, after the attempts whose errors are errs failed, how long to wait before the
+// next one, or gives up and returns the call's outcome. prev is the previous delay, start the
+// start of the call (read only with WithMaxElapsed), ran how long the last attempt ran (for
+// Hooks.OnRetry, which plan calls once it has decided to retry).
+func (p *Policy) plan(ctx context.Context, errs []error, prev time.Duration, start time.Time, ran time.Duration) (time.Duration, error) {
+	o := &p.o
+	err := errs[len(errs)-1]
+	if ctx.Err() != nil {
+		return 0, p.giveUp(ctx, errs, ErrCanceled, context.Cause(ctx))
+	}
+	delay, reason := p.decide(len(errs), prev, err)
+	if reason != nil {
+		return 0, p.giveUp(ctx, errs, reason, nil)
+	}
+	deadline, hasDeadline := ctx.Deadline()
+	if o.maxElapsed > 0 || hasDeadline {
+		next := time.Now().Add(delay)
+		if o.maxElapsed > 0 && next.Sub(start) > o.maxElapsed {
+			return 0, p.giveUp(ctx, errs, ErrMaxElapsed, nil)
+		}
+		if hasDeadline && !next.Before(deadline) {
+			return 0, p.giveUp(ctx, errs, ErrMaxElapsed, context.DeadlineExceeded)
+		}
+	}
+	if o.budget != nil && !o.budget.Withdraw() {
+		return 0, p.giveUp(ctx, errs, ErrBudgetExhausted, nil)
+	}
+	if o.hooks.OnRetry != nil {
+		o.hooks.OnRetry(ctx, RetryEvent{Attempt: len(errs), Err: err, Delay: delay, Duration: ran})
+	}
+	return delay, nil
+}
+
+// sleep waits for delay on *timer (made on first use, then reset) and reports true, or false
+// if ctx ends first.
+func sleep(ctx context.Context, timer **time.Timer, delay time.Duration) bool {
+	if *timer == nil {
+		*timer = time.NewTimer(delay)
+	} else {
+		(*timer).Reset(delay)
+	}
+	select {
+	case <-(*timer).C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// attempt runs op once and returns its error and, with a Hooks.OnRetry to report it to, how
+// long it ran (else 0).
+func (p *Policy) attempt(ctx context.Context, op func(context.Context) error) (time.Duration, error) {
+	if p.o.hooks.OnRetry == nil {
+		return 0, p.try(ctx, op)
+	}
+	began := time.Now()
+	err := p.try(ctx, op)
+	return time.Since(began), err
+}
+
+// try runs op once, with the per-attempt timeout if there is one.
+func (p *Policy) try(ctx context.Context, op func(context.Context) error) error {
 	if p.o.attemptTimeout <= 0 {
 		return op(ctx)
 	}
@@ -386,7 +469,8 @@ func (p *Policy) succeeded() {
 	}
 }
 
-func (p *Policy) giveUp(errs []error, reason, cause error) error {
+// giveUp builds the outcome of the call with ctx and hands it to Hooks.OnGiveUp.
+func (p *Policy) giveUp(ctx context.Context, errs []error, reason, cause error) error {
 	e := &Error{Reason: reason, Attempts: len(errs), Cause: cause}
 	n := len(errs)
 	if cause != nil {
@@ -401,8 +485,9 @@ func (p *Policy) giveUp(errs []error, reason, cause error) error {
 	if cause != nil {
 		e.list = append(e.list, cause)
 	}
-	if fn := p.o.onGiveUp; fn != nil {
-		fn(e)
+	e.hideNestedReasons()
+	if fn := p.o.hooks.OnGiveUp; fn != nil {
+		fn(ctx, e)
 	}
 	return e
 }

@@ -52,18 +52,29 @@ func asError(t *testing.T, err error) *retry.Error {
 	return e
 }
 
-func noJitter(d time.Duration) retry.Option { return retry.Backoff(backoff.Constant(d)) }
+func noJitter(d time.Duration) retry.Option { return retry.WithBackoff(backoff.Constant(d)) }
+
+// onRetry and onGiveUp set one hook, for tests that need only that one.
+func onRetry(f func(retry.RetryEvent)) retry.Option {
+	return retry.WithHooks(retry.Hooks{OnRetry: func(_ context.Context, e retry.RetryEvent) { f(e) }})
+}
+
+func onGiveUp(f func(*retry.Error)) retry.Option {
+	return retry.WithHooks(retry.Hooks{OnGiveUp: func(_ context.Context, e *retry.Error) { f(e) }})
+}
 
 func TestFirstAttemptSucceeds(t *testing.T) {
 	calls, hooks := 0, 0
-	p := retry.New(retry.OnRetry(func(int, error, time.Duration) { hooks++ }),
-		retry.OnGiveUp(func(*retry.Error) { hooks++ }))
-	err := p.Do(context.Background(), func(context.Context) error { calls++; return nil })
+	p := retry.New(retry.WithHooks(retry.Hooks{
+		OnRetry:  func(context.Context, retry.RetryEvent) { hooks++ },
+		OnGiveUp: func(context.Context, *retry.Error) { hooks++ },
+	}))
+	err := retry.Do(context.Background(), p, func(context.Context) error { calls++; return nil })
 	equal(t, nil, err)
 	equal(t, 1, calls)
 	equal(t, 0, hooks)
 	var zero retry.Policy
-	equal(t, nil, zero.Do(context.Background(), func(context.Context) error { return nil }), "zero Policy")
+	equal(t, nil, retry.Do(context.Background(), &zero, func(context.Context) error { return nil }), "zero Policy")
 }
 
 func TestExponentialDelaysAreExact(t *testing.T) {
@@ -77,14 +88,16 @@ func TestExponentialDelaysAreExact(t *testing.T) {
 		var retries []call
 		var outcomes []*retry.Error
 		p := retry.New(
-			retry.MaxAttempts(4),
-			retry.Backoff(backoff.Exponential(100*ms, 2, time.Second)),
-			retry.OnRetry(func(n int, err error, d time.Duration) {
-				retries = append(retries, call{n, err, d})
+			retry.WithMaxAttempts(4),
+			retry.WithBackoff(backoff.Exponential(100*ms, 2, time.Second)),
+			retry.WithHooks(retry.Hooks{
+				OnRetry: func(_ context.Context, e retry.RetryEvent) {
+					retries = append(retries, call{e.Attempt, e.Err, e.Delay})
+				},
+				OnGiveUp: func(_ context.Context, e *retry.Error) { outcomes = append(outcomes, e) },
 			}),
-			retry.OnGiveUp(func(e *retry.Error) { outcomes = append(outcomes, e) }),
 		)
-		err := p.Do(t.Context(), r.op)
+		err := retry.Do(t.Context(), p, r.op)
 		equal(t, []time.Duration{0, 100 * ms, 300 * ms, 700 * ms}, r.at, "attempt start times")
 		equal(t, 700*ms, time.Since(r.start), "returned right after the last attempt")
 		// OnRetry runs before each sleep, never after the final attempt (retry-go#31).
@@ -119,7 +132,7 @@ func TestSeededJitterDelaysAreExact(t *testing.T) {
 					want = append(want, sum)
 				}
 				r := newRecorder(errA)
-				err := retry.Do(t.Context(), r.op, retry.MaxAttempts(6), retry.Backoff(bo))
+				err := retry.Do(t.Context(), retry.New(retry.WithMaxAttempts(6), retry.WithBackoff(bo)), r.op)
 				equal(t, want, r.at)
 				equal(t, 6, asError(t, err).Attempts)
 			})
@@ -131,7 +144,7 @@ func TestRetryThenSucceed(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRecorder(errA, errB, nil)
 		gaveUp := 0
-		err := retry.Do(t.Context(), r.op, noJitter(50*ms), retry.OnGiveUp(func(*retry.Error) { gaveUp++ }))
+		err := retry.Do(t.Context(), retry.New(noJitter(50*ms), onGiveUp(func(*retry.Error) { gaveUp++ })), r.op)
 		equal(t, nil, err)
 		equal(t, []time.Duration{0, 50 * ms, 100 * ms}, r.at)
 		equal(t, 0, gaveUp)
@@ -141,7 +154,7 @@ func TestRetryThenSucceed(t *testing.T) {
 func TestDefaultsMakeThreeAttempts(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRecorder(errA)
-		e := asError(t, retry.Do(t.Context(), r.op))
+		e := asError(t, retry.Do(t.Context(), nil, r.op))
 		equal(t, 3, e.Attempts)
 		// The default backoff is full jitter over 100ms, 200ms: at most 300ms in total.
 		check(t, time.Since(r.start) <= 300*ms, "default schedule took %v", time.Since(r.start))
@@ -162,7 +175,7 @@ func TestAttemptTimeout(t *testing.T) {
 			causes = append(causes, context.Cause(ctx))
 			return ctx.Err()
 		}
-		err := retry.Do(t.Context(), op, retry.MaxAttempts(3), retry.AttemptTimeout(time.Second), noJitter(500*ms))
+		err := retry.Do(t.Context(), retry.New(retry.WithMaxAttempts(3), retry.WithAttemptTimeout(time.Second), noJitter(500*ms)), op)
 		equal(t, []time.Duration{0, 1500 * ms, 3000 * ms}, at)
 		equal(t, []time.Duration{1000 * ms, 2500 * ms, 4000 * ms}, deadlines)
 		equal(t, []error{retry.ErrAttemptTimeout, retry.ErrAttemptTimeout, retry.ErrAttemptTimeout}, causes)
@@ -179,8 +192,8 @@ func TestMaxElapsedWithDoValueAndAttemptTimeout(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		start := time.Now()
 		var at []time.Duration
-		p := retry.New(retry.MaxAttempts(100), retry.MaxElapsed(1950*ms),
-			retry.AttemptTimeout(400*ms), noJitter(100*ms))
+		p := retry.New(retry.WithMaxAttempts(100), retry.WithMaxElapsed(1950*ms),
+			retry.WithAttemptTimeout(400*ms), noJitter(100*ms))
 		v, err := retry.DoValue(t.Context(), p, func(ctx context.Context) (int, error) {
 			at = append(at, time.Since(start))
 			<-ctx.Done()
@@ -198,7 +211,7 @@ func TestMaxElapsedWithDoValueAndAttemptTimeout(t *testing.T) {
 
 func TestAttemptTimeoutSucceeds(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		v, err := retry.DoValue(t.Context(), retry.New(retry.AttemptTimeout(time.Second)),
+		v, err := retry.DoValue(t.Context(), retry.New(retry.WithAttemptTimeout(time.Second)),
 			func(ctx context.Context) (int, error) {
 				_, ok := ctx.Deadline()
 				check(t, ok, "no deadline")
@@ -239,7 +252,7 @@ func TestMaxElapsed(t *testing.T) {
 					}
 					return errA
 				}
-				err := retry.Do(t.Context(), op, retry.MaxAttempts(100), retry.MaxElapsed(c.limit), noJitter(300*ms))
+				err := retry.Do(t.Context(), retry.New(retry.WithMaxAttempts(100), retry.WithMaxElapsed(c.limit), noJitter(300*ms)), op)
 				equal(t, c.wantAt, at)
 				equal(t, c.wantDone, time.Since(start), "gave up without sleeping")
 				e := asError(t, err)
@@ -269,7 +282,7 @@ func TestContextDeadlineCutsOffWithoutSleeping(t *testing.T) {
 				ctx, cancel := context.WithTimeout(t.Context(), c.timeout)
 				defer cancel()
 				r := newRecorder(errA, errB, errC)
-				err := retry.Do(ctx, r.op, retry.MaxAttempts(10), noJitter(400*ms))
+				err := retry.Do(ctx, retry.New(retry.WithMaxAttempts(10), noJitter(400*ms)), r.op)
 				equal(t, c.wantAt, r.at)
 				equal(t, c.wantDone, time.Since(r.start), "gave up at once instead of sleeping into the deadline")
 				equal(t, nil, ctx.Err(), "the deadline has not passed yet")
@@ -292,8 +305,9 @@ func TestCancelDuringSleepKeepsLastError(t *testing.T) {
 		r := newRecorder(errA, errB)
 		time.AfterFunc(1250*ms, func() { cancel(cause) })
 		gaveUp := 0
-		err := retry.Do(ctx, r.op, retry.MaxAttempts(10), noJitter(time.Second),
-			retry.OnGiveUp(func(*retry.Error) { gaveUp++ }))
+		err := retry.Do(ctx, retry.New(retry.WithMaxAttempts(10), noJitter(time.Second),
+			onGiveUp(func(*retry.Error) { gaveUp++ })), r.op)
+
 		equal(t, 1250*ms, time.Since(r.start), "returned as soon as ctx was canceled")
 		equal(t, []time.Duration{0, time.Second}, r.at)
 		e := asError(t, err)
@@ -315,9 +329,9 @@ func TestCanceledBeforeFirstAttempt(t *testing.T) {
 		calls := 0
 		opts := []retry.Option{}
 		if timeout {
-			opts = append(opts, retry.AttemptTimeout(time.Second))
+			opts = append(opts, retry.WithAttemptTimeout(time.Second))
 		}
-		err := retry.Do(ctx, func(context.Context) error { calls++; return nil }, opts...)
+		err := retry.Do(ctx, retry.New(opts...), func(context.Context) error { calls++; return nil })
 		equal(t, 0, calls, "never starts an attempt with a done context")
 		e := asError(t, err)
 		equal(t, 0, e.Attempts)
@@ -334,11 +348,12 @@ func TestCallerContextErrorsAreNeverRetried(t *testing.T) {
 	t.Run("caller canceled during the attempt", func(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		calls := 0
-		err := retry.Do(ctx, func(ctx context.Context) error {
+		err := retry.Do(ctx, retry.New(retry.WithRetryIf(func(error) bool { return true }), noJitter(0)), func(ctx context.Context) error {
 			calls++
 			cancel()
 			return ctx.Err()
-		}, retry.If(func(error) bool { return true }), noJitter(0))
+		})
+
 		equal(t, 1, calls)
 		equal(t, retry.ErrCanceled, asError(t, err).Reason)
 	})
@@ -347,11 +362,12 @@ func TestCallerContextErrorsAreNeverRetried(t *testing.T) {
 			ctx, cancel := context.WithTimeout(t.Context(), time.Second)
 			defer cancel()
 			calls := 0
-			err := retry.Do(ctx, func(ctx context.Context) error {
+			err := retry.Do(ctx, retry.New(retry.WithRetryIf(func(error) bool { return true }), noJitter(0)), func(ctx context.Context) error {
 				calls++
 				<-ctx.Done()
 				return errors.Join(errA, ctx.Err())
-			}, retry.If(func(error) bool { return true }), noJitter(0))
+			})
+
 			equal(t, 1, calls)
 			e := asError(t, err)
 			equal(t, retry.ErrCanceled, e.Reason)
@@ -374,7 +390,7 @@ func TestOperationsOwnContextErrorsAreRetried(t *testing.T) {
 		t.Run(cerr.Error(), func(t *testing.T) {
 			calls := 0
 			op := func(context.Context) error { calls++; return cerr }
-			err := retry.Do(context.Background(), op, noJitter(0))
+			err := retry.Do(context.Background(), retry.New(noJitter(0)), op)
 			equal(t, 3, calls, "retried like any error")
 			e := asError(t, err)
 			equal(t, retry.ErrMaxAttempts, e.Reason)
@@ -382,10 +398,11 @@ func TestOperationsOwnContextErrorsAreRetried(t *testing.T) {
 			check(t, errors.Is(err, cerr), "attempt error kept: %v", err)
 
 			calls = 0
-			err = retry.Do(context.Background(), op, noJitter(0),
-				retry.If(func(err error) bool {
+			err = retry.Do(context.Background(), retry.New(noJitter(0),
+				retry.WithRetryIf(func(err error) bool {
 					return !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded)
-				}))
+				})), op)
+
 			equal(t, 1, calls, "the predicate can still reject it")
 			equal(t, retry.ErrPermanent, asError(t, err).Reason)
 		})
@@ -399,16 +416,17 @@ func TestOperationTimeoutIsRetried(t *testing.T) {
 		start := time.Now()
 		var at []time.Duration
 		var retried []error
-		err := retry.Do(t.Context(), func(ctx context.Context) error {
+		err := retry.Do(t.Context(), retry.New(noJitter(50*ms), onRetry(func(e retry.RetryEvent) { retried = append(retried, e.Err) })), func(ctx context.Context) error {
 			at = append(at, time.Since(start))
 			ctx, cancel := context.WithTimeout(ctx, 200*ms)
 			defer cancel()
 			if len(at) == 1 {
-				<-ctx.Done() // the slow first call
+				<-ctx.Done()
 				return fmt.Errorf("query: %w", ctx.Err())
 			}
 			return nil
-		}, noJitter(50*ms), retry.OnRetry(func(_ int, err error, _ time.Duration) { retried = append(retried, err) }))
+		})
+
 		equal(t, nil, err)
 		equal(t, []time.Duration{0, 250 * ms}, at)
 		equal(t, 1, len(retried))
@@ -436,7 +454,7 @@ func TestHTTPClientTimeoutIsRetried(t *testing.T) {
 	defer close(release)
 	client := &http.Client{Timeout: 200 * ms, Transport: srv.Client().Transport}
 	var retried []error
-	err := retry.Do(context.Background(), func(ctx context.Context) error {
+	err := retry.Do(context.Background(), retry.New(retry.WithMaxAttempts(5), noJitter(0), onRetry(func(e retry.RetryEvent) { retried = append(retried, e.Err) })), func(ctx context.Context) error {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL, nil)
 		if err != nil {
 			return retry.Permanent(err)
@@ -446,7 +464,8 @@ func TestHTTPClientTimeoutIsRetried(t *testing.T) {
 			return err
 		}
 		return resp.Body.Close()
-	}, retry.MaxAttempts(5), noJitter(0), retry.OnRetry(func(_ int, err error, _ time.Duration) { retried = append(retried, err) }))
+	})
+
 	equal(t, nil, err)
 	check(t, len(retried) >= 1 && errors.Is(retried[0], context.DeadlineExceeded),
 		"first attempt should have failed with the client's timeout: %v", retried)
@@ -464,14 +483,18 @@ func TestPermanentStopsAndCannotBeOverridden(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			calls := 0
 			predicateCalls := 0
-			err := retry.Do(context.Background(), func(context.Context) error {
+			err := retry.Do(context.Background(), retry.New(
+
+				retry.WithMaxAttempts(10), noJitter(0),
+				retry.WithRetryIf(func(error) bool { predicateCalls++; return true })), func(context.Context) error {
 				calls++
 				if calls == 1 {
 					return errA
 				}
 				return perm
-			}, retry.MaxAttempts(10), noJitter(0),
-				retry.If(func(error) bool { predicateCalls++; return true })) // retry-go#110
+			})
+
+			// retry-go#110
 			equal(t, 2, calls)
 			equal(t, 1, predicateCalls, "predicate not consulted for a Permanent error")
 			e := asError(t, err)
@@ -488,12 +511,13 @@ func TestPermanentStopsAndCannotBeOverridden(t *testing.T) {
 // A nested call's Permanent mark belongs to the inner loop (cenkalti/backoff#174): the outer
 // loop classifies the inner *Error by its own rules.
 func TestPermanentDoesNotLeakOutOfANestedCall(t *testing.T) {
-	inner := retry.New(retry.MaxAttempts(2), noJitter(0))
+	inner := retry.New(retry.WithMaxAttempts(2), noJitter(0))
 	outerCalls, innerCalls := 0, 0
-	err := retry.Do(context.Background(), func(ctx context.Context) error {
+	err := retry.Do(context.Background(), retry.New(retry.WithMaxAttempts(3), noJitter(0)), func(ctx context.Context) error {
 		outerCalls++
-		return inner.Do(ctx, func(context.Context) error { innerCalls++; return retry.Permanent(errA) })
-	}, retry.MaxAttempts(3), noJitter(0))
+		return retry.Do(ctx, inner, func(context.Context) error { innerCalls++; return retry.Permanent(errA) })
+	})
+
 	equal(t, 3, outerCalls)
 	equal(t, 3, innerCalls)
 	e := asError(t, err)
@@ -505,7 +529,7 @@ func TestPermanentDoesNotLeakOutOfANestedCall(t *testing.T) {
 func TestPredicate(t *testing.T) {
 	retryable := func(err error) bool { return errors.Is(err, errA) }
 	r := newRecorder(errA, errA, errB)
-	err := retry.Do(context.Background(), r.op, retry.If(retryable), retry.MaxAttempts(10), noJitter(0))
+	err := retry.Do(context.Background(), retry.New(retry.WithRetryIf(retryable), retry.WithMaxAttempts(10), noJitter(0)), r.op)
 	equal(t, 3, len(r.at))
 	e := asError(t, err)
 	equal(t, retry.ErrPermanent, e.Reason)
@@ -518,8 +542,9 @@ func TestRetryAfterHint(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			r := newRecorder(retry.After(errA, 3*time.Second), errB, errC)
 			var delays []time.Duration
-			err := retry.Do(t.Context(), r.op, noJitter(100*ms),
-				retry.OnRetry(func(_ int, _ error, d time.Duration) { delays = append(delays, d) }))
+			err := retry.Do(t.Context(), retry.New(noJitter(100*ms),
+				onRetry(func(e retry.RetryEvent) { delays = append(delays, e.Delay) })), r.op)
+
 			equal(t, []time.Duration{0, 3 * time.Second, 3100 * ms}, r.at)
 			equal(t, []time.Duration{3 * time.Second, 100 * ms}, delays)
 			check(t, errors.Is(err, errA), "hinted error kept")
@@ -528,14 +553,14 @@ func TestRetryAfterHint(t *testing.T) {
 	t.Run("clamped to MaxHint", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			r := newRecorder(retry.After(errA, 484289*time.Hour), errB) // go-retryablehttp#247
-			_ = retry.Do(t.Context(), r.op, noJitter(100*ms), retry.MaxAttempts(2), retry.MaxHint(2*time.Second))
+			_ = retry.Do(t.Context(), retry.New(noJitter(100*ms), retry.WithMaxAttempts(2), retry.WithMaxHint(2*time.Second)), r.op)
 			equal(t, []time.Duration{0, 2 * time.Second}, r.at)
 		})
 	})
 	t.Run("default clamp is one minute", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			r := newRecorder(retry.After(errA, time.Hour), errB)
-			_ = retry.Do(t.Context(), r.op, noJitter(100*ms), retry.MaxAttempts(2))
+			_ = retry.Do(t.Context(), retry.New(noJitter(100*ms), retry.WithMaxAttempts(2)), r.op)
 			equal(t, []time.Duration{0, time.Minute}, r.at)
 		})
 	})
@@ -546,7 +571,7 @@ func TestRetryAfterHint(t *testing.T) {
 				want := bo.Spread(3*time.Second, 0)
 				check(t, want >= 3*time.Second && want <= 3300*ms, "spread %v", want)
 				r := newRecorder(retry.After(errA, 3*time.Second), errB)
-				_ = retry.Do(t.Context(), r.op, retry.Backoff(bo), retry.MaxAttempts(2))
+				_ = retry.Do(t.Context(), retry.New(retry.WithBackoff(bo), retry.WithMaxAttempts(2)), r.op)
 				equal(t, []time.Duration{0, want}, r.at)
 			})
 		}
@@ -565,7 +590,7 @@ func TestRetryAfterHint(t *testing.T) {
 				}
 				return err
 			}
-			_ = retry.Do(t.Context(), op, noJitter(100*ms), retry.MaxAttempts(2))
+			_ = retry.Do(t.Context(), retry.New(noJitter(100*ms), retry.WithMaxAttempts(2)), op)
 			equal(t, []time.Duration{0, 7 * time.Second}, r.at)
 		})
 	})
@@ -574,7 +599,7 @@ func TestRetryAfterHint(t *testing.T) {
 			ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
 			defer cancel()
 			r := newRecorder(retry.After(errA, 10*time.Second))
-			err := retry.Do(ctx, r.op, noJitter(100*ms))
+			err := retry.Do(ctx, retry.New(noJitter(100*ms)), r.op)
 			equal(t, time.Duration(0), time.Since(r.start))
 			equal(t, retry.ErrMaxElapsed, asError(t, err).Reason)
 		})
@@ -654,8 +679,8 @@ func TestDoValue(t *testing.T) {
 }
 
 func TestNextForCallersThatDoNotLoop(t *testing.T) {
-	p := retry.New(retry.MaxAttempts(4), retry.Backoff(backoff.Exponential(time.Second, 2, time.Minute)),
-		retry.If(func(err error) bool { return !errors.Is(err, errB) }), retry.MaxHint(10*time.Second))
+	p := retry.New(retry.WithMaxAttempts(4), retry.WithBackoff(backoff.Exponential(time.Second, 2, time.Minute)),
+		retry.WithRetryIf(func(err error) bool { return !errors.Is(err, errB) }), retry.WithMaxHint(10*time.Second))
 	type out struct {
 		d      time.Duration
 		reason error
@@ -690,15 +715,16 @@ func TestOnGiveUpExactlyOncePerReason(t *testing.T) {
 			op     func(context.Context) error
 			reason error
 		}{
-			{t.Context(), []retry.Option{retry.MaxAttempts(2)}, func(context.Context) error { return errA }, retry.ErrMaxAttempts},
+			{t.Context(), []retry.Option{retry.WithMaxAttempts(2)}, func(context.Context) error { return errA }, retry.ErrMaxAttempts},
 			{t.Context(), nil, func(context.Context) error { return retry.Permanent(errA) }, retry.ErrPermanent},
 			{t.Context(), []retry.Option{retry.WithBudget(empty)}, func(context.Context) error { return errA }, retry.ErrBudgetExhausted},
-			{t.Context(), []retry.Option{retry.MaxElapsed(time.Millisecond), noJitter(time.Second)}, func(context.Context) error { return errA }, retry.ErrMaxElapsed},
+			{t.Context(), []retry.Option{retry.WithMaxElapsed(time.Millisecond), noJitter(time.Second)}, func(context.Context) error { return errA }, retry.ErrMaxElapsed},
 			{canceled, nil, func(context.Context) error { return errA }, retry.ErrCanceled},
 		}
 		for _, c := range cases {
 			var got []*retry.Error
-			err := retry.Do(c.ctx, c.op, append([]retry.Option{noJitter(0)}, append(c.opts, retry.OnGiveUp(func(e *retry.Error) { got = append(got, e) }))...)...)
+			opts := append([]retry.Option{noJitter(0)}, append(c.opts, onGiveUp(func(e *retry.Error) { got = append(got, e) }))...)
+			err := retry.Do(c.ctx, retry.New(opts...), c.op)
 			equal(t, 1, len(got), "%v: OnGiveUp calls", c.reason)
 			equal(t, error(got[0]), err)
 			equal(t, c.reason, got[0].Reason)
@@ -708,12 +734,14 @@ func TestOnGiveUpExactlyOncePerReason(t *testing.T) {
 }
 
 func TestOptionPanics(t *testing.T) {
-	panicsWith(t, "retry: max attempts must be >= 1", func() { retry.MaxAttempts(0) })
-	panicsWith(t, "retry: negative max elapsed -1s", func() { retry.MaxElapsed(-time.Second) })
-	panicsWith(t, "retry: negative attempt timeout -1s", func() { retry.AttemptTimeout(-time.Second) })
-	panicsWith(t, "retry: negative max hint -1s", func() { retry.MaxHint(-time.Second) })
+	panicsWith(t, "retry: WithMaxAttempts(0): need at least 1", func() { retry.WithMaxAttempts(0) })
+	panicsWith(t, "retry: WithMaxAttempts(-3): need at least 1", func() { retry.WithMaxAttempts(-3) })
+	panicsWith(t, "retry: WithMaxElapsed(-1s): negative duration", func() { retry.WithMaxElapsed(-time.Second) })
+	panicsWith(t, "retry: WithAttemptTimeout(-1s): negative duration", func() { retry.WithAttemptTimeout(-time.Second) })
+	panicsWith(t, "retry: WithMaxHint(-1s): negative duration", func() { retry.WithMaxHint(-time.Second) })
 	// MaxHint(0) used to mean one minute, silently; its doc said a longer hint is cut to 0.
-	panicsWith(t, "retry: zero max hint (leave MaxHint out for the default of one minute)", func() { retry.MaxHint(0) })
+	panicsWith(t, "retry: WithMaxHint(0s): zero cap (leave WithMaxHint out for the default of one minute)", func() { retry.WithMaxHint(0) })
+	panicsWith(t, "retry: WithRetryIf(nil): nil predicate", func() { retry.WithRetryIf(nil) })
 }
 
 // Nil arguments are programmer errors: each panics with a "retry:" message that names it,
@@ -726,17 +754,17 @@ func TestNilArgumentsPanicClearly(t *testing.T) {
 	p := retry.New()
 	var np *retry.Policy
 	panicsWith(t, "retry: nil option", func() { retry.New(nil) })
-	panicsWith(t, "retry: nil option", func() { retry.New(retry.MaxAttempts(2), nil) })
-	panicsWith(t, "retry: nil option", func() { _ = retry.Do(ctx, op, nil) })
-	panicsWith(t, "retry: nil context", func() { _ = retry.Do(nilCtx, op) })
-	panicsWith(t, "retry: nil context", func() { _ = p.Do(nilCtx, op) })
-	panicsWith(t, "retry: nil context", func() { _ = np.Do(nilCtx, op) })
+	panicsWith(t, "retry: nil option", func() { retry.New(retry.WithMaxAttempts(2), nil) })
+	panicsWith(t, "retry: nil option", func() { _ = retry.Do(ctx, retry.New(nil), op) })
+	panicsWith(t, "retry: nil context", func() { _ = retry.Do(nilCtx, nil, op) })
+	panicsWith(t, "retry: nil context", func() { _ = retry.Do(nilCtx, p, op) })
+	panicsWith(t, "retry: nil context", func() { _ = retry.Do(nilCtx, np, op) })
 	panicsWith(t, "retry: nil context", func() { _, _ = retry.DoValue(nilCtx, p, vop) })
-	panicsWith(t, "retry: nil operation", func() { _ = retry.Do(ctx, nil) })
-	panicsWith(t, "retry: nil operation", func() { _ = p.Do(ctx, nil) })
+	panicsWith(t, "retry: nil operation", func() { _ = retry.Do(ctx, nil, nil) })
+	panicsWith(t, "retry: nil operation", func() { _ = retry.Do(ctx, p, nil) })
 	panicsWith(t, "retry: nil operation", func() { _, _ = retry.DoValue[int](ctx, nil, nil) })
 	panicsWith(t, "retry: nil operation", func() {
-		_ = retry.New(retry.AttemptTimeout(time.Second)).Do(ctx, nil)
+		_ = retry.Do(ctx, retry.New(retry.WithAttemptTimeout(time.Second)), nil)
 	})
 }
 
@@ -745,9 +773,9 @@ func TestNilPolicyIsTheZeroPolicy(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var np *retry.Policy
 		var zero retry.Policy
-		equal(t, nil, np.Do(t.Context(), func(context.Context) error { return nil }))
+		equal(t, nil, retry.Do(t.Context(), np, func(context.Context) error { return nil }))
 		calls := 0
-		e := asError(t, np.Do(t.Context(), func(context.Context) error { calls++; return errA }))
+		e := asError(t, retry.Do(t.Context(), np, func(context.Context) error { calls++; return errA }))
 		equal(t, 3, calls, "default max attempts")
 		equal(t, retry.ErrMaxAttempts, e.Reason)
 		calls = 0
@@ -766,8 +794,7 @@ func TestNilPolicyIsTheZeroPolicy(t *testing.T) {
 }
 
 func TestErrorFormatting(t *testing.T) {
-	e := asError(t, retry.Do(context.Background(), func(context.Context) error { return errA },
-		retry.MaxAttempts(1)))
+	e := asError(t, retry.Do(context.Background(), retry.New(retry.WithMaxAttempts(1)), func(context.Context) error { return errA }))
 	equal(t, "retry: max attempts reached after 1 attempt: a", e.Error())
 	equal(t, []error{errA}, e.Errors())
 }
@@ -780,20 +807,23 @@ func TestAllocations(t *testing.T) {
 	for name, p := range map[string]*retry.Policy{
 		"defaults": retry.New(),
 		"budget":   retry.New(retry.WithBudget(retry.NewBudget(0.1, 10))),
-		"hooks":    retry.New(retry.OnRetry(func(int, error, time.Duration) {}), retry.OnGiveUp(func(*retry.Error) {})),
-		"elapsed":  retry.New(retry.MaxElapsed(time.Minute)),
+		"hooks": retry.New(retry.WithHooks(retry.Hooks{
+			OnRetry:  func(context.Context, retry.RetryEvent) {},
+			OnGiveUp: func(context.Context, *retry.Error) {},
+		})),
+		"elapsed": retry.New(retry.WithMaxElapsed(time.Minute)),
 	} {
-		equal(t, 0.0, testing.AllocsPerRun(1000, func() { _ = p.Do(ctx, ok) }), "%s success", name)
+		equal(t, 0.0, testing.AllocsPerRun(1000, func() { _ = retry.Do(ctx, p, ok) }), "%s success", name)
 	}
-	for name, vp := range map[string]*retry.Policy{"defaults": retry.New(), "elapsed": retry.New(retry.MaxElapsed(time.Minute))} {
+	for name, vp := range map[string]*retry.Policy{"defaults": retry.New(), "elapsed": retry.New(retry.WithMaxElapsed(time.Minute))} {
 		equal(t, 0.0, testing.AllocsPerRun(1000, func() {
 			_, _ = retry.DoValue(ctx, vp, func(context.Context) (int, error) { return 1, nil })
 		}), "%s DoValue success", name)
 	}
 
 	fail := func(context.Context) error { return errA }
-	two := retry.New(retry.MaxAttempts(2), noJitter(0))
-	allocs := testing.AllocsPerRun(1000, func() { _ = two.Do(ctx, fail) })
+	two := retry.New(retry.WithMaxAttempts(2), noJitter(0))
+	allocs := testing.AllocsPerRun(1000, func() { _ = retry.Do(ctx, two, fail) })
 	check(t, allocs <= 2, "two failures: %v allocs", allocs)
 	equal(t, 1.0, allocs, "two failures")
 
@@ -804,8 +834,16 @@ func TestAllocations(t *testing.T) {
 		}
 		return nil
 	}
-	three := retry.New(retry.MaxAttempts(3), noJitter(0))
-	equal(t, 0.0, testing.AllocsPerRun(1000, func() { _ = three.Do(ctx, flaky) }), "two failures, then success")
+	three := retry.New(retry.WithMaxAttempts(3), noJitter(0))
+	equal(t, 0.0, testing.AllocsPerRun(1000, func() { _ = retry.Do(ctx, three, flaky) }), "two failures, then success")
+	// The events handed to the hooks are values: reporting them allocates nothing either.
+	var events int
+	hooked := retry.New(retry.WithMaxAttempts(3), noJitter(0), retry.WithHooks(retry.Hooks{
+		OnRetry: func(context.Context, retry.RetryEvent) { events++ },
+	}))
+	n = 0
+	equal(t, 0.0, testing.AllocsPerRun(1000, func() { _ = retry.Do(ctx, hooked, flaky) }), "two failures with OnRetry, then success")
+	equal(t, 2*1001, events, "OnRetry calls")
 }
 
 func TestManyAttemptsKeepEveryError(t *testing.T) {
@@ -813,13 +851,14 @@ func TestManyAttemptsKeepEveryError(t *testing.T) {
 		ctx, cancel := context.WithCancel(t.Context())
 		start := time.Now()
 		var errs []error
-		err := retry.Do(ctx, func(context.Context) error {
+		err := retry.Do(ctx, retry.New(retry.WithMaxAttempts(10), noJitter(time.Second)), func(context.Context) error {
 			errs = append(errs, fmt.Errorf("attempt %d", len(errs)+1))
 			if len(errs) == 6 {
 				cancel()
 			}
 			return errs[len(errs)-1]
-		}, retry.MaxAttempts(10), noJitter(time.Second))
+		})
+
 		e := asError(t, err)
 		equal(t, errs, e.Errors())
 		equal(t, append(errs, context.Canceled), e.Unwrap())

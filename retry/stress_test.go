@@ -22,13 +22,15 @@ func TestChaosAccounting(t *testing.T) {
 		var retries, gaveUp, hookAttempts atomic.Int64
 		b := retry.NewBudget(0.2, 50)
 		p := retry.New(
-			retry.MaxAttempts(5),
-			retry.MaxElapsed(2*time.Second),
-			retry.AttemptTimeout(300*ms),
-			retry.Backoff(backoff.Exponential(10*ms, 2, 500*ms, backoff.WithJitter(backoff.FullJitter))),
+			retry.WithMaxAttempts(5),
+			retry.WithMaxElapsed(2*time.Second),
+			retry.WithAttemptTimeout(300*ms),
+			retry.WithBackoff(backoff.Exponential(10*ms, 2, 500*ms, backoff.WithJitter(backoff.FullJitter))),
 			retry.WithBudget(b),
-			retry.OnRetry(func(int, error, time.Duration) { retries.Add(1) }),
-			retry.OnGiveUp(func(e *retry.Error) { gaveUp.Add(1); hookAttempts.Add(int64(e.Attempts)) }),
+			retry.WithHooks(retry.Hooks{
+				OnRetry:  func(context.Context, retry.RetryEvent) { retries.Add(1) },
+				OnGiveUp: func(_ context.Context, e *retry.Error) { gaveUp.Add(1); hookAttempts.Add(int64(e.Attempts)) },
+			}),
 		)
 		var attempts, successes, failures, failedAttempts, canceled atomic.Int64
 		var wg sync.WaitGroup
@@ -41,7 +43,7 @@ func TestChaosAccounting(t *testing.T) {
 						time.AfterFunc(time.Duration(r.IntN(400))*ms, cancel)
 					}
 					var mine int64
-					err := p.Do(ctx, func(ctx context.Context) error {
+					err := retry.Do(ctx, p, func(ctx context.Context) error {
 						attempts.Add(1)
 						mine++
 						switch r.IntN(8) {
@@ -52,11 +54,12 @@ func TestChaosAccounting(t *testing.T) {
 						case 4:
 							return retry.After(errB, time.Duration(r.IntN(200))*ms)
 						case 5:
-							<-ctx.Done() // runs into the attempt timeout or the cancellation
+							<-ctx.Done()
 							return ctx.Err()
 						}
 						return errC
 					})
+
 					cancel()
 					if err == nil {
 						successes.Add(1)
