@@ -32,7 +32,7 @@ func TestErrgroupZeroGroup(t *testing.T) {
 				}
 			}
 			return nil
-		}, scope.WithPolicy(scope.Supervise))
+		}, scope.WithJoiner(scope.Supervise))
 		got := unwrapAll(err)
 		equal(t, len(want), len(got), "errs %v: Run() = %v", errs, err)
 		for i := range want {
@@ -83,8 +83,9 @@ func TestErrgroupCancelCause(t *testing.T) {
 		})
 		cause := context.Cause(taskCtx)
 		if err == nil {
-			// errgroup leaves context.Canceled; scope says why.
+			// errgroup leaves context.Canceled; scope's cause matches it and says why.
 			errIs(t, taskCtx.Err(), context.Canceled)
+			errIs(t, cause, context.Canceled)
 			errMsg(t, cause, "scope: Run returned")
 			continue
 		}
@@ -111,7 +112,7 @@ func TestErrgroupTryGo(t *testing.T) {
 			isTrue(t, s.TryGo(fn), "TryGo once the tasks ended")
 			<-ch
 			return nil
-		}, scope.Limit(n))
+		}, scope.WithLimit(n))
 		noErr(t, err)
 
 		err = scope.Run(t.Context(), func(s *scope.Scope) error {
@@ -119,7 +120,7 @@ func TestErrgroupTryGo(t *testing.T) {
 			isTrue(t, !s.TryGo(fn), "second TryGo under Limit(1)")
 			<-ch
 			return nil
-		}, scope.Limit(1))
+		}, scope.WithLimit(1))
 		noErr(t, err)
 	})
 }
@@ -140,6 +141,6 @@ func TestErrgroupGoLimit(t *testing.T) {
 			})
 		}
 		return nil
-	}, scope.Limit(limit))
+	}, scope.WithLimit(limit))
 	noErr(t, err)
 }

@@ -13,7 +13,8 @@ import (
 // returning. It is reported inside a *TaskError: a task that exits this way has failed.
 var ErrGoexit = errors.New("scope: task called runtime.Goexit")
 
-// ErrTimeout matches, with errors.Is, the cancellation cause of a scope whose Timeout expired.
+// ErrTimeout matches, with errors.Is, the cancellation cause of a scope whose WithTimeout
+// expired.
 // That cause also matches context.DeadlineExceeded.
 var ErrTimeout = errors.New("scope: timeout")
 
@@ -48,11 +49,14 @@ func (e *TaskError) Unwrap() error { return e.Err }
 // By default Run re-panics with a *PanicError once every task has returned; if several tasks
 // panicked, the first is re-raised and carries the others, and any other task failures, so
 // that none is lost (Error prints them all; errors.Is and errors.As search them all). With the
-// ReturnPanics option a *PanicError is a failure like any other and is returned by Run.
+// WithPanicsAsErrors option a *PanicError is a failure like any other and is returned by Run.
 type PanicError struct {
-	// Name is the task's name if it was started with GoNamed, else "".
+	// Name is the task's name if it was started with GoNamed, else "". A panic that is not a
+	// task's says whose it is: "body" (Run's body), "StuckReport" (the WithStuckReport
+	// report) or "Joiner" (Joiner.Decide).
 	Name string
-	// Index is the task's start index (see TaskError.Index).
+	// Index is the task's start index (see TaskError.Index), or -1 for a panic that is not a
+	// task's.
 	Index int
 	// Value is the value the task panicked with.
 	Value any
@@ -96,7 +100,7 @@ func taskLabel(name string, index int) string {
 	return "#" + strconv.Itoa(index)
 }
 
-// timeoutError is the cancellation cause of a scope whose Timeout expired.
+// timeoutError is the cancellation cause of a scope whose WithTimeout expired.
 type timeoutError struct{ d time.Duration }
 
 func (e *timeoutError) Error() string { return "scope: timed out after " + e.d.String() }
@@ -105,11 +109,14 @@ func (e *timeoutError) Is(target error) bool {
 	return target == ErrTimeout || target == context.DeadlineExceeded
 }
 
-// doneError is the cancellation cause of a scope that a policy completed on a task's success,
-// or that a Map consumer stopped.
+// doneError is the cancellation cause of a scope cancelled without a failure: a Joiner
+// completed it on a task's success, a MapSeq consumer stopped, or Run returned. It matches
+// context.Canceled, the cause a plain cancel gives, and its message says why.
 type doneError struct{ msg string }
 
 func (e *doneError) Error() string { return e.msg }
+
+func (e *doneError) Is(target error) bool { return target == context.Canceled }
 
 // bodyError is the cancellation cause when Run's body returned an error or panicked.
 type bodyError struct{ err error }
@@ -122,3 +129,61 @@ func (e *bodyError) Error() string {
 }
 
 func (e *bodyError) Unwrap() error { return e.err }
+
+// joinedError is Run's error when it reports more than one failure: errors.Join's text and
+// Unwrap, in a type of its own, so that Errors can tell Run's list of failures from a single
+// failure that is itself a joined error (a body that returned errors.Join(a, b)).
+type joinedError struct{ errs []error }
+
+// Error returns the failures' messages, one per line, as errors.Join does.
+func (e *joinedError) Error() string {
+	var b strings.Builder
+	for i, err := range e.errs {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		b.WriteString(err.Error())
+	}
+	return b.String()
+}
+
+// Unwrap returns the failures, root cause first.
+func (e *joinedError) Unwrap() []error { return e.errs }
+
+// Errors lists the failures that err holds, each once, in the order Run reports them, root
+// cause first. err is what Run, First or Map returned, what MapSeq yielded last, or the
+// *PanicError that Run panicked with (recovered). Each element is one failure: a *TaskError (a
+// task's error, or its runtime.Goexit), a *PanicError (a task's panic with WithPanicsAsErrors,
+// or a panic outside the tasks: Name "body", "Joiner" or "StuckReport"), an error that the
+// body returned, or the cancellation from outside (the parent ctx, WithTimeout) when Run
+// reports it. So len(Errors(err)) counts the failures of a Supervise scope, whatever their
+// number:
+//
+//	for _, f := range scope.Errors(err) {
+//		var te *scope.TaskError
+//		if errors.As(f, &te) {
+//			log.Printf("task %s (#%d) failed: %v", te.Name, te.Index, te.Err)
+//		}
+//	}
+//
+// Errors(nil) is nil. An error that Run did not build (a single failure, or one wrapped
+// again by the caller) is a list of one, err itself. For a *PanicError that Run panicked
+// with, the first element is that panic alone, a copy with the same Name, Index, Value and
+// Stack that carries none of the others, and each failure it carries follows. The returned
+// slice is the caller's to modify.
+func Errors(err error) []error {
+	switch e := err.(type) {
+	case nil:
+		return nil
+	case *joinedError:
+		return append([]error(nil), e.errs...)
+	case *PanicError:
+		if len(e.others) == 0 {
+			return []error{e}
+		}
+		alone := *e
+		alone.others = nil
+		return append([]error{&alone}, e.others...)
+	}
+	return []error{err}
+}

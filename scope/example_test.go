@@ -47,7 +47,7 @@ func ExampleScope_Go() {
 	// is not found: true
 }
 
-func ExampleLimit() {
+func ExampleWithLimit() {
 	var running, most atomic.Int32
 	err := scope.Run(context.Background(), func(s *scope.Scope) error {
 		for range 100 {
@@ -60,7 +60,7 @@ func ExampleLimit() {
 			})
 		}
 		return nil
-	}, scope.Limit(4))
+	}, scope.WithLimit(4))
 	fmt.Println(err, most.Load() <= 4)
 	// Output: <nil> true
 }
@@ -76,7 +76,7 @@ func ExampleSupervise() {
 			})
 		}
 		return nil
-	}, scope.WithPolicy(scope.Supervise))
+	}, scope.WithJoiner(scope.Supervise))
 	fmt.Println(err)
 	// Output: scope: task "b" failed: disk full
 }
@@ -100,7 +100,7 @@ func ExampleFirst() {
 	// Output: answer from fast <nil>
 }
 
-// A policy of your own: complete the scope once two tasks have succeeded.
+// A Joiner of your own: complete the scope once two tasks have succeeded.
 type twoSuccesses struct{ n int }
 
 func (p *twoSuccesses) Decide(failure error) (cancel, report bool) {
@@ -111,7 +111,7 @@ func (p *twoSuccesses) Decide(failure error) (cancel, report bool) {
 	return p.n == 2, false
 }
 
-func ExamplePolicy() {
+func ExampleJoiner() {
 	var cancelled atomic.Int32
 	err := scope.Run(context.Background(), func(s *scope.Scope) error {
 		s.Go(func(ctx context.Context) error {
@@ -122,19 +122,20 @@ func ExamplePolicy() {
 		s.Go(func(ctx context.Context) error { return nil })
 		s.Go(func(ctx context.Context) error { return nil })
 		return nil
-	}, scope.WithPolicy(func() scope.Policy { return &twoSuccesses{} })) // a fresh count per Run
+	}, scope.WithJoiner(func() scope.Joiner { return &twoSuccesses{} })) // a fresh count per Run
 	fmt.Println(err, cancelled.Load())
 	// Output: <nil> 1
 }
 
 func ExampleSpawn() {
-	err := scope.Run(context.Background(), func(s *scope.Scope) error {
+	ctx := context.Background()
+	err := scope.Run(ctx, func(s *scope.Scope) error {
 		user := scope.Spawn(s, func(ctx context.Context) (string, error) { return "ada", nil })
 		greeting := scope.Spawn(s, func(ctx context.Context) (string, error) {
-			name, err := user.Wait()
+			name, err := user.Wait(ctx) // a task may wait on another's handle
 			return "hello, " + name, err
 		})
-		v, err := greeting.Wait()
+		v, err := greeting.Wait(ctx)
 		fmt.Println(v)
 		return err
 	})
@@ -147,7 +148,7 @@ func ExampleSpawn() {
 func ExampleMap() {
 	upper, err := scope.Map(context.Background(), []string{"a", "b", "c"},
 		func(ctx context.Context, s string) (string, error) { return strings.ToUpper(s), nil },
-		scope.Limit(2))
+		scope.WithLimit(2))
 	fmt.Println(upper, err)
 	// Output: [A B C] <nil>
 }
@@ -155,7 +156,7 @@ func ExampleMap() {
 func ExampleMapSeq() {
 	squares := scope.MapSeq(context.Background(), slices.Values([]int{1, 2, 3, 4, 5, 6}),
 		func(ctx context.Context, v int) (int, error) { return v * v, nil },
-		scope.Limit(3))
+		scope.WithLimit(3))
 	for sq, err := range squares {
 		if err != nil {
 			fmt.Println(err)
@@ -172,14 +173,14 @@ func ExampleMapSeq() {
 	// 9
 }
 
-func ExampleTimeout() {
+func ExampleWithTimeout() {
 	err := scope.Run(context.Background(), func(s *scope.Scope) error {
 		s.Go(func(ctx context.Context) error {
 			<-ctx.Done() // a task that only stops when told
 			return ctx.Err()
 		})
 		return nil
-	}, scope.Timeout(10*time.Millisecond))
+	}, scope.WithTimeout(10*time.Millisecond))
 	fmt.Println(err)
 	fmt.Println(errors.Is(err, scope.ErrTimeout), errors.Is(err, context.DeadlineExceeded))
 	// Output:
@@ -192,7 +193,55 @@ func ExampleFirstSuccess() {
 		s.Go(func(ctx context.Context) error { return errors.New("replica 1 down") })
 		s.Go(func(ctx context.Context) error { return nil })
 		return nil
-	}, scope.WithPolicy(scope.FirstSuccess))
+	}, scope.WithJoiner(scope.FirstSuccess))
 	fmt.Println(err) // the failure is dropped: a task succeeded
 	// Output: <nil>
+}
+
+// Errors lists every failure of a scope once, however many there are: under Supervise,
+// each failed task's *TaskError.
+func ExampleErrors() {
+	err := scope.Run(context.Background(), func(s *scope.Scope) error {
+		for _, name := range []string{"eu", "us", "ap"} {
+			s.GoNamed(name, func(ctx context.Context) error {
+				if name == "us" {
+					return nil
+				}
+				return fmt.Errorf("region %s unreachable", name)
+			})
+		}
+		return nil
+	}, scope.WithJoiner(scope.Supervise), scope.WithLimit(1)) // one at a time: a fixed order
+	failures := scope.Errors(err)
+	fmt.Println(len(failures), "failures")
+	for _, f := range failures {
+		var te *scope.TaskError
+		if errors.As(f, &te) {
+			fmt.Printf("task %s (#%d): %v\n", te.Name, te.Index, te.Err)
+		}
+	}
+	// Output:
+	// 2 failures
+	// task eu (#0): region eu unreachable
+	// task ap (#2): region ap unreachable
+}
+
+// A waiter may stop waiting for a Handle when its own context ends; the task goes on, owned by
+// the scope.
+func ExampleHandle_Wait() {
+	err := scope.Run(context.Background(), func(s *scope.Scope) error {
+		slow := scope.Spawn(s, func(ctx context.Context) (string, error) {
+			<-ctx.Done() // stops only when the scope is cancelled
+			return "", ctx.Err()
+		})
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
+		defer cancel()
+		_, err := slow.Wait(ctx)
+		fmt.Println("gave up waiting:", err)
+		return errors.New("no answer in time") // fails the scope, which cancels slow
+	})
+	fmt.Println(err)
+	// Output:
+	// gave up waiting: context deadline exceeded
+	// no answer in time
 }

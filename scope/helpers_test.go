@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/corral-go/corral/scope"
@@ -90,4 +91,19 @@ func unwrapAll(err error) []error {
 		return nil
 	}
 	return []error{err}
+}
+
+// outsidePanic asserts that v, what Run panicked with, is the *scope.PanicError of a panic that
+// is not a task's (Index -1) with that name and value, whose stack shows frame, and returns it.
+func outsidePanic(t testing.TB, v any, name string, value any, frame string) *scope.PanicError {
+	t.Helper()
+	pe, ok := v.(*scope.PanicError)
+	if !ok {
+		t.Fatalf("Run panicked with %T %v; want a *scope.PanicError", v, v)
+	}
+	equal(t, name, pe.Name)
+	equal(t, -1, pe.Index)
+	equal(t, value, pe.Value)
+	isTrue(t, strings.Contains(string(pe.Stack), frame), "the stack lacks %s:\n%s", frame, pe.Stack)
+	return pe
 }

@@ -1,13 +1,20 @@
 package scope
 
-import "sync"
+import (
+	"context"
+	"sync"
+
+	"github.com/corral-go/corral/internal/ring"
+	"github.com/corral-go/corral/internal/wake"
+)
 
 // limiter runs the tasks of a bounded scope on at most limit reused workers.
 //
-// A task holds a slot from the moment Go accepts it until it has ended, so at most limit tasks
-// are accepted and not ended; Go waits for a slot. Accepted tasks wait in a queue that the
-// workers take them from. A parked worker is woken only when no other worker is already on its
-// way to the queue (spare == 0), and a worker that takes a task and leaves more behind makes
+// A task holds a slot from the moment Go accepts it until it has ended (and its worker frees
+// the slot, before it publishes the end), so at most limit tasks are accepted and not ended;
+// Go waits for a slot. Accepted tasks wait in a queue that the workers take them from. A
+// parked worker is woken only when no other worker is already on its way to the queue (no
+// spare: idle.Waking() == 0), and a worker that takes a task and leaves more behind makes
 // sure the next one is on its way. So a burst of short tasks is run by the workers that are
 // awake, without a wake-up per task, while a task that blocks never keeps the queue waiting:
 // the slots bound the queue plus the running tasks to limit, and there are up to limit
@@ -16,14 +23,13 @@ type limiter struct {
 	limit int
 	freed chan struct{} // a slot may be free: a hint for a waiting Go, which checks again
 
-	mu       sync.Mutex
-	queue    ring      // tasks accepted and not yet taken by a worker
-	held     int       // slots held: len(queue) + tasks taken and not ended; <= limit
-	waiters  int       // calls of Go waiting for a slot
-	spare    int       // workers woken or started that have not yet looked at the queue
-	idle     []*parked // parked workers, the last parked first
-	nworkers int       // workers started and not exited, <= limit
-	stopping bool      // Run has joined every task: idle workers exit
+	mu       sync.Mutex         // guards the fields below
+	queue    ring.Ring[task]    // tasks accepted and not yet taken; the slots bound it to limit
+	held     int                // slots held: queue.Len() + tasks taken and not ended; <= limit
+	waiters  int                // calls of Go waiting for a slot
+	idle     wake.List[*parked] // parked workers, last parked first; Waking() counts the spare ones
+	nworkers int                // workers started and not exited, <= limit
+	stopping bool               // the join closed the scope: idle workers exit
 
 	workers sync.WaitGroup // owns the workers; Run waits for it
 }
@@ -44,7 +50,7 @@ func (s *Scope) handOff(t task, block bool) bool {
 	for l.held >= l.limit {
 		if !block {
 			l.mu.Unlock()
-			s.wg.Done()
+			s.tasks.done()
 			return false
 		}
 		l.waiters++
@@ -56,19 +62,14 @@ func (s *Scope) handOff(t task, block bool) bool {
 			l.waiters--
 			l.mu.Unlock()
 			s.skip(&t)
-			s.wg.Done()
+			s.tasks.done()
 			return true
 		}
 		l.mu.Lock()
 		l.waiters--
 	}
-	if l.stopping {
-		l.mu.Unlock()
-		s.wg.Done()
-		panic("scope: task started after Run returned")
-	}
 	l.held++
-	l.queue.push(t)
+	l.queue.Push(t)
 	s.wakeLocked()
 	if l.waiters > 0 && l.held < l.limit {
 		l.hint() // more slots are free: pass the hint on to the next waiter
@@ -77,25 +78,22 @@ func (s *Scope) handOff(t task, block bool) bool {
 	return true
 }
 
-// wakeLocked makes sure a worker is on its way to the queue: a spare one, an idle one woken,
-// or a new one. If none of those can be had, every worker exists and, as the queue is not
-// empty, at least one is not running a task: it is returning to the queue. l.mu must be held.
+// wakeLocked makes sure a worker is on its way to the queue: a spare one (woken or started,
+// not yet at the queue), an idle one woken, or a new one. If none of those can be had, every
+// worker exists and, as the queue is not empty, at least one is not running a task: it is
+// returning to the queue. l.mu must be held.
 func (s *Scope) wakeLocked() {
 	l := s.lim
-	if l.spare > 0 {
+	if l.idle.Waking() > 0 { // a spare worker
 		return
 	}
-	if k := len(l.idle); k > 0 {
-		w := l.idle[k-1]
-		l.idle[k-1] = nil
-		l.idle = l.idle[:k-1]
-		l.spare++
+	if w, ok := l.idle.WakeNewest(); ok {
 		w.wake <- struct{}{}
 		return
 	}
 	if l.nworkers < l.limit {
 		l.nworkers++
-		l.spare++
+		l.idle.Expect()
 		l.workers.Add(1)
 		go s.worker()
 	}
@@ -110,64 +108,77 @@ func (l *limiter) hint() {
 
 // worker takes tasks from the queue and runs them (or skips them, once the scope is
 // cancelled), and parks while the queue is empty, until Run stops the workers.
+//
+// A task's end is published (its Handle resolved, the join's count released) only after its
+// slot is free, so that whoever sees the end can start a task in the slot: the worker frees
+// the slot as it next takes the lock, to take the next task or to park, and publishes after.
 func (s *Scope) worker() {
 	l := s.lim
 	s.labels()
 	me := &parked{wake: make(chan struct{}, 1)}
-	spare, ran, exited := true, false, false
+	var t task    // the task taken last
+	held := false // t holds its slot, and its end is not yet published
+	spare, exited := true, false
 	defer func() {
 		if exited {
 			l.workers.Done()
 			return
 		}
 		// A task called runtime.Goexit, which ends this goroutine whatever we do: free its
-		// slot, and if tasks are queued, make sure a worker comes for them.
+		// slot, if tasks are queued make sure a worker comes for them, and publish its end.
 		l.mu.Lock()
 		l.nworkers--
 		s.freeLocked()
-		if l.queue.len() > 0 {
+		if l.queue.Len() > 0 {
 			s.wakeLocked()
 		}
 		l.mu.Unlock()
+		s.publish(&t)
 		l.workers.Done()
 	}()
 	for {
 		l.mu.Lock()
-		if ran {
+		if held {
 			s.freeLocked()
-			ran = false
 		}
 		if spare {
-			l.spare--
+			l.idle.Arrived()
 			spare = false
 		}
-		if l.queue.len() == 0 {
-			if l.stopping {
+		if l.queue.Len() == 0 {
+			if l.stopping { // the join closed the scope: every end was published
 				l.nworkers--
 				l.mu.Unlock()
 				exited = true
 				return
 			}
-			l.idle = append(l.idle, me)
+			l.idle.Park(me)
 			l.mu.Unlock()
+			if held {
+				s.publish(&t)
+				held = false
+			}
 			<-me.wake
 			spare = true
 			continue
 		}
-		t := l.queue.pop()
-		if l.queue.len() > 0 {
+		next := l.queue.Pop()
+		if l.queue.Len() > 0 {
 			s.wakeLocked()
 		}
 		l.mu.Unlock()
-		ran = true
+		if held {
+			s.publish(&t)
+		}
+		t, held = next, true
 		select {
 		case <-s.done:
 			// Accepted before the scope was cancelled but not started: skipped, as if Go had
 			// seen the cancellation.
-			s.skip(&t)
-			s.wg.Done()
+			s.skipped.Add(1)
+			t.err = context.Cause(s.ctx)
 		default:
-			s.run(t)
+			s.run(&t)
 		}
 	}
 }
@@ -185,40 +196,9 @@ func (s *Scope) freeLocked() {
 func (l *limiter) stop() {
 	l.mu.Lock()
 	l.stopping = true
-	for i, w := range l.idle {
+	for _, w := range l.idle.WakeAll() { // each counted spare, and each Arrives before it exits
 		w.wake <- struct{}{}
-		l.idle[i] = nil
 	}
-	l.idle = l.idle[:0]
 	l.mu.Unlock()
 	l.workers.Wait()
-}
-
-// ring is a FIFO of tasks that grows as needed; the slots bound it to the scope's limit.
-type ring struct {
-	buf  []task
-	head int
-	n    int
-}
-
-func (r *ring) len() int { return r.n }
-
-func (r *ring) push(t task) {
-	if r.n == len(r.buf) {
-		buf := make([]task, max(8, 2*len(r.buf)))
-		for i := range r.n {
-			buf[i] = r.buf[(r.head+i)%len(r.buf)]
-		}
-		r.buf, r.head = buf, 0
-	}
-	r.buf[(r.head+r.n)%len(r.buf)] = t
-	r.n++
-}
-
-func (r *ring) pop() task {
-	t := r.buf[r.head]
-	r.buf[r.head] = task{}
-	r.head = (r.head + 1) % len(r.buf)
-	r.n--
-	return t
 }

@@ -42,7 +42,7 @@ func TestLimitBoundsConcurrency(t *testing.T) {
 				})
 			}
 			return nil
-		}, scope.Limit(3))
+		}, scope.WithLimit(3))
 		noErr(t, err)
 		equal(t, int32(20), ran.Load())
 		equal(t, int32(3), g.max.Load(), "max concurrent tasks")
@@ -66,7 +66,7 @@ func TestLimitGoBlocksUntilSlotFrees(t *testing.T) {
 			synctest.Wait()
 			isTrue(t, returned.Load(), "Go still blocked after the slot freed")
 			return nil
-		}, scope.Limit(1))
+		}, scope.WithLimit(1))
 	})
 }
 
@@ -88,7 +88,7 @@ func TestLimitGoUnblocksOnCancel(t *testing.T) {
 				s.Go(func(ctx context.Context) error { ran.Add(1); return nil })
 			}
 			return nil
-		}, scope.Limit(2))
+		}, scope.WithLimit(2))
 		errIs(t, err, errA)
 		equal(t, int32(0), ran.Load())
 		equal(t, 3, sc.Skipped(), "final once Run returned")
@@ -117,7 +117,7 @@ func TestLimitGoInTaskUnblocksOnCancel(t *testing.T) {
 			isTrue(t, !goReturned.Load(), "Go returned although every slot was held")
 			cancel(errStop)
 			return nil
-		}, scope.Limit(2))
+		}, scope.WithLimit(2))
 		same(t, errStop, err)
 		isTrue(t, goReturned.Load())
 		equal(t, int32(0), ran.Load())
@@ -126,26 +126,32 @@ func TestLimitGoInTaskUnblocksOnCancel(t *testing.T) {
 }
 
 func TestLimitSelfDeadlockEndsOnCancel(t *testing.T) {
-	// The documented trap: a task that calls Go in its own bounded scope while it holds the
-	// only slot waits for itself. Go keeps its contract (it waits for a slot or the scope's
+	// The documented trap (on Limit, Go, GoNamed, Spawn and the package doc): a task that
+	// calls Go, GoNamed or Spawn in its own bounded scope while it holds the only slot waits
+	// for itself. The call keeps its contract (it waits for a slot or the scope's
 	// cancellation), so the scope's Timeout is what ends the wait, and the task is skipped.
-	synctest.Test(t, func(t *testing.T) {
-		var ran atomic.Int32
-		var sc *scope.Scope
-		start := time.Now()
-		err := scope.Run(t.Context(), func(s *scope.Scope) error {
-			sc = s
-			s.Go(func(ctx context.Context) error {
-				s.Go(func(ctx context.Context) error { ran.Add(1); return nil })
+	for _, st := range starters {
+		if st.name == "TryGo" { // never waits: the way out of the trap
+			continue
+		}
+		synctest.Test(t, func(t *testing.T) {
+			var ran atomic.Int32
+			var sc *scope.Scope
+			start := time.Now()
+			err := scope.Run(t.Context(), func(s *scope.Scope) error {
+				sc = s
+				s.Go(func(ctx context.Context) error {
+					st.start(s, func(ctx context.Context) error { ran.Add(1); return nil })
+					return nil
+				})
 				return nil
-			})
-			return nil
-		}, scope.Limit(1), scope.Timeout(time.Second))
-		equal(t, time.Second, time.Since(start), "the wait ends at the timeout, not before")
-		errIs(t, err, scope.ErrTimeout)
-		equal(t, int32(0), ran.Load())
-		equal(t, 1, sc.Skipped())
-	})
+			}, scope.WithLimit(1), scope.WithTimeout(time.Second))
+			equal(t, time.Second, time.Since(start), "%s: the wait ends at the timeout, not before", st.name)
+			errIs(t, err, scope.ErrTimeout)
+			equal(t, int32(0), ran.Load())
+			equal(t, 1, sc.Skipped())
+		})
+	}
 }
 
 func TestTryGoDoesNotBlock(t *testing.T) {
@@ -159,7 +165,7 @@ func TestTryGoDoesNotBlock(t *testing.T) {
 		close(release)
 		equal(t, 0, s.Skipped(), "a refused TryGo is not a skip")
 		return nil
-	}, scope.Limit(2))
+	}, scope.WithLimit(2))
 	noErr(t, err)
 	equal(t, int32(2), ran.Load())
 }
@@ -178,7 +184,7 @@ func TestLimitZeroMeansNoLimit(t *testing.T) {
 				})
 			}
 			return nil
-		}, scope.Limit(0))
+		}, scope.WithLimit(0))
 		noErr(t, err)
 		equal(t, int32(50), g.max.Load())
 		equal(t, time.Second, time.Since(start))
@@ -208,7 +214,7 @@ func TestLimitEveryHeldSlotGetsAWorker(t *testing.T) {
 					})
 				}
 				return nil
-			}, scope.Limit(limit))
+			}, scope.WithLimit(limit))
 			noErr(t, err)
 			equal(t, int32(limit), g.max.Load(), "tasks running at once")
 		})
@@ -252,10 +258,62 @@ func TestLimitManyWaitersNoneLost(t *testing.T) {
 				<-done
 			}
 			return nil
-		}, scope.Limit(2))
+		}, scope.WithLimit(2))
 		equal(t, waiters/2*time.Millisecond, time.Since(start), "twenty 1 ms tasks, two at a time")
 		noErr(t, err)
 		equal(t, int32(waiters), ran.Load())
 		equal(t, int32(2), g.max.Load(), "tasks running at once")
 	})
+}
+
+// A Spawn task's slot is free by the time its Handle resolves (issue 14, item 5): TryGo right
+// after Handle.Wait succeeds. The worker is held at the moment it has published the task's
+// end, before it takes another task, which is the moment the slot used to be still held.
+func TestLimitSlotFreeWhenHandleResolves(t *testing.T) {
+	inHook := make(chan struct{})
+	resume := make(chan struct{})
+	var once atomic.Bool
+	hook := func() {
+		if once.CompareAndSwap(false, true) {
+			close(inHook)
+			<-resume
+		}
+	}
+	ran := false
+	err := scope.Run(t.Context(), func(s *scope.Scope) error {
+		h := scope.Spawn(s, func(context.Context) (int, error) { return 1, nil })
+		v, err := h.Wait(context.Background())
+		noErr(t, err)
+		equal(t, 1, v)
+		<-inHook
+		ok := s.TryGo(func(context.Context) error { ran = true; return nil })
+		close(resume)
+		isTrue(t, ok, "TryGo refused right after the only task's Handle resolved")
+		return nil
+	}, scope.WithLimit(1), scope.WithPublished(hook))
+	noErr(t, err)
+	isTrue(t, ran, "the task TryGo accepted did not run")
+}
+
+// The same without a hook, many times over, with -race: Spawn, Wait, then TryGo.
+func TestLimitTryGoAfterHandleWait(t *testing.T) {
+	const rounds = 2000
+	refused := 0
+	err := scope.Run(t.Context(), func(s *scope.Scope) error {
+		for range rounds {
+			h := scope.Spawn(s, func(context.Context) (int, error) { return 1, nil })
+			if _, err := h.Wait(context.Background()); err != nil {
+				return err
+			}
+			if !s.TryGo(func(context.Context) error { return nil }) {
+				refused++
+				continue
+			}
+			// Wait for the TryGo task too, so that the next Spawn finds the slot free.
+			scope.Spawn(s, func(context.Context) (int, error) { return 0, nil }).Wait(context.Background())
+		}
+		return nil
+	}, scope.WithLimit(1))
+	noErr(t, err)
+	equal(t, 0, refused, "TryGo refusals right after Handle.Wait, of %d", rounds)
 }

@@ -3,8 +3,10 @@ package scope_test
 import (
 	"bytes"
 	"context"
+	"runtime"
 	"runtime/pprof"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -66,7 +68,7 @@ func labelsOf(t *testing.T, fn string) []string {
 func TestUnnamedTaskCarriesTheScopeLabels(t *testing.T) {
 	// A goroutine inherits the labels of the goroutine that starts it. A worker that a named
 	// task created, or an unbounded task it started, carried task=parent after parent ended.
-	for _, opts := range [][]scope.Option{nil, {scope.Limit(2)}} {
+	for _, opts := range [][]scope.Option{nil, {scope.WithLimit(2)}} {
 		ctx := pprof.WithLabels(t.Context(), pprof.Labels("req", "r1"))
 		var got []string
 		err := scope.Run(ctx, func(s *scope.Scope) error {
@@ -91,7 +93,7 @@ func TestUnnamedTaskCarriesTheScopeLabels(t *testing.T) {
 	}
 }
 
-func TestOnStuckReportsRunningTasks(t *testing.T) {
+func TestStuckReportsRunningTasks(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var reports [][]string
 		var reportedAt time.Duration
@@ -108,7 +110,7 @@ func TestOnStuckReportsRunningTasks(t *testing.T) {
 				return errA
 			})
 			return nil
-		}, scope.OnStuck(3*time.Second, func(running []string) {
+		}, scope.WithStuckReport(3*time.Second, func(_ context.Context, running []string) {
 			reportedAt = time.Since(start)
 			reports = append(reports, running)
 		}))
@@ -119,14 +121,153 @@ func TestOnStuckReportsRunningTasks(t *testing.T) {
 	})
 }
 
-func TestOnStuckSilentWhenShutdownIsPrompt(t *testing.T) {
+func TestStuckReportSilentWhenShutdownIsPrompt(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		called := false
 		err := scope.Run(t.Context(), func(s *scope.Scope) error {
 			s.GoNamed("prompt", func(ctx context.Context) error { <-ctx.Done(); time.Sleep(time.Second); return nil })
 			return nil
-		}, scope.Timeout(time.Minute), scope.OnStuck(2*time.Second, func([]string) { called = true }))
+		}, scope.WithTimeout(time.Minute), scope.WithStuckReport(2*time.Second, func(context.Context, []string) { called = true }))
 		isTrue(t, !called, "reported although every task stopped within the grace period")
 		noErr(t, err, "the timeout cut nothing short: no task echoed it, none was skipped")
+	})
+}
+
+// stuckScope runs a scope whose task "slow" ignores its context for 10s while "fails" fails at
+// 1s (a panic if taskPanics), with WithStuckReport(3s, report). It returns what Run panicked with,
+// whether slow had returned by then, and the virtual time Run took.
+func stuckScope(t *testing.T, taskPanics bool, report func(context.Context, []string)) (v any, slowDone bool, took time.Duration) {
+	t.Helper()
+	var done atomic.Bool
+	start := time.Now()
+	defer func() {
+		v, slowDone, took = recover(), done.Load(), time.Since(start)
+	}()
+	_ = scope.Run(t.Context(), func(s *scope.Scope) error {
+		s.GoNamed("slow", func(ctx context.Context) error {
+			time.Sleep(10 * time.Second)
+			done.Store(true)
+			return nil
+		})
+		s.GoNamed("fails", func(ctx context.Context) error {
+			time.Sleep(time.Second)
+			if taskPanics {
+				panic("task boom")
+			}
+			return errA
+		})
+		return nil
+	}, scope.WithStuckReport(3*time.Second, report))
+	t.Fatal("Run returned although the stuck report panicked")
+	return
+}
+
+// A stuck report that panics does not break the join (issue 14, item 2): Run waits for every
+// task, then panics with a *PanicError for the report (Index -1, Name "StuckReport") that carries
+// the scope's failures.
+func TestStuckReportPanicKeepsTheJoin(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		v, slowDone, took := stuckScope(t, false, func(context.Context, []string) { panic("report boom") })
+		isTrue(t, slowDone, "Run unwound while a task still ran")
+		equal(t, 10*time.Second, took)
+		pe := outsidePanic(t, v, "StuckReport", "report boom", "TestStuckReportPanicKeepsTheJoin")
+		errIs(t, pe, errA, "the task failure the panic carries")
+	})
+}
+
+// When a task panicked too, the task's panic is re-raised, as always, and carries the report's.
+func TestStuckReportPanicWithTaskPanic(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		v, slowDone, took := stuckScope(t, true, func(context.Context, []string) { panic("report boom") })
+		isTrue(t, slowDone, "Run unwound while a task still ran")
+		equal(t, 10*time.Second, took)
+		pe, ok := v.(*scope.PanicError)
+		isTrue(t, ok, "Run panicked with %T %v", v, v)
+		equal(t, "fails", pe.Name)
+		equal(t, any("task boom"), pe.Value)
+		var report *scope.PanicError
+		for _, e := range pe.Unwrap() {
+			if q, ok := e.(*scope.PanicError); ok && q.Name == "StuckReport" {
+				report = q
+			}
+		}
+		isTrue(t, report != nil, "the task's panic does not carry the report's: %v", pe)
+		equal(t, any("report boom"), report.Value)
+		equal(t, -1, report.Index)
+	})
+}
+
+// A stuck report that calls runtime.Goexit (t.Fatal in a test) does not break the join either:
+// Run waits for every task before the Goexit ends its goroutine.
+func TestStuckReportGoexitKeepsTheJoin(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var slowDone, returned bool
+		var took time.Duration
+		exited := make(chan struct{})
+		go func() {
+			defer close(exited)
+			start := time.Now()
+			var done atomic.Bool
+			defer func() { slowDone, took = done.Load(), time.Since(start) }()
+			_ = scope.Run(context.Background(), func(s *scope.Scope) error {
+				s.Go(func(ctx context.Context) error {
+					time.Sleep(10 * time.Second)
+					done.Store(true)
+					return nil
+				})
+				return errA
+			}, scope.WithStuckReport(3*time.Second, func(context.Context, []string) { runtime.Goexit() }))
+			returned = true
+		}()
+		<-exited
+		isTrue(t, !returned, "Run returned although its report called runtime.Goexit")
+		isTrue(t, slowDone, "the goroutine that called Run exited while a task still ran")
+		equal(t, 10*time.Second, took)
+	})
+}
+
+// When the body panicked and the report panics too, Run still waits, then raises the report's
+// panic carrying the body's: neither is lost.
+func TestStuckReportPanicAfterBodyPanic(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var done atomic.Bool
+		v := mustPanic(t, func() {
+			_ = scope.Run(t.Context(), func(s *scope.Scope) error {
+				s.Go(func(ctx context.Context) error {
+					time.Sleep(10 * time.Second)
+					done.Store(true)
+					return nil
+				})
+				panic("body boom")
+			}, scope.WithStuckReport(3*time.Second, func(context.Context, []string) { panic("report boom") }))
+		})
+		isTrue(t, done.Load(), "Run unwound while a task still ran")
+		pe := outsidePanic(t, v, "StuckReport", "report boom", "TestStuckReportPanicAfterBodyPanic")
+		others := pe.Unwrap()
+		equal(t, 1, len(others), "what the report's panic carries: %v", others)
+		body, ok := others[0].(*scope.PanicError)
+		isTrue(t, ok && body.Name == "body" && body.Value == "body boom", "the body's panic is not carried: %v", others)
+	})
+}
+
+type runKey struct{}
+
+// The stuck report gets the scope's context: it carries Run's values, and its cause says why
+// the scope was cancelled.
+func TestStuckReportGetsTheScopesContext(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var got context.Context
+		var running []string
+		ctx := context.WithValue(t.Context(), runKey{}, "req-1")
+		err := scope.Run(ctx, func(s *scope.Scope) error {
+			s.GoNamed("stuck", func(ctx context.Context) error { time.Sleep(time.Minute); return nil })
+			return nil
+		}, scope.WithTimeout(time.Second), scope.WithStuckReport(2*time.Second, func(ctx context.Context, r []string) {
+			got, running = ctx, r
+		}))
+		noErr(t, err)
+		equal(t, []string{"stuck"}, running)
+		equal(t, any("req-1"), got.Value(runKey{}), "Run's values")
+		errIs(t, context.Cause(got), scope.ErrTimeout, "why the scope was cancelled")
 	})
 }

@@ -84,12 +84,12 @@ func TestEveryPanicKept(t *testing.T) {
 	equal(t, 2, n, "other panics carried")
 }
 
-func TestReturnPanics(t *testing.T) {
+func TestWithPanicsAsErrors(t *testing.T) {
 	v, err := recoverRun(func(s *scope.Scope) error {
 		s.Go(func(ctx context.Context) error { panic("boom") })
 		s.Go(func(ctx context.Context) error { return errA })
 		return nil
-	}, scope.ReturnPanics(), scope.WithPolicy(scope.Supervise))
+	}, scope.WithPanicsAsErrors(), scope.WithJoiner(scope.Supervise))
 	equal(t, nil, v)
 	var pe *scope.PanicError
 	errAs(t, err, &pe)
@@ -99,7 +99,7 @@ func TestReturnPanics(t *testing.T) {
 }
 
 func TestGoexitIsAFailure(t *testing.T) {
-	for _, opts := range [][]scope.Option{nil, {scope.Limit(1)}} {
+	for _, opts := range [][]scope.Option{nil, {scope.WithLimit(1)}} {
 		var ran atomic.Int32
 		err := scope.Run(t.Context(), func(s *scope.Scope) error {
 			s.GoNamed("quitter", func(ctx context.Context) error {
@@ -119,7 +119,7 @@ func TestGoexitIsAFailure(t *testing.T) {
 				s.Go(func(ctx context.Context) error { ran.Add(1); return nil })
 			}
 			return nil
-		}, append(opts, scope.WithPolicy(scope.Supervise))...)
+		}, append(opts, scope.WithJoiner(scope.Supervise))...)
 		equal(t, 3, len(unwrapAll(err)))
 		equal(t, int32(3), ran.Load())
 	}
@@ -143,9 +143,9 @@ func TestBodyPanicJoinsTasksFirst(t *testing.T) {
 }
 
 func TestBodyPanicWithTaskPanicKeepsBoth(t *testing.T) {
-	// With ReturnPanics too: a task's panic is a failure then, and the body's panic used to go
+	// With WithPanicsAsErrors too: a task's panic is a failure then, and the body's panic used to go
 	// on alone, dropping it.
-	for _, opts := range [][]scope.Option{nil, {scope.ReturnPanics()}, {scope.ReturnPanics(), scope.WithPolicy(scope.Supervise)}} {
+	for _, opts := range [][]scope.Option{nil, {scope.WithPanicsAsErrors()}, {scope.WithPanicsAsErrors(), scope.WithJoiner(scope.Supervise)}} {
 		v, _ := recoverRun(func(s *scope.Scope) error {
 			gate := make(chan struct{}) // both start before either can cancel the scope
 			done := make(chan struct{}, 2)

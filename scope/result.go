@@ -4,9 +4,14 @@ import (
 	"context"
 	"iter"
 	"runtime"
+
+	"github.com/corral-go/corral/internal/await"
+	"github.com/corral-go/corral/internal/ring"
 )
 
 // A Handle is the future result of one task started with Spawn. It is safe for concurrent use.
+// A Handle is made by Spawn: Wait and Done on a zero Handle panic with "scope: zero Handle: use
+// scope.Spawn", in the calling goroutine.
 type Handle[T any] struct {
 	done chan struct{} // closed once the task has ended or been skipped
 	val  T             // written before done is closed
@@ -14,7 +19,9 @@ type Handle[T any] struct {
 }
 
 // Spawn starts task in s, like Go, and returns a Handle to its value. The task's error counts
-// for the scope as with Go.
+// for the scope as with Go. It waits for a slot as Go does: a task that calls Spawn in its own
+// full bounded scope, or waits on a Handle whose task waits for a slot, keeps its own slot
+// meanwhile, and if every slot is held that way, waits until the scope is cancelled (see Go).
 func Spawn[T any](s *Scope, task func(ctx context.Context) (T, error)) *Handle[T] {
 	if task == nil {
 		panic("scope: nil task")
@@ -38,23 +45,42 @@ func spawnTask[T any](h *Handle[T], fn func(context.Context) (T, error)) task {
 	}
 }
 
-// Wait blocks until the task has ended, or was skipped, and returns its value and error. The
-// error is what the task returned; a *PanicError if it panicked; a *TaskError wrapping
-// ErrGoexit if it called runtime.Goexit; the scope's cancellation cause if it was skipped. Once
-// Run has returned, Wait does not block.
-func (h *Handle[T]) Wait() (T, error) {
-	<-h.done
+// Wait blocks until the task has ended, or was skipped, or ctx ends, and returns the task's
+// value and error. The error is what the task returned; a *PanicError if it panicked; a
+// *TaskError wrapping ErrGoexit if it called runtime.Goexit; the scope's cancellation cause if
+// it was skipped. If ctx ends first, Wait returns the zero T and context.Cause(ctx): the
+// waiter stops waiting, and the task goes on, still owned (and joined) by its scope. Once Run
+// has returned, Wait does not block.
+func (h *Handle[T]) Wait(ctx context.Context) (T, error) {
+	if h.done == nil {
+		panic(errZeroHandle)
+	}
+	if !await.Done(ctx, h.done) {
+		var zero T
+		return zero, context.Cause(ctx)
+	}
 	return h.val, h.err
 }
 
 // Done returns a channel that is closed when Wait would not block.
-func (h *Handle[T]) Done() <-chan struct{} { return h.done }
+func (h *Handle[T]) Done() <-chan struct{} {
+	if h.done == nil {
+		panic(errZeroHandle)
+	}
+	return h.done
+}
 
-// First runs tasks concurrently under the FirstSuccess policy and returns the value of the first
-// one to succeed; the others are then cancelled and joined. If none succeeds, it returns the
-// zero T and Run's error, which holds every failure. opts are Run's; a WithPolicy among them is
-// overridden. With a Limit, tasks are started in order as slots free up, which makes a simple
-// hedge: a task that succeeds early stops the later ones from starting.
+// errZeroHandle is what Wait and Done on a zero Handle panic with.
+const errZeroHandle = "scope: zero Handle: use scope.Spawn"
+
+// First runs tasks concurrently under the FirstSuccess Joiner and returns the value of the
+// first one to succeed, with Run's error; the others are then cancelled and joined. A task
+// that succeeds after the scope was cancelled from outside (ctx, or WithTimeout) still wins;
+// Run's error is then that cancellation if it cut another task short (see Run), else nil. If
+// none succeeds, First returns the zero T and Run's error, which then holds every failure and
+// is never nil. opts are Run's; a WithJoiner among them is overridden. WithLimit starts the
+// tasks in order as slots free up, which makes a simple hedge: a task that succeeds early
+// stops the later ones from starting.
 //
 // First with no tasks, which could neither succeed nor fail, panics, as does a nil task.
 func First[T any](ctx context.Context, tasks []func(ctx context.Context) (T, error), opts ...Option) (T, error) {
@@ -74,7 +100,7 @@ func First[T any](ctx context.Context, tasks []func(ctx context.Context) (T, err
 			handles[i] = Spawn(s, t)
 		}
 		return nil
-	}, append(opts[:len(opts):len(opts)], WithPolicy(FirstSuccess))...)
+	}, append(opts[:len(opts):len(opts)], WithJoiner(FirstSuccess))...)
 	var zero T
 	if !sc.won {
 		return zero, err
@@ -83,8 +109,8 @@ func First[T any](ctx context.Context, tasks []func(ctx context.Context) (T, err
 }
 
 // Map calls f on every element of in, concurrently, and returns the results in the order of in.
-// At most n calls run at once, where n is set by a Limit option (default runtime.GOMAXPROCS(0);
-// Limit(0) means no limit). Failures and cancellation follow Run with opts; the result has
+// At most n calls run at once, where n is set by WithLimit (default runtime.GOMAXPROCS(0);
+// WithLimit(0) means no limit). Failures and cancellation follow Run with opts; the result has
 // len(in) elements, and an element whose call failed or did not run holds what f returned or
 // the zero R.
 func Map[T, R any](ctx context.Context, in []T, f func(ctx context.Context, v T) (R, error), opts ...Option) ([]R, error) {
@@ -106,12 +132,12 @@ func Map[T, R any](ctx context.Context, in []T, f func(ctx context.Context, v T)
 }
 
 func withDefaultLimit(opts []Option) []Option {
-	return append([]Option{Limit(runtime.GOMAXPROCS(0))}, opts...)
+	return append([]Option{WithLimit(runtime.GOMAXPROCS(0))}, opts...)
 }
 
 // MapSeq is Map over a sequence, yielding results lazily in the order of in. At most n calls
-// run at once and at most n results wait to be consumed, where n is set by a Limit option
-// (default, and for Limit(0), runtime.GOMAXPROCS(0)).
+// run at once and at most n results wait to be consumed, where n is set by WithLimit
+// (default, and for WithLimit(0), runtime.GOMAXPROCS(0)).
 //
 // The goroutine that ranges over the sequence drives in itself, with iter.Pull: it asks in for
 // the next element only when the window of n calls has room, and yields a result that is ready
@@ -119,12 +145,12 @@ func withDefaultLimit(opts []Option) []Option {
 // the window, and when the consumer stops early (break) nothing waits for in: the range
 // statement ends once the calls have returned. The price: while that goroutine waits for in's
 // next element, it yields nothing, so an input that is slow between elements delays results
-// already computed (with Limit(1), in is asked for an element only after the previous result
+// already computed (with WithLimit(1), in is asked for an element only after the previous result
 // was consumed).
 //
 // The sequence yields (r, nil) for each call that succeeded, in the order of in, and stops at
-// the first call that failed or was skipped, whatever the policy (calls still running then are
-// cancelled only if the policy cancels; either way they are joined). Once the scope is
+// the first call that failed or was skipped, whatever the Joiner (calls still running then are
+// cancelled only if the Joiner cancels; either way they are joined). Once the scope is
 // cancelled, no more of in is read, but results already computed are still yielded. Unless
 // every element of in was mapped and yielded, or the consumer stopped, the sequence ends with
 // (zero R, err): err is Run's error (which holds every failure) or, if that is nil, the scope's
@@ -138,63 +164,69 @@ func MapSeq[T, R any](ctx context.Context, in iter.Seq[T], f func(ctx context.Co
 		panic("scope: nil sequence or func")
 	}
 	return func(yield func(R, error) bool) {
-		var (
-			stopped bool  // the consumer broke out of the loop
-			cut     error // why not every element was delivered, for when Run's error is nil
-		)
-		err := Run(ctx, func(s *Scope) error {
-			n := s.opts.limit
-			next, stop := iter.Pull(in)
-			defer stop()
-			window := make([]*Handle[R], n) // a ring: count slots from head, oldest first
-			head, count := 0, 0
-			more := true // in may have more elements
-			for {
-				if more && count < n && (count == 0 || !window[head].ready()) {
-					if s.cancelled() {
-						// Start nothing more, but deliver what has been computed.
-						more, cut = false, context.Cause(s.ctx)
-						continue
-					}
-					v, ok := next()
-					if !ok {
-						more = false
-						continue
-					}
-					window[(head+count)%n] = Spawn(s, func(ctx context.Context) (R, error) { return f(ctx, v) })
-					count++
-					continue
-				}
-				if count == 0 {
-					return nil
-				}
-				sl := window[head]
-				window[head] = nil
-				head, count = (head+1)%n, count-1
-				<-sl.done
-				if sl.err != nil {
-					// Failed or skipped: the results behind it are not delivered.
-					if cut = context.Cause(s.ctx); cut == nil {
-						cut = sl.err // a policy that neither cancels nor reports
-					}
-					return nil
-				}
-				if !yield(sl.val, nil) {
-					stopped = true
-					s.stop()
-					return nil
-				}
-			}
-		}, append(opts[:len(opts):len(opts)], boundedLimit)...)
-		if stopped {
+		m := seqMap[T, R]{in: in, f: f, yield: yield}
+		err := Run(ctx, m.run, append(opts[:len(opts):len(opts)], boundedLimit)...)
+		if m.stopped {
 			return
 		}
 		if err == nil {
-			err = cut
+			err = m.cut
 		}
 		if err != nil {
 			var zero R
 			yield(zero, err)
+		}
+	}
+}
+
+// seqMap is one range over a MapSeq sequence.
+type seqMap[T, R any] struct {
+	in      iter.Seq[T]
+	f       func(ctx context.Context, v T) (R, error)
+	yield   func(R, error) bool
+	stopped bool  // the consumer broke out of the loop
+	cut     error // why not every element was delivered, for when Run's error is nil
+}
+
+// run is the body of the MapSeq scope: it keeps a window of up to the scope's limit calls
+// running, in the order of in, and yields each result in that order.
+func (m *seqMap[T, R]) run(s *Scope) error {
+	n := s.opts.limit
+	next, stop := iter.Pull(m.in)
+	defer stop()
+	window := ring.New[*Handle[R]](n, n) // the calls started and not yet yielded, oldest first
+	more := true                         // in may have more elements
+	for {
+		if more && window.Len() < n && (window.Len() == 0 || !(*window.Front()).ready()) {
+			if s.cancelled() {
+				// Start nothing more, but deliver what has been computed.
+				more, m.cut = false, context.Cause(s.ctx)
+				continue
+			}
+			v, ok := next()
+			if !ok {
+				more = false
+				continue
+			}
+			window.Push(Spawn(s, func(ctx context.Context) (R, error) { return m.f(ctx, v) }))
+			continue
+		}
+		if window.Len() == 0 {
+			return nil
+		}
+		sl := window.Pop()
+		<-sl.done
+		if sl.err != nil {
+			// Failed or skipped: the results behind it are not delivered.
+			if m.cut = context.Cause(s.ctx); m.cut == nil {
+				m.cut = sl.err // a Joiner that neither cancels nor reports
+			}
+			return nil
+		}
+		if !m.yield(sl.val, nil) {
+			m.stopped = true
+			s.stop()
+			return nil
 		}
 	}
 }
@@ -216,7 +248,7 @@ func (h *Handle[T]) ready() bool {
 	}
 }
 
-// boundedLimit, applied after the caller's options, gives a scope without a Limit one of
+// boundedLimit, applied after the caller's options, gives a scope without a limit one of
 // runtime.GOMAXPROCS(0).
 var boundedLimit = optionFunc(func(o *options) {
 	if o.limit == 0 {

@@ -19,21 +19,21 @@ func TestSpawnHandle(t *testing.T) {
 	err := scope.Run(t.Context(), func(s *scope.Scope) error {
 		a := scope.Spawn(s, func(ctx context.Context) (int, error) { return 40, nil })
 		b := scope.Spawn(s, func(ctx context.Context) (int, error) {
-			v, err := a.Wait() // a task may wait on another's handle
+			v, err := a.Wait(context.Background()) // a task may wait on another's handle
 			return v + 2, err
 		})
-		v, err := b.Wait()
+		v, err := b.Wait(context.Background())
 		noErr(t, err)
 		equal(t, 42, v)
 		f := scope.Spawn(s, func(ctx context.Context) (int, error) { return 1, errA })
-		_, err = f.Wait()
+		_, err = f.Wait(context.Background())
 		same(t, errA, err, "Wait returns the task's own error")
 		<-f.Done()
 		skipped = scope.Spawn(s, func(ctx context.Context) (int, error) { return 5, nil })
 		return nil
 	})
 	errIs(t, err, errA)
-	v, werr := skipped.Wait() // either ran before the cancel or was skipped; never blocks
+	v, werr := skipped.Wait(context.Background()) // either ran before the cancel or was skipped; never blocks
 	if werr == nil {
 		equal(t, 5, v)
 	} else {
@@ -45,11 +45,11 @@ func TestSpawnHandlePanic(t *testing.T) {
 	var h *scope.Handle[int]
 	_, err := recoverRun(func(s *scope.Scope) error {
 		h = scope.Spawn(s, func(ctx context.Context) (int, error) { panic("p") })
-		_, err := h.Wait()
+		_, err := h.Wait(context.Background())
 		var pe *scope.PanicError
 		errAs(t, err, &pe)
 		return nil
-	}, scope.ReturnPanics())
+	}, scope.WithPanicsAsErrors())
 	var pe *scope.PanicError
 	errAs(t, err, &pe)
 }
@@ -64,7 +64,7 @@ func TestMapOrderedAndBounded(t *testing.T) {
 			defer g.leave()
 			time.Sleep(time.Duration(v) * time.Second) // later inputs finish first
 			return strconv.Itoa(v * 10), nil
-		}, scope.Limit(2))
+		}, scope.WithLimit(2))
 		noErr(t, err)
 		equal(t, []string{"50", "10", "40", "20", "30", "60"}, out)
 		equal(t, int32(2), g.max.Load())
@@ -81,7 +81,7 @@ func TestMapFailFast(t *testing.T) {
 			return -1, errA
 		}
 		return v, nil
-	}, scope.Limit(1))
+	}, scope.WithLimit(1))
 	errIs(t, err, errA)
 	var te *scope.TaskError
 	errAs(t, err, &te)
@@ -114,7 +114,7 @@ func TestMapSeqOrdered(t *testing.T) {
 			defer g.leave()
 			time.Sleep(time.Duration(20-v) * time.Millisecond)
 			return v * v, nil
-		}, scope.Limit(4)) {
+		}, scope.WithLimit(4)) {
 			noErr(t, err)
 			got = append(got, v)
 		}
@@ -146,7 +146,7 @@ func TestMapSeqBreakJoinsEveryWorker(t *testing.T) {
 				return 0, ctx.Err()
 			}
 			return v, nil
-		}, scope.Limit(4)) {
+		}, scope.WithLimit(4)) {
 			noErr(t, err)
 			equal(t, n, v)
 			n++
@@ -180,7 +180,7 @@ func TestMapSeqBreakDoesNotWaitForInput(t *testing.T) {
 			yield(2)
 		}
 		start := time.Now()
-		for v, err := range scope.MapSeq(t.Context(), in, func(ctx context.Context, v int) (int, error) { return v * 10, nil }, scope.Limit(1)) {
+		for v, err := range scope.MapSeq(t.Context(), in, func(ctx context.Context, v int) (int, error) { return v * 10, nil }, scope.WithLimit(1)) {
 			noErr(t, err)
 			equal(t, 10, v)
 			break
@@ -199,7 +199,7 @@ func TestMapSeqFailureEndsWithTheError(t *testing.T) {
 			return 0, errA
 		}
 		return v, nil
-	}, scope.Limit(1)) {
+	}, scope.WithLimit(1)) {
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -233,7 +233,7 @@ func TestMapSeqParentCancelDeliversComputedResults(t *testing.T) {
 				<-exhausted // the whole input is in the window before the first result
 			}
 			return v, nil
-		}, scope.Limit(4)) {
+		}, scope.WithLimit(4)) {
 			if err != nil {
 				errs = append(errs, err)
 				continue
@@ -262,7 +262,7 @@ func TestMapSeqParentCancelEndsWithTheCause(t *testing.T) {
 		for v, err := range scope.MapSeq(ctx, slices.Values([]int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}), func(ctx context.Context, v int) (int, error) {
 			calls.Add(1)
 			return v * 10, nil // ignores ctx: a call that started finishes
-		}, scope.Limit(2)) {
+		}, scope.WithLimit(2)) {
 			if err != nil {
 				errs = append(errs, err)
 				continue
@@ -286,13 +286,13 @@ func TestMapSeqParentCancelEndsWithTheCause(t *testing.T) {
 	})
 }
 
-// ignoreFailures is a policy that neither cancels nor reports on a failure.
+// ignoreFailures is a Joiner that neither cancels nor reports on a failure.
 type ignoreFailures struct{}
 
 func (ignoreFailures) Decide(error) (cancel, report bool) { return false, false }
 
 func TestMapSeqStopsAtTheFirstFailure(t *testing.T) {
-	for _, p := range []func() scope.Policy{scope.Supervise, func() scope.Policy { return ignoreFailures{} }} {
+	for _, p := range []func() scope.Joiner{scope.Supervise, func() scope.Joiner { return ignoreFailures{} }} {
 		var calls atomic.Int32
 		var got []int
 		var errs []error
@@ -302,7 +302,7 @@ func TestMapSeqStopsAtTheFirstFailure(t *testing.T) {
 				return 0, errA
 			}
 			return v, nil
-		}, scope.Limit(1), scope.WithPolicy(p)) {
+		}, scope.WithLimit(1), scope.WithJoiner(p)) {
 			if err != nil {
 				errs = append(errs, err)
 				continue
@@ -335,7 +335,7 @@ func TestMapSeqInputPanicJoins(t *testing.T) {
 			defer running.Add(-1)
 			<-ctx.Done() // returns only once the scope is cancelled
 			return v, nil
-		}, scope.Limit(4)) {
+		}, scope.WithLimit(4)) {
 			t.Error("a call returned before the scope was cancelled")
 		}
 		return nil
@@ -355,11 +355,52 @@ func TestMapSeqPanicInLoopBodyJoins(t *testing.T) {
 				<-ctx.Done()
 			}
 			return v, nil
-		}, scope.Limit(3)) {
+		}, scope.WithLimit(3)) {
 			panic("consumer")
 		}
 		return nil
 	}()
 	equal(t, any("consumer"), v)
 	equal(t, int32(0), running.Load())
+}
+
+// Wait(ctx) returns when the waiter's ctx ends, with its cause, while the task goes on: the
+// scope still owns it, and Run joins it.
+func TestHandleWaitReturnsWhenCtxEnds(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		start := time.Now()
+		errWaitedEnough := errors.New("waited enough")
+		var waited time.Duration
+		var v int
+		var werr error
+		err := scope.Run(t.Context(), func(s *scope.Scope) error {
+			h := scope.Spawn(s, func(context.Context) (int, error) {
+				time.Sleep(time.Hour) // does not watch its ctx
+				return 7, nil
+			})
+			ctx, cancel := context.WithTimeoutCause(t.Context(), time.Second, errWaitedEnough)
+			defer cancel()
+			v, werr = h.Wait(ctx)
+			waited = time.Since(start)
+			got, err := h.Wait(t.Context()) // a waiter that does not give up gets the value
+			equal(t, 7, got)
+			return err
+		})
+		noErr(t, err)
+		equal(t, 0, v, "the zero value")
+		same(t, errWaitedEnough, werr, "the waiter's cause")
+		equal(t, time.Second, waited, "Wait returned as its ctx ended")
+		equal(t, time.Hour, time.Since(start), "Run joined the task")
+		// A done ctx does not hide a result that is ready.
+		err = scope.Run(t.Context(), func(s *scope.Scope) error {
+			h := scope.Spawn(s, func(context.Context) (int, error) { return 3, nil })
+			<-h.Done()
+			done, cancel := context.WithCancel(t.Context())
+			cancel()
+			got, err := h.Wait(done)
+			equal(t, 3, got)
+			return err
+		})
+		noErr(t, err)
+	})
 }

@@ -3,6 +3,7 @@ package scope_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -57,7 +58,7 @@ func TestRunJoinsEveryTask(t *testing.T) {
 }
 
 func TestGoAfterRunPanics(t *testing.T) {
-	for _, opts := range [][]scope.Option{nil, {scope.Limit(2)}} {
+	for _, opts := range [][]scope.Option{nil, {scope.WithLimit(2)}} {
 		var saved *scope.Scope
 		noErr(t, scope.Run(t.Context(), func(s *scope.Scope) error {
 			saved = s
@@ -178,7 +179,7 @@ func TestParentAlreadyCancelledStartsNothing(t *testing.T) {
 			s.Go(func(ctx context.Context) error { ran.Add(1); return nil })
 		}
 		return nil
-	}, scope.Limit(1))
+	}, scope.WithLimit(1))
 	errIs(t, err, context.Canceled)
 	equal(t, int32(0), ran.Load())
 	equal(t, 3, sc.Skipped(), "final once Run returned")
@@ -243,15 +244,15 @@ func TestBadInputPanics(t *testing.T) {
 		},
 		"nil body":       func() { _ = scope.Run(t.Context(), nil) },
 		"nil context":    func() { var ctx context.Context; _ = scope.Run(ctx, func(*scope.Scope) error { return nil }) },
-		"negative limit": func() { scope.Limit(-1) },
-		"nil policy":     func() { scope.WithPolicy(nil) },
-		"nil policy made": func() {
-			_ = scope.Run(t.Context(), func(*scope.Scope) error { return nil }, scope.WithPolicy(func() scope.Policy { return nil }))
+		"negative limit": func() { scope.WithLimit(-1) },
+		"nil Joiner":     func() { scope.WithJoiner(nil) },
+		"nil Joiner made": func() {
+			_ = scope.Run(t.Context(), func(*scope.Scope) error { return nil }, scope.WithJoiner(func() scope.Joiner { return nil }))
 		},
 		"nil option": func() {
 			_ = scope.Run(t.Context(), func(*scope.Scope) error { return nil }, nil)
 		},
-		"nil stuck report": func() { scope.OnStuck(time.Second, nil) },
+		"nil stuck report": func() { scope.WithStuckReport(time.Second, nil) },
 		"First with no tasks": func() {
 			_, _ = scope.First[int](t.Context(), nil)
 		},
@@ -262,4 +263,42 @@ func TestBadInputPanics(t *testing.T) {
 		isTrue(t, ok, "%s: panic value %T", name, v)
 		isTrue(t, strings.HasPrefix(msg, "scope: "), "%s: %q", name, msg)
 	}
+}
+
+// A scope cancelled without a failure gives its tasks a cause that matches context.Canceled,
+// as errgroup's does, and says why (issue 14, item 6): after a clean Run, after a Joiner
+// completed the scope on a success, after a MapSeq consumer stopped.
+func TestCauseWithoutFailureIsCanceled(t *testing.T) {
+	var taskCtx context.Context
+	noErr(t, scope.Run(t.Context(), func(s *scope.Scope) error {
+		s.Go(func(ctx context.Context) error { taskCtx = ctx; return nil })
+		return nil
+	}))
+	cause := context.Cause(taskCtx)
+	errIs(t, cause, context.Canceled, "after a clean Run")
+	errMsg(t, cause, "scope: Run returned")
+
+	_, _ = scope.First(t.Context(), []func(context.Context) (int, error){
+		func(ctx context.Context) (int, error) { <-ctx.Done(); cause = context.Cause(ctx); return 0, ctx.Err() },
+		func(ctx context.Context) (int, error) { return 1, nil },
+	})
+	errIs(t, cause, context.Canceled, "after the Joiner completed the scope")
+	errMsg(t, cause, "scope: completed by task #1")
+
+	started := make(chan struct{})
+	seq := scope.MapSeq(t.Context(), slices.Values([]int{1, 2}), func(ctx context.Context, v int) (int, error) {
+		if v == 1 {
+			<-started // 1 is yielded only once 2 runs
+			return v, nil
+		}
+		close(started)
+		<-ctx.Done()
+		cause = context.Cause(ctx)
+		return v, nil
+	}, scope.WithLimit(2))
+	for range seq {
+		break
+	}
+	errIs(t, cause, context.Canceled, "after the consumer stopped")
+	errMsg(t, cause, "scope: consumer stopped")
 }

@@ -47,9 +47,9 @@ func TestStress(t *testing.T) {
 		failEvery int // about one task in failEvery fails
 		reraise   bool
 	}{
-		{"failfast-returnpanics", []scope.Option{scope.ReturnPanics()}, 1500, false},
+		{"failfast-returnpanics", []scope.Option{scope.WithPanicsAsErrors()}, 1500, false},
 		{"failfast-reraise", nil, 1500, true},
-		{"supervise", []scope.Option{scope.ReturnPanics(), scope.WithPolicy(scope.Supervise)}, 15, false},
+		{"supervise", []scope.Option{scope.WithPanicsAsErrors(), scope.WithJoiner(scope.Supervise)}, 15, false},
 	}
 	for mi, m := range modes {
 		t.Run(m.name, func(t *testing.T) {
@@ -126,7 +126,7 @@ func stress(t *testing.T, rng *rand.Rand, opts []scope.Option, failEvery int, re
 				})
 			}
 			return nil
-		}, append(opts, scope.Limit(limit))...)
+		}, append(opts, scope.WithLimit(limit))...)
 		return nil, err
 	}()
 

@@ -25,7 +25,7 @@ func TestSuperviseKeepsSiblingsRunning(t *testing.T) {
 			return errB
 		})
 		return nil
-	}, scope.WithPolicy(scope.Supervise))
+	}, scope.WithJoiner(scope.Supervise))
 	equal(t, int32(1), finished.Load())
 	errs := unwrapAll(err)
 	equal(t, 2, len(errs))
@@ -72,20 +72,20 @@ func TestFirstReportsEveryFailureWhenNoneSucceeds(t *testing.T) {
 	equal(t, any("scope: First with no tasks"), v2, "no tasks is a programmer error")
 }
 
-func TestFirstSuccessPolicyWithRun(t *testing.T) {
+func TestFirstSuccessJoinerWithRun(t *testing.T) {
 	var h []*scope.Handle[int]
 	err := scope.Run(t.Context(), func(s *scope.Scope) error {
 		h = append(h, scope.Spawn(s, func(ctx context.Context) (int, error) { return 0, errA }))
 		h = append(h, scope.Spawn(s, func(ctx context.Context) (int, error) { return 7, nil }))
 		return nil
-	}, scope.WithPolicy(scope.FirstSuccess))
+	}, scope.WithJoiner(scope.FirstSuccess))
 	noErr(t, err)
-	v, err := h[1].Wait()
+	v, err := h[1].Wait(context.Background())
 	noErr(t, err)
 	equal(t, 7, v)
 }
 
-// quorum is a user-defined policy: the scope completes once n tasks have succeeded, and fails
+// quorum is a user-defined Joiner: the scope completes once n tasks have succeeded, and fails
 // once more than tolerate tasks have failed.
 type quorum struct {
 	n, tolerate  int
@@ -101,7 +101,7 @@ func (q *quorum) Decide(failure error) (cancel, report bool) {
 	return q.failed > q.tolerate, true
 }
 
-func TestCustomPolicy(t *testing.T) {
+func TestCustomJoiner(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		run := func(outcomes ...error) (time.Duration, error) {
 			start := time.Now()
@@ -117,7 +117,7 @@ func TestCustomPolicy(t *testing.T) {
 					})
 				}
 				return nil
-			}, scope.WithPolicy(func() scope.Policy { return &quorum{n: 2, tolerate: 1} }))
+			}, scope.WithJoiner(func() scope.Joiner { return &quorum{n: 2, tolerate: 1} }))
 			return time.Since(start), err
 		}
 		d, err := run(errA, nil, nil, nil, nil)
@@ -133,15 +133,15 @@ func TestCustomPolicy(t *testing.T) {
 	})
 }
 
-func TestPolicyPerScope(t *testing.T) {
+func TestJoinerPerScope(t *testing.T) {
 	// Options made once and reused by Runs one after another, and by Runs at the same time:
-	// each scope gets a fresh policy, so each completes on its own second success. With one
+	// each scope gets a fresh Joiner, so each completes on its own second success. With one
 	// shared value, the second Run saw a count of 2 already and never completed.
 	synctest.Test(t, func(t *testing.T) {
 		var made atomic.Int32
 		opts := []scope.Option{
-			scope.WithPolicy(func() scope.Policy { made.Add(1); return &quorum{n: 2, tolerate: 0} }),
-			scope.Timeout(time.Hour), // only if the policy fails to complete the scope
+			scope.WithJoiner(func() scope.Joiner { made.Add(1); return &quorum{n: 2, tolerate: 0} }),
+			scope.WithTimeout(time.Hour), // only if the Joiner fails to complete the scope
 		}
 		run := func() error {
 			return scope.Run(t.Context(), func(s *scope.Scope) error {
@@ -163,7 +163,7 @@ func TestPolicyPerScope(t *testing.T) {
 			noErr(t, <-errs, "concurrent run")
 		}
 		equal(t, time.Duration(0), time.Since(start), "a scope waited for its Timeout")
-		equal(t, int32(5), made.Load(), "one policy per Run")
+		equal(t, int32(5), made.Load(), "one Joiner per Run")
 	})
 }
 
@@ -181,7 +181,7 @@ func TestTimeoutInSynctest(t *testing.T) {
 			})
 			s.Go(func(ctx context.Context) error { time.Sleep(time.Second); return nil })
 			return nil
-		}, scope.Timeout(1500*time.Millisecond))
+		}, scope.WithTimeout(1500*time.Millisecond))
 		equal(t, 1500*time.Millisecond, woke)
 		equal(t, 1500*time.Millisecond, time.Since(start))
 		errIs(t, cause, scope.ErrTimeout)
@@ -196,7 +196,7 @@ func TestTimeoutNotReachedIsNotAnError(t *testing.T) {
 		err := scope.Run(t.Context(), func(s *scope.Scope) error {
 			s.Go(func(ctx context.Context) error { time.Sleep(time.Second); return nil })
 			return nil
-		}, scope.Timeout(2*time.Second))
+		}, scope.WithTimeout(2*time.Second))
 		noErr(t, err)
 	})
 }
@@ -215,9 +215,96 @@ func TestParentDeadlineCause(t *testing.T) {
 				return ctx.Err()
 			})
 			return nil
-		}, scope.Timeout(time.Hour)) // the parent's deadline comes first
+		}, scope.WithTimeout(time.Hour)) // the parent's deadline comes first
 		equal(t, 3*time.Second, time.Since(start))
 		same(t, errSLO, cause)
 		same(t, errSLO, err)
 	})
+}
+
+// A task that succeeds after the parent ctx was cancelled, ignoring its own ctx, still wins
+// (issue 14, item 3): First never returns the zero value with a nil error.
+func TestFirstSuccessAfterParentCancel(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	v, err := scope.First(ctx, []func(context.Context) (int, error){
+		func(ctx context.Context) (int, error) { cancel(); return 42, nil },
+	})
+	noErr(t, err, "the cancellation cut nothing short")
+	equal(t, 42, v)
+}
+
+// The same after the scope's Timeout, and with a sibling that echoed the cancellation: then
+// the value comes with Run's error, the cancellation that cut the sibling short.
+func TestFirstSuccessAfterTimeout(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		slow := func(ctx context.Context) (int, error) { time.Sleep(2 * time.Second); return 42, nil }
+		v, err := scope.First(t.Context(), []func(context.Context) (int, error){slow}, scope.WithTimeout(time.Second))
+		noErr(t, err)
+		equal(t, 42, v)
+
+		echo := func(ctx context.Context) (int, error) { <-ctx.Done(); return 0, ctx.Err() }
+		v, err = scope.First(t.Context(), []func(context.Context) (int, error){echo, slow}, scope.WithTimeout(time.Second))
+		equal(t, 42, v)
+		errIs(t, err, scope.ErrTimeout, "the timeout cut the echoing sibling short")
+	})
+}
+
+// A success does not complete a scope that a failure has already cancelled: under a Joiner
+// that cancels on either, the failure stays Run's error.
+func TestSuccessAfterFailureCancelDoesNotComplete(t *testing.T) {
+	err := scope.Run(t.Context(), func(s *scope.Scope) error {
+		failed := make(chan struct{})
+		s.Go(func(ctx context.Context) error { defer close(failed); return errA })
+		s.Go(func(ctx context.Context) error { <-failed; <-ctx.Done(); return nil })
+		return nil
+	}, scope.WithJoiner(func() scope.Joiner { return cancelEither{} }))
+	errIs(t, err, errA)
+}
+
+// cancelEither cancels its scope on the first outcome of any kind.
+type cancelEither struct{}
+
+func (cancelEither) Decide(error) (cancel, report bool) { return true, true }
+
+// panicOnce panics on its first decision, then reports every failure and cancels nothing.
+type panicOnce struct{ calls int }
+
+func (p *panicOnce) Decide(error) (cancel, report bool) {
+	if p.calls++; p.calls == 1 {
+		panic("decide boom")
+	}
+	return false, true
+}
+
+// A panic in Joiner.Decide reaches Run's caller once every task has returned, like a task's
+// panic, instead of crashing the task's goroutine (issue 14, item 4). The scope cancels with it
+// as the cause, its lock is not left held (a later failure takes it, and goes to the Joiner),
+// and no failure is lost. WithPanicsAsErrors does not turn it into an error: it is not a task's.
+func TestJoinerPanicReachesRun(t *testing.T) {
+	for _, opts := range [][]scope.Option{nil, {scope.WithLimit(2)}, {scope.WithPanicsAsErrors()}} {
+		var cause error
+		var sibling atomic.Bool
+		v := mustPanic(t, func() {
+			_ = scope.Run(t.Context(), func(s *scope.Scope) error {
+				started := make(chan struct{})
+				s.Go(func(ctx context.Context) error {
+					close(started)
+					<-ctx.Done()
+					cause = context.Cause(ctx)
+					sibling.Store(true)
+					return errB // a real failure after the cancel: reported, through the Joiner
+				})
+				s.Go(func(ctx context.Context) error { <-started; return errA })
+				return nil
+			}, append(opts, scope.WithJoiner(func() scope.Joiner { return &panicOnce{} }))...)
+		})
+		isTrue(t, sibling.Load(), "Run panicked before every task had returned (%d options)", len(opts))
+		pe := outsidePanic(t, v, "Joiner", "decide boom", "panicOnce")
+		var pc *scope.PanicError
+		errAs(t, cause, &pc)
+		same(t, pe, pc, "the cancellation cause is the Joiner's panic")
+		errIs(t, pe, errA, "the failure the Joiner panicked on is carried")
+		errIs(t, pe, errB, "the later failure is carried")
+	}
 }
