@@ -83,9 +83,9 @@ func TestCloseDeadlineAbandons(t *testing.T) {
 				t.Fatalf("abandoned handle %d = %v", i, err)
 			}
 		}
-		want := []drop{{pool.Shutdown, 0}, {pool.Shutdown, 1}, {pool.Shutdown, 2}}
+		want := []drop{{pool.ReasonShutdown, 0}, {pool.ReasonShutdown, 1}, {pool.ReasonShutdown, 2}}
 		if got := d.got(); !slices.Equal(got, want) {
-			t.Fatalf("drop hook got %v; want %v", got, want)
+			t.Fatalf("OnDrop got %v; want %v", got, want)
 		}
 		s := p.Stats()
 		if s.Dropped != (pool.Drops{Shutdown: 3}) || s.Failed != 1 || s.Workers != 0 {
@@ -98,7 +98,7 @@ func TestCloseDeadlineAbandons(t *testing.T) {
 // Close is safe concurrently with submits and other Close calls: every submit either ran or
 // got ErrClosed.
 func TestCloseConcurrentWithSubmits(t *testing.T) {
-	for _, policy := range []pool.Policy{pool.Block, pool.Reject, pool.DropNewest, pool.DropOldest, pool.CallerRuns} {
+	for _, policy := range []pool.Overflow{pool.Block, pool.Reject, pool.DropNewest, pool.DropOldest, pool.CallerRuns} {
 		p := pool.New(2, 2, pool.WithOverflow(policy))
 		var wg sync.WaitGroup
 		for range 4 {
@@ -125,4 +125,27 @@ func TestCloseConcurrentWithSubmits(t *testing.T) {
 		}
 		checkIdentity(t, s)
 	}
+}
+
+// Close wakes every parked worker to run the queue dry: 8 one-second tasks on 4 workers that
+// were all parked when the tasks were queued take 2s, not 8s.
+func TestCloseDrainsWithAllWorkers(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := pool.New(4, 16, pool.WithIdleTimeout(time.Hour))
+		gate := make(chan struct{})
+		for range 4 {
+			mustSubmit(t, p, bg, waitFor(gate))
+		}
+		close(gate)
+		synctest.Wait() // 4 parked workers
+		for range 8 {
+			mustSubmit(t, p, bg, func(context.Context) error { time.Sleep(time.Second); return nil })
+		}
+		start := time.Now()
+		mustClose(t, p)
+		if d := time.Since(start); d != 2*time.Second {
+			t.Fatalf("Close drained 8 1s tasks on 4 workers in %v; want 2s", d)
+		}
+		checkIdentity(t, p.Stats())
+	})
 }

@@ -1,9 +1,11 @@
 package pool_test
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/corral-go/corral/pool"
 )
@@ -51,16 +53,75 @@ func TestQueueZeroIsHandOffOnly(t *testing.T) {
 	checkIdentity(t, s)
 }
 
-func TestPolicyAndReasonStrings(t *testing.T) {
-	for p, want := range map[pool.Policy]string{
-		pool.Block: "Block", pool.Reject: "Reject", pool.DropNewest: "DropNewest",
-		pool.DropOldest: "DropOldest", pool.CallerRuns: "CallerRuns", 9: "Policy(9)",
+func TestOverflowAndReasonStrings(t *testing.T) {
+	for o, want := range map[pool.Overflow]string{
+		pool.Block: "block", pool.Reject: "reject", pool.DropNewest: "drop-newest",
+		pool.DropOldest: "drop-oldest", pool.CallerRuns: "caller-runs", 9: "Overflow(9)",
 	} {
-		if got := p.String(); got != want {
-			t.Errorf("Policy %d String = %q; want %q", p, got, want)
+		if got := o.String(); got != want {
+			t.Errorf("Overflow %d String = %q; want %q", o, got, want)
 		}
 	}
-	if got := pool.Expired.String(); got != "expired in queue" {
-		t.Errorf("Expired.String() = %q", got)
+	for r, want := range map[pool.Reason]string{
+		pool.ReasonRefused: "refused", pool.ReasonEvicted: "evicted", pool.ReasonExpired: "expired",
+		pool.ReasonShutdown: "shutdown", 0: "Reason(0)", 9: "Reason(9)",
+	} {
+		if got := r.String(); got != want {
+			t.Errorf("Reason %d String = %q; want %q", r, got, want)
+		}
 	}
+}
+
+// panicsWith asserts that f panics, in the calling goroutine, with exactly want.
+func panicsWith(t *testing.T, want string, f func()) {
+	t.Helper()
+	defer func() {
+		t.Helper()
+		if v := recover(); v != want {
+			t.Errorf("recovered %#v; want a panic with %q", v, want)
+		}
+	}()
+	f()
+}
+
+// Bad settings panic at construction with a message that names the call or the option.
+func TestBadSettingsPanicNamingTheSetting(t *testing.T) {
+	panicsWith(t, "pool: New(0, 1): workers must be at least 1", func() { pool.New(0, 1) })
+	panicsWith(t, "pool: New(-1, 1): workers must be at least 1", func() { pool.New(-1, 1) })
+	panicsWith(t, "pool: New(1, -1): negative queue capacity", func() { pool.New(1, -1) })
+	panicsWith(t, "pool: WithOverflow(Overflow(99)): unknown overflow", func() { pool.WithOverflow(99) })
+	panicsWith(t, "pool: WithIdleTimeout(-1s): negative timeout", func() { pool.WithIdleTimeout(-time.Second) })
+	// A nil option used to be skipped.
+	panicsWith(t, "pool: nil option", func() { pool.New(1, 0, nil) })
+	panicsWith(t, "pool: nil option", func() { pool.New(1, 0, pool.WithTimings(), nil) })
+	p := pool.New(1, 0)
+	defer mustClose(t, p)
+	var nilCtx context.Context
+	panicsWith(t, "pool: nil context", func() { _ = p.Submit(nilCtx, noop) })
+	panicsWith(t, "pool: nil context", func() { _, _ = pool.Call(nilCtx, p, func(context.Context) (int, error) { return 0, nil }) })
+	panicsWith(t, "pool: nil context", func() { p.Group(nilCtx) })
+	if s := p.Stats(); s.Submitted != 0 {
+		t.Errorf("a submit that panicked was counted: %+v", s)
+	}
+}
+
+// The zero values of Pool, Group and Handle panic at once, in the caller's goroutine, saying
+// what to use, instead of deadlocking or dereferencing nil on another goroutine.
+func TestZeroValuesPanicSayingWhatToUse(t *testing.T) {
+	var p pool.Pool
+	panicsWith(t, "pool: zero Pool: use pool.New", func() { _ = p.Submit(bg, noop) })
+	panicsWith(t, "pool: zero Pool: use pool.New", func() {
+		_, _ = pool.Call(bg, &p, func(context.Context) (int, error) { return 0, nil })
+	})
+	panicsWith(t, "pool: zero Pool: use pool.New", func() { p.Group(bg) })
+	panicsWith(t, "pool: zero Pool: use pool.New", func() { _ = p.Close(bg) })
+	if s := p.Stats(); s != (pool.Stats{}) {
+		t.Errorf("zero Pool's Stats = %+v; want zero", s)
+	}
+	var g pool.Group
+	panicsWith(t, "pool: zero Group: use Pool.Group", func() { g.Go(noop) })
+	panicsWith(t, "pool: zero Group: use Pool.Group", func() { _ = g.Wait() })
+	var h pool.Handle[int]
+	panicsWith(t, "pool: zero Handle: use pool.Call", func() { _, _ = h.Wait(bg) })
+	panicsWith(t, "pool: zero Handle: use pool.Call", func() { h.Done() })
 }

@@ -3,7 +3,9 @@ package pool_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -97,8 +99,8 @@ func TestExpiredInQueueIsSkipped(t *testing.T) {
 	if got := r.got(); !slices.Equal(got, []int{3}) {
 		t.Fatalf("ran %v; want [3]", got)
 	}
-	if got := d.got(); !slices.Equal(got, []drop{{pool.Expired, "late"}, {pool.Expired, "late"}}) {
-		t.Fatalf("drop hook got %v", got)
+	if got := d.got(); !slices.Equal(got, []drop{{pool.ReasonExpired, "late"}, {pool.ReasonExpired, "late"}}) {
+		t.Fatalf("OnDrop got %v", got)
 	}
 	s := p.Stats()
 	if s.Skipped != 2 || s.Completed != 2 || s.Dropped.Total() != 0 {
@@ -227,5 +229,122 @@ func TestHandleWaitContext(t *testing.T) {
 		t.Fatalf("Wait = %v, %v; want 5, nil", v, err)
 	}
 	<-h.Done()
+	mustClose(t, p)
+}
+
+// sliceCtx is a context of an uncomparable type; wrapCtx is comparable but may hold one.
+type sliceCtx struct {
+	context.Context
+	tags []string
+}
+
+type wrapCtx struct{ context.Context }
+
+// A context whose type is comparable but whose dynamic value is not must not crash the worker
+// that caches task contexts (comparing two such values panics).
+func TestTaskContextUncomparableValue(t *testing.T) {
+	p := pool.New(1, 4)
+	defer mustClose(t, p)
+	for _, c := range []context.Context{
+		wrapCtx{sliceCtx{bg, []string{"a"}}},
+		wrapCtx{sliceCtx{bg, []string{"b"}}},
+		sliceCtx{bg, []string{"c"}},
+		sliceCtx{bg, []string{"d"}},
+	} {
+		h, _ := pool.Call(c, p, func(context.Context) (int, error) { return 1, nil })
+		if v, err := h.Wait(bg); v != 1 || err != nil {
+			t.Fatalf("task = %v, %v", v, err)
+		}
+	}
+}
+
+// A follow-up task submitted with its parent task's own context runs with a live context when
+// the worker that ran the parent picks it up: the worker does not cancel the context it
+// derived for the parent, since the follow-up's context descends from it.
+func TestFollowUpWithTaskContextRuns(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := pool.New(1, 4)
+		vctx := context.WithValue(bg, ctxKey{}, "req")
+		type seen struct {
+			v     any
+			cause error
+		}
+		got := make(chan seen, 2)
+		mustSubmit(t, p, vctx, func(ctx context.Context) error {
+			return p.Submit(ctx, func(ctx context.Context) error {
+				// and a follow-up of the follow-up, with a context derived from it
+				return p.Submit(context.WithValue(ctx, ctxKey{}, "req2"), func(ctx context.Context) error {
+					got <- seen{ctx.Value(ctxKey{}), context.Cause(ctx)}
+					return nil
+				})
+			})
+		})
+		synctest.Wait()
+		mustClose(t, p)
+		if s := <-got; s.v != "req2" || s.cause != nil {
+			t.Fatalf("follow-up saw value %v, cause %v; want req2, nil", s.v, s.cause)
+		}
+		s := p.Stats()
+		if s.Completed != 3 || s.Skipped != 0 {
+			t.Fatalf("stats %+v", s)
+		}
+		checkIdentity(t, s)
+	})
+}
+
+// A follow-up whose parent task's context was cancelled by the time a worker picks it up (the
+// worker moved on to another context) is skipped as expired; it never runs with an ended
+// context.
+func TestFollowUpAfterContextEndedIsSkipped(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var d drops
+		p := pool.New(1, 4, d.hook())
+		actx := context.WithValue(bg, ctxKey{}, "a")
+		xctx := context.WithValue(bg, ctxKey{}, "x")
+		var r recorder
+		var h *pool.Handle[int]
+		mustSubmit(t, p, actx, func(ctx context.Context) error {
+			mustSubmit(t, p, xctx, r.task(1)) // the worker moves on to xctx first
+			h, _ = pool.Call(ctx, p, func(context.Context) (int, error) { return 2, nil })
+			return nil
+		})
+		synctest.Wait()
+		mustClose(t, p)
+		if _, err := h.Wait(bg); !errors.Is(err, pool.ErrExpired) || !errors.Is(err, context.Canceled) {
+			t.Fatalf("follow-up = %v; want expired, context.Canceled", err)
+		}
+		s := p.Stats()
+		if got := r.got(); !slices.Equal(got, []int{1}) || s.Skipped != 1 || s.Completed != 2 {
+			t.Fatalf("ran %v; stats %+v", got, s)
+		}
+		if got := d.got(); len(got) != 1 || got[0] != (drop{pool.ReasonExpired, "a"}) {
+			t.Fatalf("drops %v", got)
+		}
+		checkIdentity(t, s)
+	})
+}
+
+// Found in review: each follow-up submitted with its task's context was
+// wrapped in one more pool-made context, so a chain of hops nested contexts
+// without bound (1,001 cancel layers after 1,000 hops). A context that the
+// pool made already ends with the pool: it is now used as is.
+func TestFollowUpChainDoesNotNestContexts(t *testing.T) {
+	p := pool.New(1, 4)
+	vctx := context.WithValue(bg, ctxKey{}, "req")
+	done := make(chan string, 1)
+	var hop func(n int) func(context.Context) error
+	hop = func(n int) func(context.Context) error {
+		return func(ctx context.Context) error {
+			if n == 0 {
+				done <- fmt.Sprint(ctx)
+				return nil
+			}
+			return p.Submit(ctx, hop(n-1))
+		}
+	}
+	mustSubmit(t, p, vctx, hop(1000))
+	if n := strings.Count(<-done, "WithCancel"); n != 1 {
+		t.Errorf("the last hop's context has %d cancel layers, want 1", n)
+	}
 	mustClose(t, p)
 }

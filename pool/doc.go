@@ -2,11 +2,11 @@
 // makes what happens at the bounds explicit.
 //
 // A Pool has at most N workers and at most Q queued tasks. When both are full, the pool's
-// overflow Policy decides: Block (wait, cancellable by the submitter's context, first come
-// first served), Reject (ErrFull), DropNewest (refuse the incoming task), DropOldest (evict the
+// Overflow decides: Block (wait, cancellable by the submitter's context, first come first
+// served), Reject (ErrFull), DropNewest (refuse the incoming task), DropOldest (evict the
 // oldest queued task) or CallerRuns (run it in the submitting goroutine). Nothing is lost
-// silently: every dropped task is counted in Stats and passed to the drop hook, and its Handle
-// or Group learns why.
+// silently: every dropped task is counted in Stats and passed to Hooks.OnDrop with its Reason,
+// and its Handle or Group learns why.
 //
 //	p := pool.New(8, 1024, pool.WithOverflow(pool.Reject))
 //	defer p.Close(context.Background())
@@ -22,15 +22,17 @@
 // Pool.Submit).
 //
 // Results. Submit takes a func(ctx) error and does not allocate; its failures are counted and
-// go to the error hook. Call returns a Handle whose Wait gives the task's value and error.
-// Group gives structured, fail-fast semantics over the shared pool; a task may wait on a group
-// of its own pool without deadlocking it.
+// go to Hooks.OnError, with how long the task ran. Call returns a Handle whose Wait gives the
+// task's value and error. Group gives structured, fail-fast semantics over the shared pool; a
+// task may wait on a group of its own pool without deadlocking it.
 //
 // Failures. A task's panic is recovered: the task fails with a *PanicError (value and stack)
-// and the worker carries on. A task that calls runtime.Goexit fails too; its worker is replaced.
+// and the worker carries on. A task that calls runtime.Goexit fails too, with ErrGoexit; its
+// worker is replaced, and a task run for its caller (CallerRuns, Group) runs on a goroutine of
+// its own, so that the Goexit does not end the caller.
 //
 // Shutdown. Close(ctx) stops intake, runs the queue dry and waits for every task and worker.
-// If ctx ends first, it abandons what is still queued (reported as dropped, reason Shutdown),
+// If ctx ends first, it abandons what is still queued (reported as dropped, ReasonShutdown),
 // cancels running tasks and says how many in its error. Idle workers exit after an idle
 // timeout, so an idle pool holds no goroutines; after Close, none at all.
 //
@@ -40,5 +42,19 @@
 // summaries always count tasks; their durations (Total, Max) are measured only with
 // WithTimings, as they cost two clock reads per task.
 //
+// Hooks. WithHooks sets Hooks.OnDrop and Hooks.OnError; each gets the context the task was
+// submitted with and an event (DropEvent, ErrorEvent) that implements slog.LogValuer.
+//
+// Misuse panics, in the caller's goroutine, with a "pool:" message: New with fewer than one
+// worker or a negative queue, an unknown Overflow, a negative idle timeout, a nil Option, a
+// nil func or context, and the methods of a zero Pool, Group or Handle ("pool: zero Pool:
+// use pool.New").
+//
 // Everything in this package is safe for concurrent use.
 package pool
+
+// Where things are: pool.go holds Pool, New and Submit's placement of a task; queue.go the
+// queue of tasks; overflow.go what a full pool does (the Overflow policies), blocked.go the
+// submitters blocked under Block; worker.go the worker goroutines (serve, fetch, park, exit);
+// taskctx.go the contexts tasks run with; inline.go tasks run in a caller's goroutine;
+// close.go Close; group.go, handle.go, stats.go, options.go and errors.go what their names say.

@@ -10,7 +10,7 @@ var (
 	// ErrClosed is returned by a submit after Close has been called, and ends the wait of a
 	// blocked submitter when the pool closes.
 	ErrClosed = errors.New("pool: closed")
-	// ErrFull is returned by Submit under the Reject policy when the pool is full.
+	// ErrFull is returned by Submit under Reject when the pool is full.
 	ErrFull = errors.New("pool: queue full")
 	// ErrDropped is matched by the error of a task that was dropped: refused under
 	// DropNewest, evicted under DropOldest, or abandoned at shutdown.
@@ -18,6 +18,10 @@ var (
 	// ErrExpired is matched by the error of a task that was skipped because its context was
 	// done when a worker picked it up. The error also wraps the context's cause.
 	ErrExpired = errors.New("pool: task expired in queue")
+	// ErrGoexit is the error of a task that called runtime.Goexit (as t.FailNow does)
+	// instead of returning. Such a task has failed: its Handle or Group, or Hooks.OnError,
+	// sees ErrGoexit, and Stats counts it in Failed.
+	ErrGoexit = errors.New("pool: task called runtime.Goexit")
 )
 
 // A PanicError is the failure of a task that panicked. The worker that ran the task survives.
@@ -45,12 +49,23 @@ type dropError struct {
 	cause  error // may be nil
 }
 
+// describe says, for an error message, what happened to a task that did not run for reason r.
+func describe(r Reason) string {
+	switch r {
+	case ReasonEvicted:
+		return "evicted by a newer task"
+	case ReasonShutdown:
+		return "abandoned at shutdown"
+	}
+	return r.String()
+}
+
 func (e *dropError) Error() string {
 	var s string
-	if e.reason == Expired {
+	if e.reason == ReasonExpired {
 		s = ErrExpired.Error()
 	} else {
-		s = ErrDropped.Error() + ": " + e.reason.String()
+		s = ErrDropped.Error() + ": " + describe(e.reason)
 	}
 	if e.cause != nil {
 		s += ": " + e.cause.Error()
@@ -61,11 +76,11 @@ func (e *dropError) Error() string {
 func (e *dropError) Is(target error) bool {
 	switch target {
 	case ErrExpired:
-		return e.reason == Expired
+		return e.reason == ReasonExpired
 	case ErrDropped:
-		return e.reason != Expired
+		return e.reason != ReasonExpired
 	case ErrClosed:
-		return e.reason == Shutdown
+		return e.reason == ReasonShutdown
 	}
 	return false
 }
@@ -95,9 +110,6 @@ func (e *closeError) Error() string {
 }
 
 func (e *closeError) Unwrap() error { return e.cause }
-
-// errGoexit is the failure of a task that called runtime.Goexit.
-var errGoexit = errors.New("pool: task called runtime.Goexit")
 
 func plural(n int, what string) string {
 	s := strconv.Itoa(n) + " " + what

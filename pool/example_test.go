@@ -4,6 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/corral-go/corral/pool"
@@ -24,10 +28,75 @@ func occupy(p *pool.Pool) (release func()) {
 
 func noop(context.Context) error { return nil }
 
+// A pool of 4 workers and a queue of 16: Close waits for every task it accepted.
+func ExampleNew() {
+	p := pool.New(4, 16)
+	var done atomic.Int32
+	for range 10 {
+		if err := p.Submit(context.Background(), func(context.Context) error {
+			done.Add(1)
+			return nil
+		}); err != nil {
+			fmt.Println(err)
+		}
+	}
+	fmt.Println(p.Close(context.Background()), done.Load())
+	s := p.Stats()
+	fmt.Println(s.Submitted, s.Completed, s.Workers)
+	// Output:
+	// <nil> 10
+	// 10 10 0
+}
+
+// Submit returns once the pool has accepted the task (or refused it); the task's failure goes
+// to Hooks.OnError, with the context it was submitted with.
+func ExamplePool_Submit() {
+	// The hook runs on a worker, maybe before Submit returns: it logs to its own writer,
+	// printed once Close has waited for every task.
+	var log strings.Builder
+	p := pool.New(2, 8, pool.WithHooks(pool.Hooks{OnError: func(ctx context.Context, e pool.ErrorEvent) {
+		fmt.Fprintln(&log, "job", ctx.Value(jobKey{}), "failed:", e.Err)
+	}}))
+	ctx := context.WithValue(context.Background(), jobKey{}, "resize-42")
+	err := p.Submit(ctx, func(ctx context.Context) error { return errors.New("image too large") })
+	fmt.Println("submit:", err)
+	_ = p.Close(context.Background())
+	fmt.Print(log.String())
+	fmt.Println("failed:", p.Stats().Failed)
+	// Output:
+	// submit: <nil>
+	// job resize-42 failed: image too large
+	// failed: 1
+}
+
+// Hooks get the task's submit context and an event; events log with one slog call.
+func ExampleWithHooks() {
+	logger := slog.New(slog.NewTextHandler(os.Stdout, &slog.HandlerOptions{
+		ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
+			if (a.Key == slog.TimeKey && len(groups) == 0) || a.Key == "duration" {
+				return slog.Attr{} // a fixed output for the example
+			}
+			return a
+		},
+	}))
+	p := pool.New(1, 1, pool.WithOverflow(pool.DropNewest), pool.WithHooks(pool.Hooks{
+		OnDrop:  func(ctx context.Context, e pool.DropEvent) { logger.WarnContext(ctx, "task dropped", "event", e) },
+		OnError: func(ctx context.Context, e pool.ErrorEvent) { logger.ErrorContext(ctx, "task failed", "event", e) },
+	}))
+	release := occupy(p)
+	_ = p.Submit(context.Background(), func(context.Context) error { return errors.New("disk full") }) // queued
+	_ = p.Submit(context.Background(), noop)                                                           // the queue is full: refused
+	release()
+	_ = p.Close(context.Background())
+	// Output:
+	// level=WARN msg="task dropped" event.reason=refused
+	// level=ERROR msg="task failed" event.err="disk full"
+}
+
 type jobKey struct{}
 
 // Under Block (the default), Submit waits for room; the caller's context bounds the wait.
-func ExamplePolicy_block() {
+func ExampleOverflow_block() {
 	p := pool.New(1, 0) // one worker, hand-off only
 	release := occupy(p)
 
@@ -46,7 +115,7 @@ func ExamplePolicy_block() {
 }
 
 // Under Reject, a full pool refuses at once with ErrFull.
-func ExamplePolicy_reject() {
+func ExampleOverflow_reject() {
 	p := pool.New(1, 1, pool.WithOverflow(pool.Reject))
 	release := occupy(p)
 	fmt.Println("queued:", p.Submit(context.Background(), noop))
@@ -60,10 +129,10 @@ func ExamplePolicy_reject() {
 	// full: pool: queue full true
 }
 
-// Under DropNewest, the incoming task is refused, reported to the drop hook and counted.
-func ExamplePolicy_dropNewest() {
+// Under DropNewest, the incoming task is refused, reported to Hooks.OnDrop and counted.
+func ExampleOverflow_dropNewest() {
 	p := pool.New(1, 1, pool.WithOverflow(pool.DropNewest),
-		pool.WithDropHook(func(_ context.Context, r pool.Reason) { fmt.Println("drop hook:", r) }))
+		pool.WithHooks(pool.Hooks{OnDrop: func(_ context.Context, e pool.DropEvent) { fmt.Println("OnDrop:", e.Reason) }}))
 	release := occupy(p)
 	_ = p.Submit(context.Background(), noop)
 	err := p.Submit(context.Background(), noop)
@@ -73,15 +142,15 @@ func ExamplePolicy_dropNewest() {
 	_ = p.Close(context.Background())
 	fmt.Println("refused:", p.Stats().Dropped.Refused)
 	// Output:
-	// drop hook: refused
+	// OnDrop: refused
 	// submit: pool: task dropped true
 	// refused: 1
 }
 
 // Under DropOldest, the oldest queued task makes room for the new one; its handle says so.
-func ExamplePolicy_dropOldest() {
+func ExampleOverflow_dropOldest() {
 	p := pool.New(1, 2, pool.WithOverflow(pool.DropOldest),
-		pool.WithDropHook(func(_ context.Context, r pool.Reason) { fmt.Println("drop hook:", r) }))
+		pool.WithHooks(pool.Hooks{OnDrop: func(_ context.Context, e pool.DropEvent) { fmt.Println("OnDrop:", e.Reason) }}))
 	release := occupy(p)
 	var handles []*pool.Handle[string]
 	for _, name := range []string{"first", "second", "third"} {
@@ -98,7 +167,7 @@ func ExamplePolicy_dropOldest() {
 	}
 	_ = p.Close(context.Background())
 	// Output:
-	// drop hook: evicted by a newer task
+	// OnDrop: evicted
 	// "" pool: task dropped: evicted by a newer task
 	// "second ran" <nil>
 	// "third ran" <nil>
@@ -106,7 +175,7 @@ func ExamplePolicy_dropOldest() {
 
 // Under CallerRuns, a full pool runs the task in the submitting goroutine: Submit returns
 // after the task has run.
-func ExamplePolicy_callerRuns() {
+func ExampleOverflow_callerRuns() {
 	p := pool.New(1, 0, pool.WithOverflow(pool.CallerRuns))
 	release := occupy(p)
 	ran := false
@@ -122,10 +191,12 @@ func ExamplePolicy_callerRuns() {
 }
 
 // Close waits for the queue to drain. When its deadline passes first, it cancels the running
-// tasks, abandons the queued ones (reporting each to the drop hook) and says how many.
+// tasks, abandons the queued ones (reporting each to Hooks.OnDrop) and says how many.
 func ExamplePool_Close() {
 	p := pool.New(1, 4,
-		pool.WithDropHook(func(ctx context.Context, r pool.Reason) { fmt.Println("drop hook:", ctx.Value(jobKey{}), r) }))
+		pool.WithHooks(pool.Hooks{OnDrop: func(ctx context.Context, e pool.DropEvent) {
+			fmt.Println("OnDrop:", ctx.Value(jobKey{}), e.Reason)
+		}}))
 	started := make(chan struct{})
 	stopped := make(chan error, 1)
 	_ = p.Submit(context.Background(), func(ctx context.Context) error {
@@ -146,8 +217,8 @@ func ExamplePool_Close() {
 	fmt.Println("close:", err)
 	fmt.Println("submit after close:", p.Submit(context.Background(), noop))
 	// Output:
-	// drop hook: a abandoned at shutdown
-	// drop hook: b abandoned at shutdown
+	// OnDrop: a shutdown
+	// OnDrop: b shutdown
 	// running task stopped: pool: shut down before the task finished: context deadline exceeded
 	// close: pool: close: 2 queued tasks abandoned, 1 running task cancelled: context deadline exceeded
 	// submit after close: pool: closed

@@ -16,12 +16,13 @@ import (
 // Wait never deadlocks on its own pool, even when called from a task of that pool with a
 // single worker: while it waits, Wait runs the group's queued tasks itself, including those
 // queued after it started waiting. For the same reason Go never blocks on a full pool: when
-// the pool has no room (whatever its policy), Go runs the task itself before returning. A task
+// the pool has no room (whatever its Overflow), Go runs the task itself before returning. A task
 // that Wait or Go runs this way runs on a goroutine of its own that the caller waits for, so a
 // runtime.Goexit in it fails that task (like a worker's task) and does not end the caller.
 //
 // A Group is safe for concurrent use: tasks of the group may call Go. Go must not be called
-// after Wait has returned.
+// after Wait has returned. A Group is made by Pool.Group: the methods of a zero Group panic
+// with "pool: zero Group: use Pool.Group", in the calling goroutine.
 type Group struct {
 	p      *Pool
 	ctx    context.Context
@@ -75,8 +76,14 @@ func (g *Group) wakeLocked() {
 }
 
 // Group returns a new Group whose tasks run on p with a context derived from ctx. Cancelling
-// ctx cancels the group's tasks.
+// ctx cancels the group's tasks. It panics if ctx is nil.
 func (p *Pool) Group(ctx context.Context) *Group {
+	if p.size == 0 {
+		panic(errZeroPool)
+	}
+	if ctx == nil {
+		panic("pool: nil context")
+	}
 	gctx, cancel := context.WithCancelCause(ctx)
 	return &Group{p: p, ctx: gctx, cancel: cancel, kick: make(chan struct{}, 1)}
 }
@@ -86,13 +93,16 @@ func (p *Pool) Group(ctx context.Context) *Group {
 // or when the pool is shut down.
 //
 // If the group is already cancelled, fn is skipped: counted in Stats.Skipped and reported to
-// the drop hook with reason Expired and the group's context. If the pool is
+// Hooks.OnDrop with reason ReasonExpired and the group's context. If the pool is
 // closed, fn fails with ErrClosed. If the pool is full, fn runs in the calling goroutine.
 func (g *Group) Go(fn func(ctx context.Context) error) {
 	if fn == nil {
 		panic("pool: Group.Go of a nil func")
 	}
 	p := g.p
+	if p == nil {
+		panic(errZeroGroup)
+	}
 	gt := &gtask{g: g, fn: fn}
 	t := task{ctx: g.ctx, fn: fn, res: gt, enq: p.now()}
 	p.mu.Lock()
@@ -105,7 +115,7 @@ func (g *Group) Go(fn func(ctx context.Context) error) {
 	if g.ctx.Err() != nil {
 		p.st.skipped++
 		p.mu.Unlock()
-		p.report(t, Expired, context.Cause(g.ctx))
+		p.report(t, ReasonExpired, context.Cause(g.ctx))
 		return
 	}
 	if p.closed {
@@ -140,17 +150,20 @@ func (g *Group) Go(fn func(ctx context.Context) error) {
 	p.afterPlace(how, w, t)
 }
 
-// Wait runs the group's queued tasks (those queued before and while it waits) itself, waits
-// for the others to finish, and returns nil if every task succeeded. Otherwise it returns the failures: the
-// first failure (the root cause, which cancelled the group) first, followed by every later
-// failure that was not merely an echo of that cancellation (a task returning the context's
-// error); errors.Is and errors.As see each of them. If the group's parent context ended and
-// some task was skipped or stopped because of it, but no task failed, Wait returns
+// Wait runs the group's queued tasks (those queued before and while it waits) itself, waits for
+// the others to finish, and returns nil if every task succeeded. Otherwise it returns the
+// failures: the first failure (the root cause, which cancelled the group) first, followed by
+// every later failure that was not merely an echo of that cancellation (a task returning the
+// context's error); errors.Is and errors.As see each of them. If the group's parent context
+// ended and some task was skipped or stopped because of it, but no task failed, Wait returns
 // context.Cause of the group's context.
 //
 // When Wait returns, the group's context is cancelled.
 func (g *Group) Wait() error {
 	p := g.p
+	if p == nil {
+		panic(errZeroGroup)
+	}
 	p.mu.Lock()
 	for {
 		var gt *gtask
@@ -180,7 +193,7 @@ func (g *Group) Wait() error {
 		gt.state = gClaimed
 		p.queued--
 		var admitted []*waiter
-		if p.whead != nil { // the claim made room for blocked submitters
+		if p.blocked.head != nil { // the claim made room for blocked submitters
 			p.compactLocked()
 			for w := p.admitLocked(p.now()); w != nil; w = p.admitLocked(p.now()) {
 				admitted = append(admitted, w)
@@ -190,7 +203,7 @@ func (g *Group) Wait() error {
 			p.st.skipped++
 			p.mu.Unlock()
 			signalAll(admitted)
-			p.report(task{ctx: g.ctx, res: gt}, Expired, context.Cause(g.ctx))
+			p.report(task{ctx: g.ctx, res: gt}, ReasonExpired, context.Cause(g.ctx))
 			p.mu.Lock()
 			continue
 		}
@@ -210,19 +223,10 @@ func (g *Group) Wait() error {
 	return err
 }
 
-// runContained runs t (counted as started and in Pool.inline) on a helper goroutine and waits
-// for it, so that a runtime.Goexit in t ends the helper, not the caller of Go or Wait; t then
-// fails like a worker's task that calls Goexit.
-func (p *Pool) runContained(t task) {
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		p.runInline(t)
-	}()
-	<-done
-}
-
 var errGroupDone = errors.New("pool: group wait returned")
+
+// errZeroGroup is what the methods of a zero Group panic with.
+const errZeroGroup = "pool: zero Group: use Pool.Group"
 
 // record notes a task's final error.
 func (g *Group) record(err error) {

@@ -3,11 +3,13 @@ package pool_test
 import (
 	"context"
 	"errors"
+	"runtime"
 	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"github.com/corral-go/corral/pool"
 )
@@ -130,7 +132,7 @@ func TestGroupWorkerSkipsAfterCancel(t *testing.T) {
 			t.Fatalf("ran %d; drops %v", ran.Load(), d.got())
 		}
 		for _, x := range d.got() {
-			if x.reason != pool.Expired {
+			if x.reason != pool.ReasonExpired {
 				t.Fatalf("drop reason %v; want Expired", x.reason)
 			}
 		}
@@ -240,7 +242,7 @@ func TestGroupClaimThenDropOldestEvictsALiveTask(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var evicted []pool.Reason
 		p := pool.New(1, 2, pool.WithOverflow(pool.DropOldest),
-			pool.WithDropHook(func(_ context.Context, r pool.Reason) { evicted = append(evicted, r) }))
+			onDrop(func(_ context.Context, r pool.Reason) { evicted = append(evicted, r) }))
 		gate := make(chan struct{})
 		mustSubmit(t, p, bg, waitFor(gate))
 		g := p.Group(bg)
@@ -258,7 +260,7 @@ func TestGroupClaimThenDropOldestEvictsALiveTask(t *testing.T) {
 		if got, want := r.got(), []int{2, 3}; !slices.Equal(got, want) {
 			t.Fatalf("ran %v; want %v", got, want)
 		}
-		if !slices.Equal(evicted, []pool.Reason{pool.Evicted}) {
+		if !slices.Equal(evicted, []pool.Reason{pool.ReasonEvicted}) {
 			t.Fatalf("drop hook saw %v; want one eviction", evicted)
 		}
 		checkIdentity(t, p.Stats())
@@ -294,6 +296,103 @@ func TestGroupClaimAdmitsBlockedSubmitters(t *testing.T) {
 			t.Fatalf("stats %+v", s)
 		}
 		close(gate)
+		mustClose(t, p)
+		checkIdentity(t, p.Stats())
+	})
+}
+
+// Wait keeps claiming the group's tasks that are queued while it waits: a group task on a
+// one-worker pool that starts a sibling and waits for it does not deadlock.
+func TestGroupWaitClaimsLaterTasks(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := pool.New(1, 4)
+		g := p.Group(bg)
+		waiting := make(chan struct{})
+		g.Go(func(ctx context.Context) error { // runs on the only worker
+			<-waiting
+			got := make(chan struct{})
+			g.Go(func(context.Context) error { close(got); return nil }) // queued
+			select {
+			case <-got:
+				return nil
+			case <-time.After(time.Hour):
+				return errors.New("sibling never ran")
+			}
+		})
+		synctest.Wait()
+		done := make(chan error, 1)
+		go func() { done <- g.Wait() }()
+		synctest.Wait() // Wait has nothing to claim yet
+		close(waiting)
+		if err := <-done; err != nil {
+			t.Fatalf("Wait = %v", err)
+		}
+		mustClose(t, p)
+		s := p.Stats()
+		if s.Completed != 2 || s.Inline != 1 {
+			t.Fatalf("stats %+v", s)
+		}
+		checkIdentity(t, s)
+	})
+}
+
+// A group task that calls runtime.Goexit while Wait runs it inline fails; the goroutine that
+// called Wait survives and Wait returns that failure.
+func TestGroupInlineGoexitIsContained(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := pool.New(1, 4)
+		gate := make(chan struct{})
+		mustSubmit(t, p, bg, waitFor(gate))
+		g := p.Group(bg)
+		g.Go(func(context.Context) error { runtime.Goexit(); return nil }) // queued: Wait runs it
+		res := make(chan error, 1)
+		exited := make(chan struct{})
+		go func() {
+			defer close(exited)
+			res <- g.Wait()
+		}()
+		<-exited
+		select {
+		case err := <-res:
+			if err == nil || !strings.Contains(err.Error(), "Goexit") {
+				t.Fatalf("Wait = %v; want the Goexit failure", err)
+			}
+		default:
+			t.Fatal("the task's Goexit ended the goroutine that called Wait")
+		}
+		close(gate)
+		mustClose(t, p)
+		s := p.Stats()
+		if s.Failed != 1 || s.Completed != 1 || s.Running != 0 {
+			t.Fatalf("stats %+v", s)
+		}
+		checkIdentity(t, s)
+	})
+}
+
+// The same when Go runs a task inline because the pool is full.
+func TestGroupGoInlineGoexitIsContained(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := pool.New(1, 0)
+		gate := make(chan struct{})
+		mustSubmit(t, p, bg, waitFor(gate))
+		g := p.Group(bg)
+		returned := make(chan struct{})
+		go func() {
+			defer close(returned)
+			g.Go(func(context.Context) error { runtime.Goexit(); return nil }) // inline
+			close(gate)
+			if err := g.Wait(); err == nil || !strings.Contains(err.Error(), "Goexit") {
+				t.Errorf("Wait = %v; want the Goexit failure", err)
+			}
+		}()
+		<-returned
+		select {
+		case <-gate:
+		default:
+			close(gate) // let the worker go, so that the failure below is reported, not a deadlock
+			t.Fatal("the task's Goexit ended the goroutine that called Go")
+		}
 		mustClose(t, p)
 		checkIdentity(t, p.Stats())
 	})

@@ -51,7 +51,7 @@ type drops struct {
 }
 
 func (d *drops) hook() pool.Option {
-	return pool.WithDropHook(func(ctx context.Context, r pool.Reason) {
+	return onDrop(func(ctx context.Context, r pool.Reason) {
 		d.mu.Lock()
 		d.list = append(d.list, drop{reason: r, key: ctx.Value(ctxKey{})})
 		d.mu.Unlock()
@@ -89,4 +89,13 @@ func checkIdentity(t *testing.T, s pool.Stats) {
 	if started := s.Completed + s.Failed + s.Panicked + uint64(s.Running); started != s.Started {
 		t.Errorf("accounting: started %d, finished+running %d: %+v", s.Started, started, s)
 	}
+}
+
+// onDrop and onError set one hook, for tests that need only that one.
+func onDrop(f func(ctx context.Context, r pool.Reason)) pool.Option {
+	return pool.WithHooks(pool.Hooks{OnDrop: func(ctx context.Context, e pool.DropEvent) { f(ctx, e.Reason) }})
+}
+
+func onError(f func(ctx context.Context, err error)) pool.Option {
+	return pool.WithHooks(pool.Hooks{OnError: func(ctx context.Context, e pool.ErrorEvent) { f(ctx, e.Err) }})
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 
 	"github.com/corral-go/corral/pool"
 )
@@ -20,7 +21,7 @@ var errBoom = errors.New("boom")
 func TestPanicFailsTaskNotPool(t *testing.T) {
 	var mu sync.Mutex
 	var hooked []error
-	p := pool.New(1, 4, pool.WithErrorHook(func(_ context.Context, err error) {
+	p := pool.New(1, 4, onError(func(_ context.Context, err error) {
 		mu.Lock()
 		hooked = append(hooked, err)
 		mu.Unlock()
@@ -79,4 +80,47 @@ func TestGoexitFailsTask(t *testing.T) {
 		t.Fatalf("stats %+v", s)
 	}
 	checkIdentity(t, s)
+}
+
+// A task that CallerRuns runs for its submitter and that calls runtime.Goexit fails with
+// ErrGoexit, like a worker's task; Submit and Call return (issue 14, item 9).
+func TestCallerRunsGoexitIsContained(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		hooked := make(chan error, 1)
+		p := pool.New(1, 0, pool.WithOverflow(pool.CallerRuns),
+			onError(func(_ context.Context, err error) { hooked <- err }))
+		gate := make(chan struct{})
+		mustSubmit(t, p, bg, waitFor(gate)) // the only worker is busy: the next tasks run inline
+		var submitErr, callErr, waitErr error
+		returned := false
+		done := make(chan struct{})
+		go func() { // a Goexit that escapes ends this goroutine, not the test's
+			defer close(done)
+			submitErr = p.Submit(bg, func(context.Context) error { runtime.Goexit(); return nil })
+			var h *pool.Handle[int]
+			h, callErr = pool.Call(bg, p, func(context.Context) (int, error) { runtime.Goexit(); return 1, nil })
+			_, waitErr = h.Wait(bg)
+			returned = true
+		}()
+		<-done
+		close(gate)
+		if !returned {
+			t.Fatal("a CallerRuns task's runtime.Goexit ended its submitter")
+		}
+		if submitErr != nil || callErr != nil {
+			t.Fatalf("Submit = %v, Call = %v; want both accepted", submitErr, callErr)
+		}
+		if err := <-hooked; !errors.Is(err, pool.ErrGoexit) {
+			t.Fatalf("error hook got %v; want ErrGoexit", err)
+		}
+		if !errors.Is(waitErr, pool.ErrGoexit) {
+			t.Fatalf("Handle.Wait = %v; want ErrGoexit", waitErr)
+		}
+		mustClose(t, p)
+		s := p.Stats()
+		if s.Failed != 2 || s.Inline != 2 || s.Completed != 1 {
+			t.Fatalf("stats %+v; want 2 inline tasks failed", s)
+		}
+		checkIdentity(t, s)
+	})
 }

@@ -172,8 +172,8 @@ func TestDropNewestRefusesIncoming(t *testing.T) {
 	if got := r.got(); !slices.Equal(got, []int{1}) {
 		t.Fatalf("ran %v; want [1]", got)
 	}
-	if got := d.got(); !slices.Equal(got, []drop{{pool.Refused, "newest"}}) {
-		t.Fatalf("drop hook got %v", got)
+	if got := d.got(); !slices.Equal(got, []drop{{pool.ReasonRefused, "newest"}}) {
+		t.Fatalf("OnDrop got %v", got)
 	}
 	s := p.Stats()
 	if s.Dropped != (pool.Drops{Refused: 1}) || s.Completed != 2 {
@@ -210,8 +210,8 @@ func TestDropOldestEvictsOldest(t *testing.T) {
 		}
 	}
 	mustClose(t, p)
-	if got := d.got(); !slices.Equal(got, []drop{{pool.Evicted, 0}, {pool.Evicted, 1}}) {
-		t.Fatalf("drop hook got %v", got)
+	if got := d.got(); !slices.Equal(got, []drop{{pool.ReasonEvicted, 0}, {pool.ReasonEvicted, 1}}) {
+		t.Fatalf("OnDrop got %v", got)
 	}
 	s := p.Stats()
 	if s.Dropped != (pool.Drops{Evicted: 2}) || s.Completed != 3 {
@@ -231,8 +231,8 @@ func TestDropOldestWithoutQueueRefuses(t *testing.T) {
 	}
 	close(gate)
 	mustClose(t, p)
-	if got := d.got(); !slices.Equal(got, []drop{{pool.Refused, nil}}) {
-		t.Fatalf("drop hook got %v", got)
+	if got := d.got(); !slices.Equal(got, []drop{{pool.ReasonRefused, nil}}) {
+		t.Fatalf("OnDrop got %v", got)
 	}
 	checkIdentity(t, p.Stats())
 }
@@ -242,7 +242,7 @@ type goroutineKey struct{}
 func TestCallerRunsInSubmitter(t *testing.T) {
 	var failures []error
 	p := pool.New(1, 1, pool.WithOverflow(pool.CallerRuns),
-		pool.WithErrorHook(func(_ context.Context, err error) { failures = append(failures, err) }))
+		onError(func(_ context.Context, err error) { failures = append(failures, err) }))
 	gate := make(chan struct{})
 	mustSubmit(t, p, bg, waitFor(gate))
 	mustSubmit(t, p, bg, waitFor(gate))
@@ -273,4 +273,50 @@ func TestCallerRunsInSubmitter(t *testing.T) {
 		t.Fatalf("stats %+v", s)
 	}
 	checkIdentity(t, s)
+}
+
+// Under Block, a task that submits to its own full pool waits, holding its worker, until its
+// ctx ends or the pool closes (documented on Submit, Call and Block: issue 14, item 10).
+func TestBlockTaskSubmittingToItsOwnPool(t *testing.T) {
+	errStop := errors.New("stop")
+	submits := map[string]func(ctx context.Context, p *pool.Pool) error{
+		"Submit": func(ctx context.Context, p *pool.Pool) error { return p.Submit(ctx, waitFor(nil)) },
+		"Call": func(ctx context.Context, p *pool.Pool) error {
+			_, err := pool.Call(ctx, p, func(context.Context) (int, error) { return 0, nil })
+			return err
+		},
+	}
+	endings := []struct {
+		name string
+		end  func(t *testing.T, p *pool.Pool, cancel context.CancelCauseFunc)
+		want error
+	}{
+		{"ctx", func(_ *testing.T, _ *pool.Pool, cancel context.CancelCauseFunc) { cancel(errStop) }, errStop},
+		{"Close", func(t *testing.T, p *pool.Pool, _ context.CancelCauseFunc) { mustClose(t, p) }, pool.ErrClosed},
+	}
+	for name, submit := range submits {
+		for _, e := range endings {
+			t.Run(name+"/"+e.name, func(t *testing.T) {
+				synctest.Test(t, func(t *testing.T) {
+					p := pool.New(1, 0) // Block
+					ctx, cancel := context.WithCancelCause(bg)
+					defer cancel(nil)
+					inner := make(chan error, 1)
+					mustSubmit(t, p, bg, func(context.Context) error {
+						inner <- submit(ctx, p)
+						return nil
+					})
+					synctest.Wait()
+					if s := p.Stats(); s.Waiting != 1 || s.Running != 1 {
+						t.Fatalf("stats %+v; want the task blocked in its own %s", s, name)
+					}
+					e.end(t, p, cancel)
+					if err := <-inner; !errors.Is(err, e.want) {
+						t.Fatalf("%s from the task = %v; want %v", name, err, e.want)
+					}
+					mustClose(t, p)
+				})
+			})
+		}
+	}
 }

@@ -19,7 +19,7 @@ type Stats struct {
 	Panicked  uint64 // tasks that ran and panicked
 	Rejected  uint64 // tasks not accepted: ErrFull, ErrClosed, or ctx ended first
 	Dropped   Drops  // tasks accepted or offered, then dropped, by reason
-	Skipped   uint64 // tasks not run because their context ended first (Reason Expired)
+	Skipped   uint64 // tasks not run because their context ended first (ReasonExpired)
 	Inline    uint64 // of Started: tasks run in a caller's goroutine (CallerRuns, Group)
 
 	Running int // tasks running now
@@ -28,12 +28,13 @@ type Stats struct {
 	Workers int // worker goroutines now
 
 	// The summaries always count tasks; Total and Max stay zero unless the pool was created
-	// with WithTimings.
+	// with WithTimings (or a Hooks.OnError, which times tasks too).
 	QueueWait Summary // time from queueing to start, of started tasks (0 for hand-offs)
 	RunTime   Summary // time from start to return, of finished tasks
 }
 
-// Drops counts dropped tasks by reason. Abandoned tasks are counted in Shutdown.
+// Drops counts dropped tasks by reason: a field per Reason, except ReasonExpired, whose tasks
+// are counted in Stats.Skipped (they were accepted and then skipped, not dropped for room).
 type Drops struct {
 	Refused  uint64 // incoming task refused (DropNewest)
 	Evicted  uint64 // oldest queued task evicted (DropOldest)
@@ -45,9 +46,12 @@ func (d Drops) Total() uint64 { return d.Refused + d.Evicted + d.Shutdown }
 
 // Summary summarises a set of durations.
 type Summary struct {
+	// Count is the number of durations.
 	Count uint64
+	// Total is their sum (zero unless the pool is timed: see WithTimings).
 	Total time.Duration
-	Max   time.Duration
+	// Max is the longest of them (zero unless the pool is timed).
+	Max time.Duration
 }
 
 // Mean returns Total / Count, or 0 if Count is 0.
@@ -86,7 +90,8 @@ type counters struct {
 }
 
 // Stats returns a consistent snapshot of the pool's counters. It is safe for concurrent use;
-// it takes the pool's lock for the time it takes to copy the counters.
+// it takes the pool's lock for the time it takes to copy the counters. It does no I/O and
+// never blocks for long, so it takes no context. On a zero Pool it returns zero Stats.
 func (p *Pool) Stats() Stats {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -102,7 +107,7 @@ func (p *Pool) Stats() Stats {
 		Inline:    p.st.inline,
 		Running:   p.st.running,
 		Queued:    p.queued,
-		Waiting:   p.nwait,
+		Waiting:   p.blocked.n,
 		Workers:   p.live,
 		QueueWait: p.st.wait.export(),
 		RunTime:   p.st.run.export(),
