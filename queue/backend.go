@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"strconv"
 	"time"
 )
 
@@ -15,35 +16,59 @@ import (
 // Payloads cross the Backend as bytes ([Message.Body], encoded by the queue's
 // [Codec]) except for backends in this package that keep values in process.
 //
+// The life of a backend: New opens it (Open), the queue's producers and
+// consumers use it, and [Queue.Close] closes it (Close).
+//
 // The life of a job in a Backend: Enqueue stores it (ready, or delayed until
-// NotBefore); Receive leases it to one consumer and counts an attempt; the
-// consumer then calls exactly one of Ack (done, removed), Nack (failed: ready
-// again after a delay), Release (returned unattempted, at shutdown) or Bury
-// (moved to the dead letters). A lease that expires before any of those
-// makes the job ready again with the attempt spent. While a job with an
-// ordering key is leased or delayed, no other job with that key is
-// delivered.
+// NotBefore); Receive leases it to one consumer; Start, called as its handler
+// starts, spends an attempt; the consumer then calls exactly one of Ack
+// (done, removed), Nack (failed: ready again after a delay), Release
+// (returned, at shutdown) or Bury (moved to the dead letters). A lease that
+// expires before any of those makes the job ready again, with the attempt
+// spent if Start was called and not otherwise. While a job with an ordering
+// key is leased or delayed, no other job with that key is delivered.
+//
+// Attempts are handler runs: a job's attempt count is the number of Start
+// calls that succeeded on its deliveries. A delivery that never reached a
+// handler (released at shutdown, prefetched by a process that died,
+// dead-lettered because its payload could not be decoded or its start-by
+// deadline passed) spends none.
 //
 // Implementations must be safe for concurrent use. Every method may block
-// and must return context.Cause(ctx) when ctx ends first.
+// and must return context.Cause(ctx) when ctx ends first. A backend that
+// talks to a broker bounds every request with a deadline of its own, and
+// returns an error matching [ErrUnavailable] when the broker cannot be
+// reached or does not answer in time: the outcome of the call is then
+// unknown (Enqueue may have stored the job; a settling call may or may not
+// have settled it, and the job is redelivered when its lease ends if not).
 type Backend interface {
 	// Open prepares the backend for a queue with cfg. A Queue calls it once,
-	// from New. A backend that cannot keep a promise of cfg (for example a
-	// dedup horizon longer than the broker's window) returns an error.
+	// from New, with New's ctx. A backend that cannot keep a promise of cfg
+	// (for example a dedup horizon longer than the broker's window) returns
+	// an error.
 	Open(ctx context.Context, cfg Config) error
 
 	// Enqueue stores m. It returns ErrDuplicate if m.ID is stored or was
 	// enqueued within the dedup horizon, and applies cfg.Overflow when the
 	// backend holds cfg.Capacity jobs: Block waits for room or ctx, Reject
 	// returns ErrFull, DropNewest returns ErrDropped, DropOldest moves the
-	// oldest job that is not leased to the dead letters with ReasonOverflow
+	// oldest job that is not leased to the dead letters with ReasonEvicted
 	// and reports its ID in the result.
 	Enqueue(ctx context.Context, m Message) (EnqueueResult, error)
 
 	// Receive waits for a ready job, leases it for lease and fills d.
-	// d.Attempt is the number of this delivery (1 for the first). Lease
+	// d.Attempt is the attempt a handler started on d makes: one more than
+	// the handler runs the job had (1 for a job never started). Lease
 	// expiry makes the job ready again; Extend pushes it back.
 	Receive(ctx context.Context, lease time.Duration, d *Delivery) error
+
+	// Start records that a handler starts on d, spending the attempt
+	// d.Attempt: the consumer calls it just before the handler and runs the
+	// handler only if it returns nil. ErrLeaseLost if d is no longer leased,
+	// or (a broker backend after a crash) if another delivery of the same
+	// job may still be running. A Start that fails with ErrUnavailable may
+	// still have been recorded: that attempt then counts without a run.
+	Start(ctx context.Context, d *Delivery) error
 
 	// Extend renews the lease of d to lease from now (JetStream: InProgress).
 	// It returns ErrLeaseLost if d is no longer leased to its receiver.
@@ -57,15 +82,17 @@ type Backend interface {
 	// ordering key blocked while delayed.
 	Nack(ctx context.Context, d *Delivery, delay time.Duration, a Attempt) error
 
-	// Release returns the job of d unattempted and ready at once, used when
-	// a consumer shuts down before or while handling it. A backend that
-	// cannot un-count a delivery may leave the attempt counted.
+	// Release returns the job of d ready at once, used when a consumer
+	// shuts down before or while handling it. A released delivery spends
+	// no attempt, even if Start was called on it: its handler was cancelled
+	// by the shutdown, not failed.
 	Release(ctx context.Context, d *Delivery) error
 
 	// Bury moves the job of d to the dead letters with reason, recording
 	// the final attempt a (JetStream: publish to the dead-letter subject,
-	// then Term).
-	Bury(ctx context.Context, d *Delivery, reason Reason, a Attempt) error
+	// then Term). When the dead letters are at cfg.DeadLetterLimit, the
+	// oldest are deleted to make room and their IDs reported in the result.
+	Bury(ctx context.Context, d *Delivery, reason Reason, a Attempt) (BuryResult, error)
 
 	// DeadLetters lists the dead letters, oldest first.
 	DeadLetters(ctx context.Context) iter.Seq2[DeadMessage, error]
@@ -84,9 +111,25 @@ type Backend interface {
 
 	// Stats returns the backend's gauges.
 	Stats(ctx context.Context) (BackendStats, error)
+
+	// Close releases what the backend holds for its queue: the broker
+	// subscriptions, and the jobs prefetched but not handed to a consumer
+	// (they go back to the broker). It deletes nothing: what the backend
+	// stores stays stored, as the backend keeps it. Once Close was called,
+	// Enqueue and Receive fail with ErrClosed, and an Enqueue or Receive
+	// waiting when Close is called returns ErrClosed; other methods may
+	// too. [Queue.Close] calls it once its consumers are closed. Close is
+	// idempotent: later calls return nil. It returns context.Cause(ctx)
+	// if ctx ends before the backend let go of everything (what it held
+	// then comes back to the queue when its lease ends).
+	Close(ctx context.Context) error
 }
 
-// Config is what a Queue asks of its Backend.
+// Config is what a Queue asks of its Backend. Its settings are shared by
+// every process that opens the same queue on a shared backend: such a
+// backend checks them at Open against those the queue was opened with, and
+// fails with an error naming the setting and both values instead of
+// changing them (no process may weaken another's guarantee).
 type Config struct {
 	// Capacity bounds the jobs stored (ready, delayed and leased; dead
 	// letters are not counted). Zero means unbounded.
@@ -96,18 +139,46 @@ type Config struct {
 	// DedupHorizon is how long after its enqueue an ID stays taken after
 	// the job left the queue. While a job is stored its ID is always taken.
 	DedupHorizon time.Duration
+	// DeadLetterLimit bounds the dead letters kept: when a job dies with
+	// the limit reached, the oldest dead letter is deleted to make room
+	// (and reported: see [BuryResult]). Zero means
+	// [DefaultDeadLetterLimit].
+	DeadLetterLimit int
+}
+
+// DefaultDeadLetterLimit is the dead-letter limit of a Config that sets
+// none.
+const DefaultDeadLetterLimit = 10_000
+
+// deadLimit returns the dead-letter limit c means.
+func (c Config) deadLimit() int {
+	if c.DeadLetterLimit == 0 {
+		return DefaultDeadLetterLimit
+	}
+	return c.DeadLetterLimit
+}
+
+// WithDefaults returns c with its zero settings that mean a default
+// (DeadLetterLimit) replaced by the default, so that two Configs can be
+// compared setting by setting.
+func (c Config) WithDefaults() Config {
+	c.DeadLetterLimit = c.deadLimit()
+	return c
 }
 
 // Validate reports the first field of c that no queue can honour: a
-// negative Capacity or DedupHorizon, or an Overflow that is not one of the
-// policies. New validates its Config, so a Backend's Open sees only valid
-// ones from a Queue; a Backend validates again when called directly.
+// negative Capacity, DedupHorizon or DeadLetterLimit, or an Overflow that
+// is not one of the policies. New validates its Config, so a Backend's
+// Open sees only valid ones from a Queue; a Backend validates again when
+// called directly.
 func (c Config) Validate() error {
 	switch {
 	case c.Capacity < 0:
 		return fmt.Errorf("queue: negative capacity %d", c.Capacity)
 	case c.DedupHorizon < 0:
 		return fmt.Errorf("queue: negative dedup horizon %v", c.DedupHorizon)
+	case c.DeadLetterLimit < 0:
+		return fmt.Errorf("queue: negative dead-letter limit %d", c.DeadLetterLimit)
 	case c.Overflow < Block || c.Overflow > DropOldest:
 		return fmt.Errorf("queue: unknown overflow policy %d", int(c.Overflow))
 	}
@@ -127,7 +198,7 @@ const (
 	// the job is counted as dropped.
 	DropNewest
 	// DropOldest accepts the incoming job and evicts the oldest stored job
-	// that is not being handled to the dead letters with ReasonOverflow.
+	// that is not being handled to the dead letters with ReasonEvicted.
 	DropOldest
 )
 
@@ -143,55 +214,99 @@ func (o Overflow) String() string {
 	case DropOldest:
 		return "drop-oldest"
 	}
-	return "overflow(invalid)"
+	return "Overflow(" + strconv.Itoa(int(o)) + ")"
 }
 
 // Message is a job as a Backend stores it.
 type Message struct {
-	ID  string
+	// ID is the job's ID (see [Job.ID]), unique among the stored jobs.
+	ID string
+	// Key is the job's ordering key, "" for none (see [Job.Key]).
 	Key string
 	// Body is the encoded payload.
 	Body []byte
 	// Value is the payload value; only set for in-process backends of this
 	// package, nil otherwise.
-	Value      any
+	Value any
+	// EnqueuedAt is when the queue accepted the job; a backend given a zero
+	// one sets it to the time of its Enqueue.
 	EnqueuedAt time.Time
-	NotBefore  time.Time
-	StartBy    time.Time
-	// Attempt is the number of this delivery, set by Receive.
+	// NotBefore is the earliest time the job may be delivered (zero: at
+	// once).
+	NotBefore time.Time
+	// StartBy is the job's start-by deadline (zero: none), which the
+	// consumer checks (see [Delivery.Redelivered]).
+	StartBy time.Time
+	// Attempt is the attempt a handler started on this delivery makes (see
+	// Backend.Receive), set by Receive.
 	Attempt int
-
-	fresh bool // the queue generated ID for this enqueue: no job has it yet
 }
 
 // Delivery is a leased Message. Token and Seq belong to the backend: it sets
 // them in Receive to find the job again and to detect stale deliveries.
 type Delivery struct {
 	Message
+	// Token is the backend's handle on the leased job, opaque to others.
 	Token any
-	Seq   uint64
+	// Seq is the backend's number of this lease (a generation, or a
+	// stream sequence), with which it tells a stale delivery from the
+	// current one.
+	Seq uint64
 	// Redelivered, set by Receive, says the job was delivered before, even
 	// if Release gave that delivery back uncounted (so Attempt may be 1).
 	// The consumer checks a job's start-by deadline only on a delivery with
 	// Attempt 1 and Redelivered false: a job that was started in time does
 	// not expire.
 	Redelivered bool
-
-	at time.Time // when the in-memory backend leased it (see worker.handle)
 }
 
 // DeadMessage is a dead letter as a Backend stores it.
 type DeadMessage struct {
 	Message
-	Reason  Reason
+	// Reason says why the job was dead-lettered.
+	Reason Reason
+	// History lists the job's failed attempts, oldest first, the last one
+	// included.
 	History []Attempt
-	At      time.Time
+	// At is when the job was dead-lettered.
+	At time.Time
 }
 
 // EnqueueResult reports side effects of a successful Enqueue.
 type EnqueueResult struct {
 	// Evicted lists the IDs moved to the dead letters by DropOldest.
 	Evicted []string
+	// DeadEvicted lists the IDs of dead letters deleted to keep the dead
+	// letters within Config.DeadLetterLimit as Evicted's arrived.
+	DeadEvicted []string
+}
+
+// BuryResult reports side effects of a successful Bury.
+type BuryResult struct {
+	// DeadEvicted lists the IDs of the dead letters deleted, oldest first,
+	// to keep the dead letters within Config.DeadLetterLimit.
+	DeadEvicted []string
+}
+
+// SharedLease is implemented by a Backend whose lease is one setting of the
+// queue, shared by every consumer in every process (JetStream's AckWait),
+// rather than a property of each delivery. [Queue.Consume] calls CheckLease
+// with the lease it will ask of Receive before it starts a worker:
+// CheckLease records the lease if the queue has none yet, and returns an
+// error naming the setting and both values if the queue's differs, so that
+// no consumer changes another's lease.
+type SharedLease interface {
+	// CheckLease records lease as the queue's if it has none, and fails
+	// with an error naming both values if the queue's lease is another.
+	CheckLease(ctx context.Context, lease time.Duration) error
+}
+
+// Reconnecter is implemented by a Backend that keeps a connection to a
+// broker; [Queue.Health] reports its count.
+type Reconnecter interface {
+	// Reconnects returns how many times the connection was re-established
+	// since the backend was created.
+	Reconnects() uint64
 }
 
 // BackendStats are a backend's gauges at one instant.
@@ -233,11 +348,24 @@ var (
 	// ErrLeaseExpired is the cancellation cause of a handler's context when
 	// the handler ran past its lease.
 	ErrLeaseExpired = errors.New("queue: lease expired")
+	// ErrUnavailable is matched (errors.Is) by the error of a backend call
+	// that could not reach its broker, or got no answer within the call's
+	// deadline: the outcome of the call is unknown. An Enqueue that fails
+	// with it may have stored the job: enqueue again with the same ID
+	// ([WithID]); ErrDuplicate then means it was stored. A job whose ack,
+	// retry or dead-lettering failed with it is redelivered when its lease
+	// ends, unless the call took effect after all.
+	ErrUnavailable = errors.New("queue: backend unavailable")
 )
 
 // Codec encodes payloads for backends that store bytes. A Codec must be
 // safe for concurrent use.
 type Codec[T any] interface {
+	// Marshal encodes v, a payload given to Enqueue. An error fails that
+	// Enqueue, and nothing is stored.
 	Marshal(v T) ([]byte, error)
+	// Unmarshal decodes data for a delivery. An error (or a panic)
+	// dead-letters the job with [ReasonPermanent] without running a
+	// handler.
 	Unmarshal(data []byte) (T, error)
 }

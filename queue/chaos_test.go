@@ -67,7 +67,7 @@ func chaos(t *testing.T, seed uint64, unit time.Duration) {
 		failures = append(failures, fmt.Sprintf(format, args...))
 	}
 	settledSignal := make(chan struct{}, 1) // a settle happened since the last look
-	note := func(ev queue.Event) {
+	note := func(_ context.Context, ev queue.Event) {
 		mu.Lock()
 		settled[ev.ID]++
 		mu.Unlock()
@@ -76,7 +76,7 @@ func chaos(t *testing.T, seed uint64, unit time.Duration) {
 		default:
 		}
 	}
-	q, err := queue.New[chaosJob](
+	q, err := queue.New[chaosJob](context.Background(),
 		queue.WithCapacity(40), queue.WithOverflow(queue.Block),
 		queue.WithHooks(queue.Hooks{OnSuccess: note, OnDead: note}),
 	)
@@ -169,8 +169,8 @@ func chaos(t *testing.T, seed uint64, unit time.Duration) {
 
 	opts := func() []queue.ConsumerOption {
 		return []queue.ConsumerOption{
-			queue.Workers(1 + rng.IntN(4)), queue.Lease(lease), queue.MaxAttempts(4),
-			queue.Backoff(backoff.Constant(time.Duration(rng.IntN(3)) * unit)),
+			queue.WithWorkers(1 + rng.IntN(4)), queue.WithLease(lease), queue.WithMaxAttempts(4),
+			queue.WithBackoff(backoff.Constant(time.Duration(rng.IntN(3)) * unit)),
 		}
 	}
 	for round := range 4 {

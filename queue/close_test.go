@@ -19,13 +19,13 @@ type closeResult struct {
 // Close owns its handlers: when its ctx ends while a handler ignores the
 // cancellation, Close cancels it, then waits for it to return, keeps its job
 // leased meanwhile (the lease renewed: nobody else gets the job), settles it
-// and closes its pool. When Close returns, no goroutine of the consumer is
+// and waits for its workers. When Close returns, no goroutine of the consumer is
 // left.
 func TestCloseWaitsForHandlerIgnoringCancellation(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		others := goleak.IgnoreCurrent()
 		ctx := context.Background()
-		q, _ := New[string]()
+		q, _ := New[string](context.Background())
 		release := make(chan struct{})
 		started := make(chan struct{})
 		cause := make(chan error, 1)
@@ -34,7 +34,7 @@ func TestCloseWaitsForHandlerIgnoringCancellation(t *testing.T) {
 			<-release // ignores ctx
 			cause <- context.Cause(ctx)
 			return nil
-		}, Workers(1), Lease(time.Minute))
+		}, WithWorkers(1), WithLease(time.Minute))
 		if _, err := q.Enqueue(ctx, "stubborn"); err != nil {
 			t.Fatal(err)
 		}
@@ -73,7 +73,7 @@ func TestCloseWaitsForHandlerIgnoringCancellation(t *testing.T) {
 		if s, _ := q.Stats(ctx); s.Ready+s.InFlight+s.Delayed != 0 || s.Acked != 1 {
 			t.Errorf("stats after Close %+v: want the job acked", s)
 		}
-		// Every goroutine of the consumer (workers, pool, lease keeper) has
+		// Every goroutine of the consumer (workers, lease keeper, renewals) has
 		// returned.
 		goleak.VerifyNone(t, others)
 	})
@@ -122,11 +122,11 @@ func TestCloseReportExcludesJobSettledBeforeClose(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
 		b := &gatedBackend{Memory: NewMemory(), acked: make(chan struct{}), resume: make(chan struct{})}
-		q, err := New[int](WithBackend(b))
+		q, err := New[int](context.Background(), WithBackend(b))
 		if err != nil {
 			t.Fatal(err)
 		}
-		c, _ := q.Consume(ctx, func(context.Context, Job[int]) error { return nil }, Workers(1))
+		c, _ := q.Consume(ctx, func(context.Context, Job[int]) error { return nil }, WithWorkers(1))
 		if _, err := q.Enqueue(ctx, 1); err != nil {
 			t.Fatal(err)
 		}
@@ -155,7 +155,7 @@ func TestCloseReportsUnsettledJobAbandoned(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
 		b := &gatedBackend{Memory: NewMemory()}
-		q, err := New[int](WithBackend(b))
+		q, err := New[int](context.Background(), WithBackend(b))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -164,7 +164,7 @@ func TestCloseReportsUnsettledJobAbandoned(t *testing.T) {
 			close(started)
 			<-ctx.Done()
 			return context.Cause(ctx)
-		}, Workers(1), Lease(time.Minute))
+		}, WithWorkers(1), WithLease(time.Minute))
 		if _, err := q.Enqueue(ctx, 1); err != nil {
 			t.Fatal(err)
 		}

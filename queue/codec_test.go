@@ -22,7 +22,7 @@ type order struct {
 func TestDefaultCodecCopiesPayload(t *testing.T) {
 	ctx := context.Background()
 	b := queue.NewMemory()
-	q, err := queue.New[order](queue.WithBackend(bytesOnly{b}))
+	q, err := queue.New[order](context.Background(), queue.WithBackend(bytesOnly{b}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,7 +38,7 @@ func TestDefaultCodecCopiesPayload(t *testing.T) {
 	if d.Value != nil || string(d.Body) != `{"ID":7,"Items":["tea"]}` {
 		t.Fatalf("stored body %q, value %v: want JSON of the value at Enqueue", d.Body, d.Value)
 	}
-	if err := b.Bury(ctx, &d, queue.ReasonPermanent, queue.Attempt{Number: 1}); err != nil {
+	if _, err := b.Bury(ctx, &d, queue.ReasonPermanent, queue.Attempt{Number: 1}); err != nil {
 		t.Fatal(err)
 	}
 	for dl, err := range q.DeadLetters(ctx) {
@@ -54,16 +54,15 @@ func (failingCodec) Marshal(order) ([]byte, error)   { return nil, errors.New("n
 func (failingCodec) Unmarshal([]byte) (order, error) { return order{}, errors.New("no") }
 
 func TestCustomCodec(t *testing.T) {
-	q, err := queue.New[order](queue.WithBackend(bytesOnly{queue.NewMemory()}), queue.WithCodec[order](failingCodec{}))
+	q, err := queue.New[order](context.Background(), queue.WithBackend(bytesOnly{queue.NewMemory()}), queue.WithCodec[order](failingCodec{}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := q.Enqueue(context.Background(), order{}); err == nil || !strings.HasPrefix(err.Error(), "queue: encode payload") {
 		t.Fatalf("Enqueue with a failing codec: %v", err)
 	}
-	if _, err := queue.New[order](queue.WithCodec[string](stringCodec{})); err == nil {
-		t.Fatal("New accepted a codec for another type")
-	}
+	wantPanic(t, "queue: WithCodec(queue_test.stringCodec): not a Codec[queue_test.order], the queue's payload type",
+		func() { _, _ = queue.New[order](context.Background(), queue.WithCodec[string](stringCodec{})) })
 }
 
 type stringCodec struct{}
@@ -87,7 +86,7 @@ func (c panickyCodec) Unmarshal(b []byte) (string, error) {
 func TestCodecPanicDeadLettersTheJob(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
-		q, err := queue.New[string](queue.WithBackend(bytesOnly{queue.NewMemory()}), queue.WithCodec[string](panickyCodec{}))
+		q, err := queue.New[string](context.Background(), queue.WithBackend(bytesOnly{queue.NewMemory()}), queue.WithCodec[string](panickyCodec{}))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -95,7 +94,7 @@ func TestCodecPanicDeadLettersTheJob(t *testing.T) {
 		c, err := q.Consume(ctx, func(ctx context.Context, j queue.Job[string]) error {
 			handled = append(handled, j.Payload)
 			return nil
-		}, queue.Workers(1), queue.Lease(time.Second))
+		}, queue.WithWorkers(1), queue.WithLease(time.Second))
 		if err != nil {
 			t.Fatal(err)
 		}

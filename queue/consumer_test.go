@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/corral-go/corral/backoff"
-	"github.com/corral-go/corral/pool"
 	"github.com/corral-go/corral/retry"
 )
 
@@ -24,9 +23,9 @@ func TestConsumerGoexit(t *testing.T) {
 		ctx := context.Background()
 		dead := make(chan Event, 10)
 		acked := make(chan Event, 10)
-		q, err := New[int](WithHooks(Hooks{
-			OnDead:    func(e Event) { dead <- e },
-			OnSuccess: func(e Event) { acked <- e },
+		q, err := New[int](context.Background(), WithHooks(Hooks{
+			OnDead:    func(_ context.Context, e Event) { dead <- e },
+			OnSuccess: func(_ context.Context, e Event) { acked <- e },
 		}))
 		if err != nil {
 			t.Fatal(err)
@@ -46,7 +45,7 @@ func TestConsumerGoexit(t *testing.T) {
 			time.Sleep(time.Second)
 			running.Add(-1)
 			return nil
-		}, Workers(2))
+		}, WithWorkers(2))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -79,19 +78,8 @@ func TestConsumerGoexit(t *testing.T) {
 	})
 }
 
-func TestConsumerOptionsValidated(t *testing.T) {
-	q, _ := New[int]()
-	h := func(context.Context, Job[int]) error { return nil }
-	for _, o := range []ConsumerOption{Workers(0), Lease(0), MaxAttempts(0)} {
-		if c, err := q.Consume(context.Background(), h, o); err == nil {
-			_, _ = c.Close(context.Background())
-			t.Errorf("Consume accepted an invalid option")
-		}
-	}
-}
-
 func TestGeneratedIDs(t *testing.T) {
-	q, _ := New[int]()
+	q, _ := New[int](context.Background())
 	seen := map[string]bool{}
 	for i := range 3*idChunk + 5 {
 		id := q.newID()
@@ -103,7 +91,7 @@ func TestGeneratedIDs(t *testing.T) {
 		}
 		seen[id] = true
 	}
-	q2, _ := New[int]()
+	q2, _ := New[int](context.Background())
 	if id := q2.newID(); seen[id] {
 		t.Fatalf("two queues generated the same ID %q", id)
 	}
@@ -114,7 +102,7 @@ func TestStatsDeadLetteredTotal(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
 		dead := make(chan Event, 3)
-		q, _ := New[int](WithHooks(Hooks{OnDead: func(e Event) { dead <- e }}))
+		q, _ := New[int](context.Background(), WithHooks(Hooks{OnDead: func(_ context.Context, e Event) { dead <- e }}))
 		c, _ := q.Consume(ctx, func(ctx context.Context, j Job[int]) error {
 			switch j.Payload {
 			case 1:
@@ -125,7 +113,7 @@ func TestStatsDeadLetteredTotal(t *testing.T) {
 				return errors.New("flaky")
 			}
 			return nil
-		}, Workers(1), MaxAttempts(2), Backoff(backoff.Constant(time.Second)))
+		}, WithWorkers(1), WithMaxAttempts(2), WithBackoff(backoff.Constant(time.Second)))
 		for p := range 5 {
 			if _, err := q.Enqueue(ctx, p); err != nil {
 				t.Fatal(err)
@@ -153,7 +141,7 @@ func TestGeneratedIDsDeduplicated(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
 		m := NewMemory()
-		q, err := New[int](WithBackend(m), WithDedupHorizon(time.Minute))
+		q, err := New[int](context.Background(), WithBackend(m), WithDedupHorizon(time.Minute))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -182,7 +170,7 @@ func TestGeneratedIDsDeduplicated(t *testing.T) {
 			}
 		}
 		m.mu.Lock()
-		seen := len(m.seen)
+		seen := len(m.seen.seen)
 		m.mu.Unlock()
 		if seen != 10 { // the ten new ones; the first, 69 s old, was pruned by their enqueues
 			t.Fatalf("the horizon remembers %d IDs, want 10", seen)
@@ -205,14 +193,14 @@ func (e *nilErr) Error() string { return e.msg }
 // good. The worker goes on with c.
 func TestHandlerErrorThatPanicsIsPoison(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		q, _ := New[string]()
+		q, _ := New[string](context.Background())
 		c, err := q.Consume(context.Background(), func(ctx context.Context, j Job[string]) error {
 			if j.Payload == "b" {
 				var e *nilErr
 				return e
 			}
 			return nil
-		}, Workers(1))
+		}, WithWorkers(1))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -254,11 +242,11 @@ func (b *panickyReceive) Receive(ctx context.Context, lease time.Duration, d *De
 func TestBackendPanicStopsIntakeAndSurfacesInClose(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := &panickyReceive{Memory: NewMemory()}
-		q, err := New[string](WithBackend(b))
+		q, err := New[string](context.Background(), WithBackend(b))
 		if err != nil {
 			t.Fatal(err)
 		}
-		c, err := q.Consume(context.Background(), func(ctx context.Context, j Job[string]) error { return nil }, Workers(1))
+		c, err := q.Consume(context.Background(), func(ctx context.Context, j Job[string]) error { return nil }, WithWorkers(1))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -271,7 +259,7 @@ func TestBackendPanicStopsIntakeAndSurfacesInClose(t *testing.T) {
 			defer func() { p = recover() }()
 			_, _ = c.Close(context.Background())
 		}()
-		if pe, ok := p.(*pool.PanicError); !ok || pe.Value != "broken backend" || !bytes.Contains(pe.Stack, []byte("panickyReceive")) {
+		if pe, ok := p.(*PanicError); !ok || pe.Where != "Backend.Receive" || pe.Value != "broken backend" || !bytes.Contains(pe.Stack, []byte("panickyReceive")) {
 			t.Fatalf("Close panicked with %#v; want the backend's panic, with its stack", p)
 		}
 		if _, err := c.Close(context.Background()); !errors.Is(err, ErrClosed) {

@@ -16,15 +16,15 @@ import (
 // fail(attempt) until it returns nil, and returns the time between the
 // starts of its attempts. Handlers take no time, so each gap is exactly the
 // redelivery delay chosen.
-func gaps(t *testing.T, p backoff.Policy, fail func(attempt int) error) []time.Duration {
+func gaps(t *testing.T, p backoff.Schedule, fail func(attempt int) error) []time.Duration {
 	ctx := context.Background()
 	acked := make(chan struct{})
-	q, _ := New[int](WithHooks(Hooks{OnSuccess: func(Event) { close(acked) }}))
+	q, _ := New[int](context.Background(), WithHooks(Hooks{OnSuccess: func(context.Context, Event) { close(acked) }}))
 	var starts []time.Time
 	c, err := q.Consume(ctx, func(ctx context.Context, j Job[int]) error {
 		starts = append(starts, time.Now())
 		return fail(j.Attempt)
-	}, Workers(1), MaxAttempts(100), Backoff(p))
+	}, WithWorkers(1), WithMaxAttempts(100), WithBackoff(p))
 	if err != nil {
 		t.Fatal(err)
 	}

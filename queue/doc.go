@@ -4,22 +4,23 @@
 // explicit and visible: stored (ready, delayed, in flight), acked, or dead
 // with a reason and its attempt history.
 //
-//	q, err := queue.New[Email](queue.WithCapacity(10_000), queue.WithOverflow(queue.Reject))
+//	q, err := queue.New[Email](ctx, queue.WithCapacity(10_000), queue.WithOverflow(queue.Reject))
 //	...
+//	defer q.Close(shutdownCtx) // closes the consumers and the backend
 //	id, err := q.Enqueue(ctx, Email{To: "ada@example.com"}, queue.WithKey("ada@example.com"))
 //	if errors.Is(err, queue.ErrFull) { /* shed load */ }
 //
 //	c, err := q.Consume(ctx, func(ctx context.Context, job queue.Job[Email]) error {
 //		return send(ctx, job.Payload) // nil acks; an error retries with backoff
-//	}, queue.Workers(8), queue.MaxAttempts(5))
+//	}, queue.WithWorkers(8), queue.WithMaxAttempts(5))
 //	...
-//	report, err := c.Close(shutdownCtx) // drains; what is left stays queued
+//	report, err := c.Drain(shutdownCtx) // works off the backlog, then closes
 //
 // # Guarantees
 //
 //   - Enqueue is bounded: a capacity and an [Overflow] policy (Block, Reject,
 //     DropNewest, DropOldest). A job evicted by DropOldest goes to the dead
-//     letters with [ReasonOverflow]; nothing is dropped silently.
+//     letters with [ReasonEvicted]; nothing is dropped silently.
 //   - An ID enqueued again while its job is stored, or within the dedup
 //     horizon ([WithDedupHorizon]), is not stored twice: Enqueue returns
 //     [ErrDuplicate].
@@ -31,16 +32,42 @@
 //     cause [ErrLeaseExpired] and its job is redelivered (the attempt is
 //     spent). A job is never in flight twice at once: while its handler
 //     runs, the consumer renews the job's lease in the backend.
+//   - An attempt is a handler run: every backend counts one when a handler
+//     starts ([Backend.Start]), and none for a delivery that never reached
+//     a handler (released at shutdown, or prefetched by a process that
+//     died). [WithMaxAttempts] and [Job.Attempt] count handler runs.
+//   - Every buffer is bounded, the dead letters included
+//     ([WithDeadLetterLimit]: the oldest is evicted, counted and reported),
+//     and the in-memory backend gives its memory back once drained.
+//   - Faults are visible: a broker backend bounds every request with a
+//     deadline and fails with [ErrUnavailable] when the broker cannot be
+//     reached in time (an Enqueue may then have stored the job: enqueue
+//     again with the same ID); [Queue.Health] tells "no work" from "no
+//     broker".
 //   - Every goroutine has an owner: [Consumer.Close] returns only after every
 //     handler has returned (at its deadline it cancels them, then still
 //     waits), so a handler must return once its context is done.
+//     [Queue.Close] closes the queue's consumers and its backend, which the
+//     queue owns.
+//   - Shutdown keeps its word: [Consumer.Drain] works off the backlog (ready,
+//     delayed and in-flight jobs, those enqueued meanwhile included) before
+//     it closes, or stops at its ctx and says so. What survives the process
+//     is the backend's: with [Memory], nothing; with a broker backend, every
+//     stored job and dead letter.
 //   - Jobs with the same ordering key ([WithKey]) are handled one at a time
 //     in enqueue order. A failing job holds its key, through its retry
 //     delays, until it is acked or dead-lettered; other keys run in parallel.
 //   - Accounting: every accepted job ends acked, dead-lettered, or still
-//     stored in the backend. [Consumer.Close] reports what happened during
-//     the drain; jobs it did not finish stay in the backend for the next
-//     consumer of the same queue.
+//     stored in the backend. [Consumer.Drain] and [Consumer.Close] report
+//     what happened to the jobs they handled; jobs they did not finish stay
+//     in the backend for the next consumer of the same queue.
+//   - Panics have one shape: a recovered panic is a *[PanicError] (Where,
+//     Value, Stack), whether a handler, a hook or the backend panicked.
+//   - Misuse panics at once, in the caller's goroutine, with a "queue:"
+//     message naming the call: an option with an impossible setting
+//     ("queue: WithMaxAttempts(0): need at least 1"), a nil option, context
+//     or handler, and the methods of a zero Queue or Consumer ("queue: zero
+//     Queue: use queue.New"). Returned errors are the environment's.
 //
 // # Backends
 //
@@ -56,3 +83,15 @@
 // package, so a queue with the in-memory backend created inside a
 // testing/synctest bubble runs on the bubble's virtual clock.
 package queue
+
+// Where things are: queue.go holds Queue (New, Enqueue, the dead letters, Close), stats.go
+// Stats, id.go generated IDs, codec.go payload encoding, options.go every option, hooks.go
+// Hooks, Event and PanicError, backend.go the Backend interface and what crosses it;
+// consumer.go the Consumer, worker.go its worker loops, settle.go how a job is settled,
+// lease.go the keeper (lease timing and renewal), drain.go Consumer.Drain, health.go Health.
+// The in-memory backend: memory.go (Memory, Open, Close, Stats, trim), memory_enqueue.go,
+// memory_receive.go (receive and settle), memory_dead.go, memory_entry.go (entries, their
+// lists and heaps), memory_wait.go (wake-one waiter lists), memory_dedup.go. fastpath.go
+// holds the unexported optional interfaces through which Memory does faster what Backend
+// offers (values without a codec, enqueue of generated IDs, receive with its time, ack with
+// the next job), looked for once by New.

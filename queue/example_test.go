@@ -14,10 +14,11 @@ import (
 // Enqueue jobs, handle them on two workers, and ack by returning nil.
 func Example() {
 	ctx := context.Background()
-	q, err := queue.New[string]()
+	q, err := queue.New[string](ctx)
 	if err != nil {
 		panic(err)
 	}
+	defer q.Close(ctx)
 	for _, name := range []string{"ada", "grace", "ken"} {
 		if _, err := q.Enqueue(ctx, name, queue.WithID("greet-"+name)); err != nil {
 			panic(err)
@@ -33,7 +34,7 @@ func Example() {
 		mu.Unlock()
 		done <- struct{}{}
 		return nil // ack
-	}, queue.Workers(2))
+	}, queue.WithWorkers(2))
 	if err != nil {
 		panic(err)
 	}
@@ -54,10 +55,11 @@ func Example_deadLetters() {
 	ctx := context.Background()
 	dead := make(chan string, 1)
 	acked := make(chan string, 1)
-	q, _ := queue.New[string](queue.WithHooks(queue.Hooks{
-		OnDead:    func(e queue.Event) { dead <- e.ID },
-		OnSuccess: func(e queue.Event) { acked <- e.ID },
+	q, _ := queue.New[string](context.Background(), queue.WithHooks(queue.Hooks{
+		OnDead:    func(_ context.Context, e queue.Event) { dead <- e.ID },
+		OnSuccess: func(_ context.Context, e queue.Event) { acked <- e.ID },
 	}))
+	defer q.Close(ctx)
 	var fixed sync.Mutex // held while the handler is buggy
 	buggy := true
 	handle := func(ctx context.Context, job queue.Job[string]) error {
@@ -68,7 +70,7 @@ func Example_deadLetters() {
 		}
 		return nil
 	}
-	c, _ := q.Consume(ctx, handle, queue.Workers(1))
+	c, _ := q.Consume(ctx, handle, queue.WithWorkers(1))
 	_, _ = q.Enqueue(ctx, "{bad json", queue.WithID("order-7"))
 	<-dead
 
@@ -100,7 +102,8 @@ func Example_orderingKey() {
 	var mu sync.Mutex
 	var log []string
 	done := make(chan struct{}, 3)
-	q, _ := queue.New[string](queue.WithHooks(queue.Hooks{OnSuccess: func(queue.Event) { done <- struct{}{} }}))
+	q, _ := queue.New[string](ctx, queue.WithHooks(queue.Hooks{OnSuccess: func(context.Context, queue.Event) { done <- struct{}{} }}))
+	defer q.Close(ctx)
 	for _, step := range []string{"created", "paid", "shipped"} {
 		_, _ = q.Enqueue(ctx, step, queue.WithKey("order-42"))
 	}
@@ -112,7 +115,7 @@ func Example_orderingKey() {
 			return errors.New("payment service unavailable")
 		}
 		return nil
-	}, queue.Workers(4), queue.Backoff(backoff.Constant(10*time.Millisecond)))
+	}, queue.WithWorkers(4), queue.WithBackoff(backoff.Constant(10*time.Millisecond)))
 	for range 3 {
 		<-done
 	}
@@ -132,7 +135,8 @@ func Example_orderingKey() {
 // Jobs it did not finish stay in the queue for the next consumer.
 func ExampleConsumer_Close() {
 	ctx := context.Background()
-	q, _ := queue.New[int]()
+	q, _ := queue.New[int](ctx)
+	defer q.Close(ctx)
 	for i := range 5 {
 		_, _ = q.Enqueue(ctx, i, queue.WithKey("one-at-a-time"))
 	}
@@ -141,7 +145,7 @@ func ExampleConsumer_Close() {
 		close(started)
 		<-ctx.Done() // a long job: runs until Close gives up on it
 		return context.Cause(ctx)
-	}, queue.Workers(2))
+	}, queue.WithWorkers(2))
 	<-started
 
 	deadline, cancel := context.WithTimeout(ctx, 10*time.Millisecond)

@@ -16,7 +16,7 @@ import (
 // other.)
 func TestExplicitIDCannotTakeAGeneratedOne(t *testing.T) {
 	ctx := context.Background()
-	q, err := queue.New[int]()
+	q, err := queue.New[int](context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}

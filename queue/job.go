@@ -27,7 +27,10 @@ type Job[T any] struct {
 	// StartBy is the start-by deadline (zero: none). A job first delivered
 	// after StartBy is dead-lettered with [ReasonExpired] instead of handled.
 	StartBy time.Time
-	// Attempt is the number of this delivery: 1 for the first one.
+	// Attempt is the number of this handler run: 1 for the first. Every
+	// backend counts handler runs only (see [WithMaxAttempts]): a delivery that
+	// never reached a handler, such as a job released at shutdown or
+	// prefetched by a process that died, does not count.
 	Attempt int
 	// EnqueuedAt is when the queue accepted the job. It is read from the
 	// monotonic clock against a wall-clock reading at most a second old, so
@@ -49,8 +52,8 @@ const (
 	ReasonPermanent Reason = "permanent"
 	// ReasonPanic: the handler panicked (a poison job).
 	ReasonPanic Reason = "panic"
-	// ReasonOverflow: the job was evicted by the DropOldest overflow policy.
-	ReasonOverflow Reason = "overflow"
+	// ReasonEvicted: the job was evicted by the DropOldest overflow policy.
+	ReasonEvicted Reason = "evicted"
 	// ReasonExpired: the job was not started before its start-by deadline.
 	ReasonExpired Reason = "expired"
 )
@@ -59,14 +62,17 @@ const (
 type Attempt struct {
 	// Number is the attempt number, 1 for the first.
 	Number int
-	// Start and End bound the attempt. For a job dead-lettered without
-	// running (overflow, expired) both are the time of the decision. A
+	// Start is when the attempt started. For a job dead-lettered without
+	// running (evicted, expired) it is the time of the decision. A
 	// consumer's worker that takes its next job from the in-memory backend
 	// as it acks the last one starts it at its keeper's latest reading of
-	// the clock, which it takes every 10ms at most (see [Lease]): Start is
-	// then up to that much early (even before the job's EnqueuedAt), or
+	// the clock, which it takes every 10ms at most (see [WithLease]): Start
+	// is then up to that much early (even before the job's EnqueuedAt), or
 	// more when every core of the machine is busy.
-	Start, End time.Time
+	Start time.Time
+	// End is when the attempt ended (for a job dead-lettered without
+	// running, the time of the decision, as Start).
+	End time.Time
 	// Error is the text of the error the attempt ended with.
 	Error string
 }

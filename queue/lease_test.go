@@ -19,7 +19,7 @@ import (
 // job never reaches the next.
 func TestLeaseExpiryDoesNotReachNextJob(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		q, _ := New[string]()
+		q, _ := New[string](context.Background())
 		type result struct {
 			job     string
 			cause   error
@@ -34,7 +34,7 @@ func TestLeaseExpiryDoesNotReachNextJob(t *testing.T) {
 			}
 			results <- result{j.Payload, context.Cause(ctx), time.Since(start)}
 			return nil
-		}, Workers(1), Lease(lease))
+		}, WithWorkers(1), WithLease(lease))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -76,7 +76,7 @@ func TestLeaseExpiryDoesNotReachNextJob(t *testing.T) {
 // once, whatever the renewals and expiries did.
 func TestLeaseRenewalRacesJobEnd(t *testing.T) {
 	const jobs = 20000
-	q, _ := New[int]()
+	q, _ := New[int](context.Background())
 	var handled atomic.Int64
 	done := make(chan struct{})
 	c, err := q.Consume(context.Background(), func(ctx context.Context, j Job[int]) error {
@@ -84,7 +84,7 @@ func TestLeaseRenewalRacesJobEnd(t *testing.T) {
 			close(done)
 		}
 		return nil
-	}, Workers(4), Lease(300*time.Microsecond), MaxAttempts(1000))
+	}, WithWorkers(4), WithLease(300*time.Microsecond), WithMaxAttempts(1000))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,7 +116,7 @@ func TestBackToBackJobStartsAtKeepersClock(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const pairs = 20
 		dead := make(chan struct{}, pairs)
-		q, _ := New[string](WithHooks(Hooks{OnDead: func(Event) { dead <- struct{}{} }}))
+		q, _ := New[string](context.Background(), WithHooks(Hooks{OnDead: func(context.Context, Event) { dead <- struct{}{} }}))
 		var mu sync.Mutex
 		started := map[string]time.Time{}
 		c, err := q.Consume(context.Background(), func(ctx context.Context, j Job[string]) error {
@@ -128,7 +128,7 @@ func TestBackToBackJobStartsAtKeepersClock(t *testing.T) {
 				return retry.Permanent(errors.New("dead on purpose"))
 			}
 			return nil
-		}, Workers(1))
+		}, WithWorkers(1))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -168,7 +168,7 @@ func TestBackToBackJobStartsAtKeepersClock(t *testing.T) {
 // reading.
 func TestKeeperParksAndDropsItsClock(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		q, _ := New[string]()
+		q, _ := New[string](context.Background())
 		release := make(chan struct{})
 		c, err := q.Consume(context.Background(), func(ctx context.Context, j Job[string]) error {
 			switch j.Payload {
@@ -178,7 +178,7 @@ func TestKeeperParksAndDropsItsClock(t *testing.T) {
 				time.Sleep(time.Millisecond) // long enough for the keeper to see it
 			}
 			return nil
-		}, Workers(1))
+		}, WithWorkers(1))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -220,7 +220,7 @@ func (b slowExtend) Extend(ctx context.Context, d *Delivery, lease time.Duration
 // still cancelled within 10.625ms.
 func TestSlowRenewalsDoNotDelayExpiry(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		q, err := New[string](WithBackend(slowExtend{NewMemory()}))
+		q, err := New[string](context.Background(), WithBackend(slowExtend{NewMemory()}))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -235,7 +235,7 @@ func TestSlowRenewalsDoNotDelayExpiry(t *testing.T) {
 			<-ctx.Done()
 			got <- result{context.Cause(ctx), time.Since(start)}
 			return nil
-		}, Workers(1), Lease(lease))
+		}, WithWorkers(1), WithLease(lease))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -42,6 +42,9 @@ func TestMemoryLifecycle(t *testing.T) {
 		if err := m.Receive(ctx, time.Minute, &d2); err != nil || d2.ID != "b" {
 			t.Fatalf("receive: %v %q", err, d2.ID)
 		}
+		if err := m.Start(ctx, &d2); err != nil { // a handler runs on b, and its process dies
+			t.Fatal(err)
+		}
 		if got := time.Since(start); got != time.Second {
 			t.Fatalf("delayed job delivered after %v, want 1s", got)
 		}
@@ -62,7 +65,7 @@ func TestMemoryLifecycle(t *testing.T) {
 		if err := m.Ack(ctx, &d2); err != ErrLeaseLost {
 			t.Fatalf("ack of expired lease: %v, want ErrLeaseLost", err)
 		}
-		if err := m.Bury(ctx, &d3, ReasonPermanent, Attempt{Number: 2, Error: "boom"}); err != nil {
+		if _, err := m.Bury(ctx, &d3, ReasonPermanent, Attempt{Number: 2, Error: "boom"}); err != nil {
 			t.Fatal(err)
 		}
 		var dead []DeadMessage
@@ -94,6 +97,17 @@ func open(t *testing.T, cfg Config) *Memory {
 func mustEnqueue(t *testing.T, m *Memory, msg Message) EnqueueResult {
 	t.Helper()
 	res, err := m.Enqueue(context.Background(), msg)
+	if err != nil {
+		t.Fatalf("Enqueue %s: %v", msg.ID, err)
+	}
+	return res
+}
+
+// mustEnqueueFresh enqueues msg as a job whose ID the queue generated
+// (see freshEnqueuer).
+func mustEnqueueFresh(t *testing.T, m *Memory, msg Message) EnqueueResult {
+	t.Helper()
+	res, err := m.enqueueFresh(context.Background(), msg)
 	if err != nil {
 		t.Fatalf("Enqueue %s: %v", msg.ID, err)
 	}
@@ -176,7 +190,7 @@ func TestMemoryDropOldestVictims(t *testing.T) {
 		for dm := range m.DeadLetters(ctx) {
 			reasons = append(reasons, dm.Reason)
 		}
-		if len(reasons) != 2 || reasons[0] != ReasonOverflow || reasons[1] != ReasonOverflow {
+		if len(reasons) != 2 || reasons[0] != ReasonEvicted || reasons[1] != ReasonEvicted {
 			t.Fatalf("dead letter reasons %v", reasons)
 		}
 	})
@@ -251,7 +265,7 @@ func TestMemoryReleaseExtendRedrive(t *testing.T) {
 		if s, _ := m.Stats(ctx); s.InFlight != 1 {
 			t.Fatalf("stats %+v: the extended lease expired", s)
 		}
-		if err := m.Bury(ctx, &d, ReasonPermanent, Attempt{Number: 1}); err != nil {
+		if _, err := m.Bury(ctx, &d, ReasonPermanent, Attempt{Number: 1}); err != nil {
 			t.Fatal(err)
 		}
 		if err := m.Extend(ctx, &d, time.Hour); err != ErrLeaseLost {
@@ -298,8 +312,8 @@ func TestMemoryHorizonPruning(t *testing.T) {
 			time.Sleep(time.Second)
 		}
 		m.mu.Lock()
-		m.prune(time.Now())
-		n, fifo := len(m.seen), len(m.seenFIFO)-m.seenHead
+		m.seen.prune(time.Now(), time.Minute)
+		n, fifo := len(m.seen.seen), m.seen.fifo.n
 		m.mu.Unlock()
 		if n != 59 || fifo != 59 {
 			t.Fatalf("remembering %d IDs (%d in order), want the 59 younger than the horizon", n, fifo)
@@ -354,15 +368,11 @@ func TestMemoryInboxOrderCapacityAndEviction(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
 		m := open(t, Config{Capacity: 4, Overflow: Reject})
-		for _, msg := range []Message{
-			{ID: freshID(1), fresh: true},
-			{ID: "keyed", Key: "k"},
-			{ID: freshID(2), fresh: true},
-			{ID: freshID(3), fresh: true},
-		} {
-			mustEnqueue(t, m, msg)
-		}
-		if _, err := m.Enqueue(ctx, Message{ID: freshID(4), fresh: true}); !errors.Is(err, ErrFull) {
+		mustEnqueueFresh(t, m, Message{ID: freshID(1)})
+		mustEnqueue(t, m, Message{ID: "keyed", Key: "k"})
+		mustEnqueueFresh(t, m, Message{ID: freshID(2)})
+		mustEnqueueFresh(t, m, Message{ID: freshID(3)})
+		if _, err := m.enqueueFresh(ctx, Message{ID: freshID(4)}); !errors.Is(err, ErrFull) {
 			t.Fatalf("fifth job into a capacity of 4: err %v, want ErrFull", err)
 		}
 		if s, _ := m.Stats(ctx); s.Ready != 4 {
@@ -378,9 +388,9 @@ func TestMemoryInboxOrderCapacityAndEviction(t *testing.T) {
 		}
 
 		m = open(t, Config{Capacity: 2, Overflow: DropOldest})
-		mustEnqueue(t, m, Message{ID: freshID(1), fresh: true})
-		mustEnqueue(t, m, Message{ID: freshID(2), fresh: true})
-		res := mustEnqueue(t, m, Message{ID: freshID(3), fresh: true})
+		mustEnqueueFresh(t, m, Message{ID: freshID(1)})
+		mustEnqueueFresh(t, m, Message{ID: freshID(2)})
+		res := mustEnqueueFresh(t, m, Message{ID: freshID(3)})
 		if !slices.Equal(res.Evicted, []string{freshID(1)}) {
 			t.Fatalf("evicted %q, want the oldest, %q", res.Evicted, freshID(1))
 		}
@@ -406,7 +416,7 @@ func TestMemoryInboxWakesReceiver(t *testing.T) {
 			got <- d.ID
 		}()
 		synctest.Wait()
-		mustEnqueue(t, m, Message{ID: freshID(7), fresh: true})
+		mustEnqueueFresh(t, m, Message{ID: freshID(7)})
 		if id := <-got; id != freshID(7) {
 			t.Fatalf("received %q, want %q", id, freshID(7))
 		}
@@ -423,11 +433,11 @@ func TestMemoryBlockedFreshProducers(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
 		m := open(t, Config{Capacity: 1, Overflow: Block})
-		mustEnqueue(t, m, Message{ID: freshID(0), fresh: true})
+		mustEnqueueFresh(t, m, Message{ID: freshID(0)})
 		done := make(chan error, 3)
 		for i := 1; i <= 3; i++ {
 			go func() {
-				_, err := m.Enqueue(ctx, Message{ID: freshID(i), fresh: true})
+				_, err := m.enqueueFresh(ctx, Message{ID: freshID(i)})
 				done <- err
 			}()
 		}
@@ -467,11 +477,11 @@ func TestMemoryDeadLettersOrderAndRedrive(t *testing.T) {
 	m := open(t, Config{})
 	ids := []string{freshID(1), freshID(2), freshID(3), freshID(4), freshID(5)}
 	for _, id := range ids {
-		mustEnqueue(t, m, Message{ID: id, fresh: true})
+		mustEnqueueFresh(t, m, Message{ID: id})
 	}
 	for range ids {
 		d := receive(t, m)
-		if err := m.Bury(ctx, &d, ReasonPermanent, Attempt{Number: 1}); err != nil {
+		if _, err := m.Bury(ctx, &d, ReasonPermanent, Attempt{Number: 1}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -502,7 +512,7 @@ func TestMemoryDeadLettersOrderAndRedrive(t *testing.T) {
 	if d.ID != ids[1] {
 		t.Fatalf("received %s, want the redriven %s", d.ID, ids[1])
 	}
-	if err := m.Bury(ctx, &d, ReasonAttempts, Attempt{Number: 1}); err != nil {
+	if _, err := m.Bury(ctx, &d, ReasonAttempts, Attempt{Number: 1}); err != nil {
 		t.Fatal(err)
 	}
 	// A job enqueued with a dead letter's ID blocks its redrive.
@@ -526,9 +536,9 @@ func TestMemoryDeadLettersOrderAndRedrive(t *testing.T) {
 	if d = receive(t, m); d.ID != ids[0] || m.Ack(ctx, &d) != nil { // the job enqueued explicitly
 		t.Fatalf("received %s, want %s acked", d.ID, ids[0])
 	}
-	mustEnqueue(t, m, Message{ID: freshID(6), fresh: true})
+	mustEnqueueFresh(t, m, Message{ID: freshID(6)})
 	d = receive(t, m)
-	if err := m.Bury(ctx, &d, ReasonPermanent, Attempt{Number: 1}); err != nil {
+	if _, err := m.Bury(ctx, &d, ReasonPermanent, Attempt{Number: 1}); err != nil {
 		t.Fatal(err)
 	}
 	if got, want := list(), []string{ids[3], ids[4], freshID(6)}; !slices.Equal(got, want) {
@@ -543,14 +553,14 @@ func TestMemoryDeadLettersOrderAndRedrive(t *testing.T) {
 func TestMemoryHandedOutMessagesAreNotFresh(t *testing.T) {
 	ctx := context.Background()
 	m := open(t, Config{})
-	mustEnqueue(t, m, Message{ID: freshID(1), fresh: true})
-	mustEnqueue(t, m, Message{ID: freshID(2), fresh: true})
+	mustEnqueueFresh(t, m, Message{ID: freshID(1)})
+	mustEnqueueFresh(t, m, Message{ID: freshID(2)})
 	d := receive(t, m)
 	if _, err := m.Enqueue(ctx, d.Message); !errors.Is(err, ErrDuplicate) {
 		t.Fatalf("enqueue of a received message: %v, want ErrDuplicate", err)
 	}
 	d2 := receive(t, m)
-	if err := m.Bury(ctx, &d2, ReasonPermanent, Attempt{Number: 1}); err != nil {
+	if _, err := m.Bury(ctx, &d2, ReasonPermanent, Attempt{Number: 1}); err != nil {
 		t.Fatal(err)
 	}
 	for dm, err := range m.DeadLetters(ctx) {
@@ -582,8 +592,8 @@ func TestMemoryAckNextHoldsUntilExtended(t *testing.T) {
 		mustEnqueue(t, m, Message{ID: "b", Value: "b"})
 		ancient := time.Now().Add(-time.Hour) // an hour-old reading
 		d := receiveThenHold(t, m, ancient, "b")
-		if !d.at.Equal(ancient) {
-			t.Errorf("b delivered at %v, want the time given, %v", d.at, ancient)
+		if at := d.Token.(*entry).leaseStart; !at.Equal(ancient) {
+			t.Errorf("b delivered at %v, want the time given, %v", at, ancient)
 		}
 		try := func() (Delivery, error) {
 			var got Delivery
@@ -598,7 +608,11 @@ func TestMemoryAckNextHoldsUntilExtended(t *testing.T) {
 		if s, _ := m.Stats(ctx); s.InFlight != 1 || s.Ready != 0 {
 			t.Fatalf("stats %+v: want b in flight", s)
 		}
-		// Extend gives the lease an end: after it, b comes back.
+		// Extend gives the lease an end: after it, b comes back (started,
+		// so with its attempt spent).
+		if err := m.Start(ctx, &d); err != nil {
+			t.Fatal(err)
+		}
 		if err := m.Extend(ctx, &d, time.Minute); err != nil {
 			t.Fatal(err)
 		}

@@ -1,0 +1,74 @@
+package queue
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/corral-go/corral/internal/panics"
+)
+
+// decode returns the payload of m.
+func (q *Queue[T]) decode(m *Message) (T, error) {
+	if q.values {
+		v, ok := m.Value.(T)
+		if !ok && m.Value != nil {
+			var zero T
+			return zero, fmt.Errorf("queue: payload is %T, want %T", m.Value, zero)
+		}
+		return v, nil
+	}
+	return q.unmarshal(m.Body)
+}
+
+// unmarshal decodes data with the codec, and returns a panic of the codec
+// as an error: a payload that makes the codec panic fails to decode like any
+// bad payload, and its job is dead-lettered (see worker.handle), instead of
+// the panic taking down the worker that holds the job, over and over at
+// each redelivery.
+func (q *Queue[T]) unmarshal(data []byte) (v T, err error) {
+	var catch panics.Catcher
+	defer func() {
+		if p := catch.Panic; p != nil {
+			err = fmt.Errorf("queue: codec panicked decoding the payload: %v\n%s", p.Value, p.Stack)
+		}
+	}()
+	defer catch.Recover()
+	v, err = q.codec.Unmarshal(data)
+	catch.Returned()
+	return v, err
+}
+
+func (q *Queue[T]) job(m *Message) (Job[T], error) {
+	p, err := q.decode(m)
+	return Job[T]{
+		ID: m.ID, Payload: p, Key: m.Key, NotBefore: m.NotBefore, StartBy: m.StartBy,
+		Attempt: m.Attempt, EnqueuedAt: m.EnqueuedAt,
+	}, err
+}
+
+// defaultCodec passes []byte and string through and uses JSON otherwise.
+type defaultCodec[T any] struct{}
+
+func (defaultCodec[T]) Marshal(v T) ([]byte, error) {
+	switch p := any(v).(type) {
+	case []byte:
+		return append([]byte(nil), p...), nil
+	case string:
+		return []byte(p), nil
+	}
+	return json.Marshal(v)
+}
+
+func (defaultCodec[T]) Unmarshal(data []byte) (T, error) {
+	var v T
+	switch p := any(&v).(type) {
+	case *[]byte:
+		*p = append([]byte(nil), data...)
+		return v, nil
+	case *string:
+		*p = string(data)
+		return v, nil
+	}
+	err := json.Unmarshal(data, &v)
+	return v, err
+}

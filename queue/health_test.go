@@ -1,0 +1,197 @@
+package queue
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+// outage is a Memory that fails Enqueue and Receive with ErrUnavailable while
+// down is set, and says how often it reconnected.
+type outage struct {
+	*Memory
+	down       atomic.Bool
+	reconnects atomic.Uint64
+}
+
+var errOutage = fmt.Errorf("test broker: %w", ErrUnavailable)
+
+func (b *outage) Enqueue(ctx context.Context, m Message) (EnqueueResult, error) {
+	if b.down.Load() {
+		return EnqueueResult{}, errOutage
+	}
+	return b.Memory.Enqueue(ctx, m)
+}
+
+func (b *outage) Receive(ctx context.Context, lease time.Duration, d *Delivery) error {
+	if b.down.Load() {
+		return errOutage
+	}
+	return b.Memory.Receive(ctx, lease, d)
+}
+
+func (b *outage) Stats(ctx context.Context) (BackendStats, error) {
+	if b.down.Load() {
+		return BackendStats{}, errOutage
+	}
+	return b.Memory.Stats(ctx)
+}
+
+func (b *outage) Reconnects() uint64 { return b.reconnects.Load() }
+
+type ctxKey struct{}
+
+// Health follows the backend's answers: an ErrUnavailable makes it
+// unreachable, with the error and the time, and the next answer (even an
+// ErrDuplicate) reachable again; OnHealth sees each change once, with the
+// ctx of the call that found it; the reconnect count comes from the backend.
+func TestHealthFollowsBackendAnswers(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := &outage{Memory: NewMemory()}
+		var (
+			mu      sync.Mutex
+			changes []Health
+		)
+		q, err := New[string](context.Background(), WithBackend(b), WithHooks(Hooks{OnHealth: func(ctx context.Context, h Health) {
+			if ctx.Value(ctxKey{}) != "enqueue" {
+				t.Errorf("OnHealth ctx %v: want the Enqueue's", ctx)
+			}
+			mu.Lock()
+			changes = append(changes, h)
+			mu.Unlock()
+		}}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		if h := q.Health(); !h.Reachable || !h.Since.Equal(start) || h.LastError != nil {
+			t.Fatalf("new queue's health %+v: want reachable since its creation, no error", h)
+		}
+		ctx := context.WithValue(context.Background(), ctxKey{}, "enqueue")
+		enqueueOK(t, q, "a", WithID("a"))
+		time.Sleep(time.Minute)
+		b.down.Store(true)
+		b.reconnects.Store(3)
+		for range 2 {
+			if _, err := q.Enqueue(ctx, "b", WithID("b")); !errors.Is(err, ErrUnavailable) {
+				t.Fatalf("Enqueue during the outage: %v, want ErrUnavailable", err)
+			}
+		}
+		down := time.Now()
+		h := q.Health()
+		if h.Reachable || !h.Since.Equal(down) || !errors.Is(h.LastError, ErrUnavailable) || !h.LastErrorAt.Equal(down) || h.Reconnects != 3 {
+			t.Fatalf("health during the outage %+v: want unreachable since %v, its error, 3 reconnects", h, down)
+		}
+		if s, err := q.Stats(ctx); !errors.Is(err, ErrUnavailable) || s.Health.Reachable || s.Health.Reconnects != 3 {
+			t.Errorf("Stats: %v, health %+v: want the outage", err, s.Health)
+		}
+		time.Sleep(time.Minute)
+		b.down.Store(false)
+		if _, err := q.Enqueue(ctx, "a again", WithID("a")); !errors.Is(err, ErrDuplicate) {
+			t.Fatalf("Enqueue after the outage: %v, want ErrDuplicate", err)
+		}
+		up := time.Now()
+		if h := q.Health(); !h.Reachable || !h.Since.Equal(up) || !errors.Is(h.LastError, ErrUnavailable) {
+			t.Fatalf("health after the outage %+v: want reachable since %v, the outage's error kept", h, up)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if len(changes) != 2 || changes[0].Reachable || !changes[0].Since.Equal(down) || !changes[1].Reachable || !changes[1].Since.Equal(up) {
+			t.Fatalf("OnHealth saw %+v: want down at %v, then up at %v", changes, down, up)
+		}
+	})
+}
+
+// A consumer whose Receive fails with ErrUnavailable makes the queue
+// unreachable, and reachable again once Receive answers: the operator tells
+// a broker outage from an empty queue.
+func TestHealthSeesConsumerOutage(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := &outage{Memory: NewMemory()}
+		b.down.Store(true)
+		q, err := New[string](context.Background(), WithBackend(b))
+		if err != nil {
+			t.Fatal(err)
+		}
+		handled := make(chan string, 1)
+		c, err := q.Consume(context.Background(), func(ctx context.Context, j Job[string]) error {
+			handled <- j.Payload
+			return nil
+		}, WithWorkers(1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		if h := q.Health(); h.Reachable {
+			t.Fatalf("health %+v while Receive fails: want unreachable", h)
+		}
+		b.down.Store(false)
+		enqueueOK(t, q, "x")
+		if p := <-handled; p != "x" {
+			t.Fatalf("handled %q", p)
+		}
+		if h := q.Health(); !h.Reachable {
+			t.Fatalf("health %+v after Receive answered: want reachable", h)
+		}
+		if _, err := c.Close(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if s, _ := q.Stats(context.Background()); s.BackendErrors == 0 {
+			t.Errorf("stats %+v: want the failed receives counted", s)
+		}
+	})
+}
+
+// ackedBeforeExtend is a Memory whose Extend waits until its delivery was
+// acked, then extends: a renewal that raced its job's ack.
+type ackedBeforeExtend struct {
+	*Memory
+	extending chan struct{} // closed when Extend was called
+	acked     chan struct{} // closed when Ack returned
+	once      sync.Once
+}
+
+func (b *ackedBeforeExtend) Extend(ctx context.Context, d *Delivery, lease time.Duration) error {
+	b.once.Do(func() { close(b.extending) })
+	<-b.acked
+	return b.Memory.Extend(ctx, d, lease)
+}
+
+func (b *ackedBeforeExtend) Ack(ctx context.Context, d *Delivery) error {
+	err := b.Memory.Ack(ctx, d)
+	close(b.acked)
+	return err
+}
+
+// A lease renewal that loses the race with its job's ack gets ErrLeaseLost
+// though no job was affected: it is not counted in Stats.BackendErrors.
+func TestRenewalRacingAckIsNoBackendError(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := &ackedBeforeExtend{Memory: NewMemory(), extending: make(chan struct{}), acked: make(chan struct{})}
+		q, err := New[string](context.Background(), WithBackend(b))
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := q.Consume(context.Background(), func(ctx context.Context, j Job[string]) error {
+			<-b.extending // a renewal is on its way: end the job under it
+			return nil
+		}, WithWorkers(1), WithLease(time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		enqueueOK(t, q, "x")
+		<-b.acked
+		if _, err := c.Close(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		s, _ := q.Stats(context.Background())
+		if s.Acked != 1 || s.BackendErrors != 0 {
+			t.Fatalf("stats %+v: want 1 acked and no backend error", s)
+		}
+	})
+}

@@ -1,0 +1,129 @@
+package queue
+
+import (
+	"container/heap"
+	"container/list"
+	"context"
+	"iter"
+	"slices"
+	"time"
+)
+
+// Bury implements Backend.
+func (m *Memory) Bury(ctx context.Context, d *Delivery, reason Reason, a Attempt) (BuryResult, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	e, err := m.leasedEntry(d)
+	if err != nil {
+		return BuryResult{}, err
+	}
+	var res BuryResult
+	res.DeadEvicted = m.bury(e, reason, a, m.clk.Now(), nil)
+	return res, nil
+}
+
+// bury moves e to the dead letters, evicting the oldest dead letters beyond
+// the limit, whose IDs it appends to evicted and returns. m.mu held.
+func (m *Memory) bury(e *entry, reason Reason, a Attempt, now time.Time, evicted []string) []string {
+	switch e.state {
+	case stateReady:
+		m.ready.remove(e)
+	case stateDelayed:
+		heap.Remove(&m.timed, e.heapIdx)
+	case stateLeased:
+		m.dropLease(e)
+	}
+	dm := &DeadMessage{Message: e.msg, Reason: reason, At: now}
+	dm.Attempt = e.attempt
+	dm.History = append(make([]Attempt, 0, len(e.history)+1), e.history...)
+	dm.History = append(dm.History, a)
+	if old := m.deadIDs[dm.ID]; old != nil {
+		// A later job with the same ID: the newer dead letter replaces
+		// the older, so that Redrive and Purge name one.
+		m.dropDead(old)
+	}
+	m.deadIDs[dm.ID] = m.dead.PushBack(dm)
+	m.deadPeak = max(m.deadPeak, len(m.deadIDs))
+	for m.dead.Len() > m.cfg.deadLimit() {
+		old := m.dead.Front()
+		evicted = append(evicted, old.Value.(*DeadMessage).ID)
+		m.dropDead(old)
+	}
+	m.remove(e)
+	return evicted
+}
+
+// DeadLetters implements Backend. The listing is a snapshot taken when the
+// iteration starts.
+func (m *Memory) DeadLetters(ctx context.Context) iter.Seq2[DeadMessage, error] {
+	return func(yield func(DeadMessage, error) bool) {
+		m.mu.Lock()
+		snap := make([]DeadMessage, 0, m.dead.Len())
+		for el := m.dead.Front(); el != nil; el = el.Next() {
+			dm := *el.Value.(*DeadMessage)
+			dm.History = slices.Clone(dm.History)
+			snap = append(snap, dm)
+		}
+		m.mu.Unlock()
+		for _, d := range snap {
+			if err := ctx.Err(); err != nil {
+				yield(DeadMessage{}, context.Cause(ctx))
+				return
+			}
+			if !yield(d, nil) {
+				return
+			}
+		}
+	}
+}
+
+// dropDead deletes the dead letter el. m.mu held.
+func (m *Memory) dropDead(el *list.Element) {
+	delete(m.deadIDs, el.Value.(*DeadMessage).ID)
+	m.dead.Remove(el)
+}
+
+// Redrive implements Backend. The redriven job skips the dedup horizon and
+// capacity's Block (it fails with ErrFull instead) but not its own ID.
+func (m *Memory) Redrive(ctx context.Context, id string) error {
+	m.mu.Lock()
+	dl := m.deadIDs[id]
+	if dl == nil {
+		m.mu.Unlock()
+		return ErrNotFound
+	}
+	// Not m.stored(id), whose search for generated IDs would make
+	// redriving every dead letter quadratic: the one job the queue gave
+	// this ID to is this dead letter (the queue refuses an explicit ID it
+	// has yet to generate), so a stored job with it was enqueued with it
+	// explicitly, or redriven, and is in ids.
+	m.drain()
+	if _, ok := m.ids[id]; ok {
+		m.mu.Unlock()
+		return ErrDuplicate
+	}
+	if !m.reserve() {
+		m.mu.Unlock()
+		return ErrFull
+	}
+	msg := dl.Value.(*DeadMessage).Message
+	m.dropDead(dl)
+	// A redriven job is a new job: fresh attempts, new enqueue time, no
+	// delay or start-by deadline; the dedup horizon does not apply to it.
+	msg.EnqueuedAt, msg.NotBefore, msg.StartBy = time.Time{}, time.Time{}, time.Time{}
+	m.store(msg, false, time.Time{}, m.clk.Now()) // in ids from now on
+	m.mu.Unlock()
+	return nil
+}
+
+// Purge implements Backend.
+func (m *Memory) Purge(ctx context.Context, id string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	dl := m.deadIDs[id]
+	if dl == nil {
+		return ErrNotFound
+	}
+	m.dropDead(dl)
+	return nil
+}

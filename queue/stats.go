@@ -1,0 +1,130 @@
+package queue
+
+import (
+	"context"
+	"sync/atomic"
+	"time"
+)
+
+// counters are the queue's cumulative counts (this process's view). The
+// producers' counts and the consumers' counts sit on separate cache lines,
+// so that a producer and a worker counting at once do not contend.
+type counters struct {
+	enqueued, duplicates, rejected, dropped atomic.Uint64
+	_                                       [64]byte
+	acked, retried, backendErrors           atomic.Uint64
+	dead                                    [numReasons]atomic.Uint64
+	deadEvicted                             atomic.Uint64
+}
+
+// reasons lists the dead-letter reasons; counters.dead counts each at its
+// index here.
+var reasons = [...]Reason{ReasonAttempts, ReasonPermanent, ReasonPanic, ReasonEvicted, ReasonExpired}
+
+const numReasons = len(reasons)
+
+func reasonIndex(r Reason) int {
+	for i, x := range reasons {
+		if x == r {
+			return i
+		}
+	}
+	return 0
+}
+
+// Stats is a snapshot of a queue: the backend's gauges (what it stores now:
+// Ready, InFlight, Delayed, Dead, Lag) and this process's counters since
+// New (totals that only grow: Enqueued to BackendErrors). A gauge and a
+// counter of the same word differ: Dead is the dead letters kept now,
+// after purges and redrives; DeadLettered the jobs this process has
+// dead-lettered.
+type Stats struct {
+	// Ready is the depth: jobs waiting to be handled now (including jobs
+	// queued behind a busy ordering key). Ready+InFlight+Delayed is what
+	// the backend stores.
+	Ready int
+	// InFlight counts jobs being handled (leased).
+	InFlight int
+	// Delayed counts jobs waiting for their delay or retry backoff.
+	Delayed int
+	// Dead counts the dead letters kept now.
+	Dead int
+	// Lag is the age of the oldest stored job (0 if none).
+	Lag time.Duration
+
+	// Enqueued counts accepted jobs (redriven ones included).
+	Enqueued uint64
+	// Duplicates counts Enqueue calls that returned ErrDuplicate.
+	Duplicates uint64
+	// Rejected counts Enqueue calls that returned ErrFull.
+	Rejected uint64
+	// Dropped counts Enqueue calls that returned ErrDropped.
+	Dropped uint64
+	// Acked counts jobs handled successfully.
+	Acked uint64
+	// Retried counts failed attempts scheduled for redelivery.
+	Retried uint64
+	// DeadLettered counts jobs dead-lettered, by reason.
+	DeadLettered map[Reason]uint64
+	// DeadEvicted counts dead letters deleted to keep the dead letters
+	// within the limit (see [WithDeadLetterLimit]).
+	DeadEvicted uint64
+	// BackendErrors counts the backend calls of this process's consumers
+	// that failed, other than by the consumer's own shutdown: a receive
+	// (retried after a backoff), a lease renewal, or the settling of a job
+	// (ack, retry, release or dead letter), whose job the backend then
+	// redelivers when its lease ends. A growing count is a backend in
+	// trouble, or leases too short for the handlers. A renewal refused
+	// because the job was settled meanwhile is not counted: no job was
+	// affected.
+	BackendErrors uint64
+
+	// Health is the queue's [Health] when the snapshot was taken.
+	Health Health
+}
+
+// DeadLetteredTotal returns the number of jobs dead-lettered, all reasons
+// together: the sum of s.DeadLettered.
+func (s Stats) DeadLetteredTotal() uint64 {
+	var n uint64
+	for _, v := range s.DeadLettered {
+		n += v
+	}
+	return n
+}
+
+// Stats returns a snapshot of the queue. If the backend's gauges cannot be
+// read (or the queue is closed: ErrClosed), it returns the error with the
+// counters and Health all the same, and the gauges (Ready, InFlight,
+// Delayed, Dead, Lag) zero.
+func (q *Queue[T]) Stats(ctx context.Context) (Stats, error) {
+	err := q.usable()
+	var bs BackendStats
+	if err == nil {
+		bs, err = q.backend.Stats(ctx)
+	}
+	q.observe(ctx, err)
+	if err != nil {
+		bs = BackendStats{}
+	}
+	s := Stats{
+		Ready: bs.Ready, InFlight: bs.InFlight, Delayed: bs.Delayed, Dead: bs.Dead,
+		DeadEvicted:   q.c.deadEvicted.Load(),
+		Enqueued:      q.c.enqueued.Load(),
+		Duplicates:    q.c.duplicates.Load(),
+		Rejected:      q.c.rejected.Load(),
+		Dropped:       q.c.dropped.Load(),
+		Acked:         q.c.acked.Load(),
+		Retried:       q.c.retried.Load(),
+		BackendErrors: q.c.backendErrors.Load(),
+		DeadLettered:  make(map[Reason]uint64, numReasons),
+	}
+	for i, r := range reasons {
+		s.DeadLettered[r] = q.c.dead[i].Load()
+	}
+	if !bs.Oldest.IsZero() {
+		s.Lag = time.Since(bs.Oldest)
+	}
+	s.Health = q.Health()
+	return s, err
+}

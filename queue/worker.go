@@ -1,0 +1,319 @@
+package queue
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/corral-go/corral/backoff"
+	"github.com/corral-go/corral/internal/panics"
+)
+
+// worker is the state of one worker loop, reused for every job so that
+// handling a job allocates nothing of its own.
+type worker[T any] struct {
+	c *Consumer[T]
+	d Delivery
+
+	// With a quickConsumer backend, acking a job also takes the next ready
+	// one into d, in one step (ackNext): hasNext says d holds it, as if
+	// Receive had returned it.
+	hasNext bool
+	// at is when a quickConsumer backend leased the job in d (receiveAt,
+	// or the time given to ackNext), zero with any other backend.
+	at time.Time
+	// in is the Backend method the worker is calling, if any: the Where of
+	// a panic in it.
+	in backendCall
+
+	// st is the lease state of the job in d: the count of deliveries
+	// handled (its generation, shifted by stShift) and the st* bits. The
+	// worker starts and ends a lease without mu (see endLease). The
+	// keeper and renew, which act on a running handler from their own
+	// goroutines, hold mu and claim the generation first.
+	st atomic.Uint64
+
+	// The keeper's own record of the handler it saw running: its
+	// generation, and when the keeper first saw it (a time at or after
+	// its start, as time since the keeper began).
+	seenGen uint64
+	seenAt  time.Duration
+
+	mu     sync.Mutex // serialises the claims on st, and guards the fields below
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+}
+
+// The bits of worker.st.
+const (
+	// stRunning: a handler runs on d. renew renews its lease, and the
+	// keeper cancels it once it has run for the consumer's lease.
+	stRunning = 1 << iota
+	// stClaimed: the keeper or renew, holding mu, acts on this
+	// generation (reads d, cancels ctx). The worker cannot end the lease
+	// under it: it waits for mu instead.
+	stClaimed
+	// stExpired: the keeper cancelled this generation's handler at the
+	// end of its lease.
+	stExpired
+
+	stShift = iota
+)
+
+// backendCall names a Backend method a worker calls (see worker.in).
+type backendCall uint8
+
+const (
+	callNone backendCall = iota
+	callReceive
+	callStart
+	callAck
+	callNack
+	callRelease
+	callBury
+	callExtend
+)
+
+// where is the PanicError.Where of a panic on a worker calling b.
+func (b backendCall) where() string {
+	return [...]string{"Consumer", "Backend.Receive", "Backend.Start", "Backend.Ack", "Backend.Nack",
+		"Backend.Release", "Backend.Bury", "Backend.Extend"}[b]
+}
+
+// run is a worker loop (serve), and what follows its end, on a goroutine
+// of c.loops.
+func (w *worker[T]) run() {
+	var catch panics.Catcher
+	defer w.exit(&catch)
+	defer catch.Recover()
+	w.serve()
+	catch.Returned()
+}
+
+// exit ends the worker loop, which ended as catch says.
+func (w *worker[T]) exit(catch *panics.Catcher) {
+	c := w.c
+	switch {
+	case catch.Panic != nil:
+		// A panic outside the handler, the hooks and the codec, which
+		// handle contains: in a Backend method, or a bug of corral's.
+		// Another loop would likely panic the same way: stop intake
+		// instead, and keep the panic for Close.
+		c.loopPanic.CompareAndSwap(nil, &PanicError{Where: w.in.where(), Value: catch.Panic.Value, Stack: catch.Panic.Stack})
+		c.recvCancel(errLoopPanic)
+	case catch.Goexit && c.recv.Err() == nil:
+		// The handler called runtime.Goexit: its job is settled and this
+		// goroutine is ending; carry on in a fresh one.
+		c.loops.Go(w.run)
+		return
+	}
+	if w.hasNext {
+		// Taken by the last ack, and the loop ended before handling it:
+		// give it back. (No user code runs between the ack and the top of
+		// the loop today, so this guards a later change.)
+		w.hasNext = false
+		w.settle(c.base, c.counting.Load(), opRelease, 0, Attempt{}, Event{})
+	}
+	c.mu.Lock()
+	c.running--
+	if c.running == 0 {
+		close(c.drained)
+	}
+	c.mu.Unlock()
+}
+
+// serve receives, handles and settles jobs until intake stops.
+func (w *worker[T]) serve() {
+	c := w.c
+	// Backend failures (a broker unreachable) are retried after a capped,
+	// jittered backoff, so that the workers do not retry in step.
+	errDelays := receiveBackoff.Sequence()
+	for {
+		var err error
+		if w.hasNext {
+			w.hasNext = false
+		} else {
+			if c.draining.Load() {
+				// Nothing in hand: Drain may find the backlog empty.
+				select {
+				case c.idle <- struct{}{}:
+				default: // a wake-up is pending
+				}
+			}
+			w.in = callReceive
+			w.at, err = c.receive(&w.d)
+			w.in = callNone
+			c.observe(c.recv, err)
+		}
+		if err != nil {
+			if c.recv.Err() != nil {
+				return
+			}
+			c.q.c.backendErrors.Add(1)
+			t := time.NewTimer(errDelays.Next())
+			select {
+			case <-t.C:
+			case <-c.recv.Done():
+			}
+			t.Stop()
+			continue
+		}
+		errDelays.Reset()
+		if c.recv.Err() != nil {
+			// Close started while the job was being received.
+			w.settle(c.base, c.counting.Load(), opRelease, 0, Attempt{}, Event{})
+			return
+		}
+		w.handle()
+	}
+}
+
+// receive receives a job into d, and returns when the backend leased it if
+// the backend is a quickConsumer (zero otherwise).
+func (c *Consumer[T]) receive(d *Delivery) (time.Time, error) {
+	if c.quick != nil {
+		return c.quick.receiveAt(c.recv, c.backendLease(), d)
+	}
+	return time.Time{}, c.q.backend.Receive(c.recv, c.backendLease(), d)
+}
+
+// receiveBackoff spaces a worker's retries of a failing Receive.
+var receiveBackoff = backoff.Exponential(10*time.Millisecond, 2, 5*time.Second,
+	backoff.WithJitter(backoff.EqualJitter))
+
+// handle runs the handler for the job in w.d and settles it.
+func (w *worker[T]) handle() {
+	c := w.c
+	q := c.q
+	d := &w.d
+	// The start-by deadline is for the first start only: a job released
+	// at shutdown comes back with Attempt 1 but Redelivered.
+	startBy := d.Attempt == 1 && !d.Redelivered && !d.StartBy.IsZero()
+	// When a quickConsumer backend handed the job over (see worker.at):
+	// the start, or a little before it if the time was the keeper's. The
+	// start-by deadline is checked against the clock itself.
+	now := w.at
+	if now.IsZero() || startBy {
+		now = q.clk.Now()
+	}
+	job, ok := w.admit(now, startBy)
+	if !ok || !w.start() {
+		return
+	}
+	hctx := w.startLease()
+	var (
+		catch    panics.Catcher
+		herr     error
+		runStart time.Time // when the handler started, if a hook gets its Duration
+	)
+	// Runs on return, panic and runtime.Goexit alike, after catch.Recover.
+	defer func() { w.finish(hctx, &catch, herr, now, runStart) }()
+	defer catch.Recover()
+	// OnStart runs under the settle defer: whatever it does, the job is
+	// settled. A panic in it is recovered (see callHook).
+	if h := q.hooks.OnStart; h != nil {
+		callHook(hctx, c, "OnStart", h, Event{ID: d.ID, Key: d.Key, Attempt: d.Attempt})
+	}
+	if c.timed {
+		runStart = time.Now()
+	}
+	herr = c.h(hctx, job)
+	catch.Returned()
+}
+
+// admit decodes the job in w.d, or dead-letters it (and reports false) if
+// its handler must not run: its payload cannot be decoded, it has no
+// attempt left, or it missed its start-by deadline (checked if startBy).
+// now is the time of its start.
+func (w *worker[T]) admit(now time.Time, startBy bool) (Job[T], bool) {
+	c := w.c
+	d := &w.d
+	job, err := c.q.job(&d.Message)
+	var reason Reason
+	switch {
+	case err != nil:
+		reason = ReasonPermanent
+	case d.Attempt > c.opts.maxAttempts:
+		// The last attempt's lease expired in the backend (its consumer
+		// was gone): no attempt left.
+		err = fmt.Errorf("queue: delivered %d times, max attempts %d", d.Attempt, c.opts.maxAttempts)
+		reason = ReasonAttempts
+	case startBy && now.After(d.StartBy):
+		err = errors.New("queue: not started by " + d.StartBy.Format(time.RFC3339Nano))
+		reason = ReasonExpired
+	default:
+		return job, true
+	}
+	w.settle(c.base, c.counting.Load(), opBury, 0, Attempt{Number: d.Attempt, Start: now, End: now, Error: err.Error()},
+		Event{Reason: reason, Err: err})
+	return job, false
+}
+
+// start records in the backend that the handler starts on the job in w.d
+// (Backend.Start), and reports whether it may run. If the backend fails,
+// the job goes back unattempted, or to its lease if the backend cannot
+// take it back either.
+func (w *worker[T]) start() bool {
+	c := w.c
+	w.in = callStart
+	err := c.q.backend.Start(c.bg, &w.d)
+	w.in = callNone
+	if err == nil {
+		return true
+	}
+	c.observe(c.bg, err)
+	if c.bg.Err() == nil {
+		c.q.c.backendErrors.Add(1)
+	}
+	if errors.Is(err, ErrLeaseLost) {
+		w.d = Delivery{}
+		if c.counting.Load() {
+			c.mu.Lock()
+			c.report.Abandoned++
+			c.mu.Unlock()
+		}
+		return false
+	}
+	w.settle(c.base, c.counting.Load(), opRelease, 0, Attempt{}, Event{})
+	return false
+}
+
+// finish settles the job in w.d once its handler, started at now (its
+// run timed from runStart, if a hook gets its Duration), ended as catch
+// says, returning herr. Whether the job is Drain's or Close's to report is
+// decided as the handler returns, before it is settled: a caller who saw it
+// settled called them later.
+func (w *worker[T]) finish(hctx context.Context, catch *panics.Catcher, herr error, now, runStart time.Time) {
+	c := w.c
+	counted := c.counting.Load()
+	var panicErr error
+	switch {
+	case catch.Panic != nil:
+		panicErr = &PanicError{Where: "Handler", Value: catch.Panic.Value, Stack: catch.Panic.Stack}
+	case catch.Goexit:
+		panicErr = errGoexit
+	}
+	failed := herr != nil || panicErr != nil
+	var end time.Time
+	if failed || c.timed {
+		end = time.Now()
+	}
+	leaseOver := w.endLease()
+	shutdown := !leaseOver && c.base.Err() != nil
+	a := Attempt{Number: w.d.Attempt, Start: now}
+	if failed {
+		a.End = end
+	}
+	var ev Event
+	o, delay := opAck, time.Duration(0)
+	if failed {
+		o, delay, ev = w.outcome(herr, panicErr, leaseOver, shutdown, &a)
+	}
+	if c.timed && !runStart.IsZero() {
+		ev.Duration = end.Sub(runStart)
+	}
+	w.settle(hctx, counted, o, delay, a, ev)
+}
