@@ -44,7 +44,7 @@ func (b broken) Nack(ctx context.Context, d *queue.Delivery, delay time.Duration
 	return b.Backend.Nack(ctx, d, delay, a)
 }
 
-func (b broken) Bury(ctx context.Context, d *queue.Delivery, r queue.Reason, a queue.Attempt) error {
+func (b broken) Bury(ctx context.Context, d *queue.Delivery, r queue.Reason, a queue.Attempt) (queue.BuryResult, error) {
 	if b.defect == "no-history" {
 		a = queue.Attempt{}
 	}

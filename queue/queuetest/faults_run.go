@@ -1,0 +1,301 @@
+package queuetest
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/corral-go/corral/queue"
+)
+
+// event is one line of a worker's report, with when the suite read it.
+type event struct {
+	kind, id, arg string
+	worker        int
+	at            time.Time
+}
+
+// faultRun is one scenario: a queue with a fresh name, the test's own queue on it (the
+// producer's, and the view of stats and dead letters), worker processes, and what they
+// reported.
+type faultRun struct {
+	t    *testing.T
+	f    Faults
+	size faultSize
+	name string
+	q    *queue.Queue[string]
+	ctx  context.Context // ends at the scenario's bound
+
+	mu       sync.Mutex // guards the fields below
+	workers  []*workerProc
+	events   []event
+	accepted map[string]bool
+	payload  map[string]string
+	enqErrs  int // Enqueue calls that failed with ErrUnavailable (retried)
+	changed  chan struct{}
+}
+
+func newFaultRun(t *testing.T, f Faults, size faultSize) *faultRun {
+	t.Helper()
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	name := fmt.Sprintf("F%x", b)
+	ctx, cancel := context.WithTimeout(context.Background(), size.limit)
+	t.Cleanup(cancel)
+	be, release, err := f.Open(f.Broker.Addr(), name)
+	if err != nil {
+		t.Fatalf("open: %v", err)
+	}
+	t.Cleanup(release)
+	q, err := queue.New[string](context.Background(), queue.WithBackend(be), queue.WithDedupHorizon(faultHorizon))
+	if err != nil {
+		t.Fatalf("queue.New: %v", err)
+	}
+	t.Cleanup(func() { _ = q.Close(context.Background()) }) // before release: Cleanup runs last first
+	r := &faultRun{t: t, f: f, size: size, name: name, q: q, ctx: ctx,
+		accepted: map[string]bool{}, payload: map[string]string{}, changed: make(chan struct{}, 1)}
+	t.Cleanup(r.killWorkers)
+	return r
+}
+
+func (r *faultRun) record(worker int, line string) {
+	f := strings.Fields(line)
+	if len(f) < 2 {
+		r.t.Errorf("worker %d: bad line %q", worker, line)
+		return
+	}
+	e := event{kind: f[0], id: f[1], worker: worker, at: time.Now()}
+	if len(f) > 2 {
+		e.arg = f[2]
+	}
+	r.mu.Lock()
+	r.events = append(r.events, e)
+	r.mu.Unlock()
+	r.notify()
+}
+
+func (r *faultRun) notify() {
+	select {
+	case r.changed <- struct{}{}:
+	default:
+	}
+}
+
+// jobID is the ID of job i of a scenario; keyOf its ordering key (a third of the jobs are
+// spread over eight keys).
+func jobID(i int) string { return fmt.Sprintf("j-%05d", i) }
+
+func keyOf(i int) string {
+	if i%3 != 0 {
+		return ""
+	}
+	return fmt.Sprintf("k%d", i%8)
+}
+
+// produce enqueues jobs 0 to n-1 with payload(i), one every gap, retrying an Enqueue that
+// failed with ErrUnavailable with the same ID (an ErrDuplicate then means the job was stored).
+// It returns once every job is accepted, or with a test error at the scenario's bound. It runs
+// on a goroutine of its own (startProducer) or on the test's.
+func (r *faultRun) produce(n int, gap time.Duration, payload func(i int) string) {
+	r.produceRange(0, n, gap, payload)
+}
+
+// produceRange is produce for jobs from to to-1.
+func (r *faultRun) produceRange(from, to int, gap time.Duration, payload func(i int) string) {
+	for i := from; i < to; i++ {
+		id, p := jobID(i), payload(i)
+		r.mu.Lock()
+		r.payload[id] = p
+		r.mu.Unlock()
+		opts := []queue.EnqueueOption{queue.WithID(id)}
+		if k := keyOf(i); k != "" {
+			opts = append(opts, queue.WithKey(k))
+		}
+		retried := false
+		for {
+			ctx, cancel := context.WithTimeout(r.ctx, 10*r.f.CallTimeout)
+			_, err := r.q.Enqueue(ctx, p, opts...)
+			cancel()
+			if err == nil || retried && errors.Is(err, queue.ErrDuplicate) {
+				break
+			}
+			if r.ctx.Err() != nil {
+				r.t.Errorf("producer: job %s not accepted within the scenario's bound: %v", id, err)
+				return
+			}
+			if !errors.Is(err, queue.ErrUnavailable) {
+				r.t.Errorf("producer: Enqueue(%s): %v, want nil or an error matching ErrUnavailable", id, err)
+				return
+			}
+			r.mu.Lock()
+			r.enqErrs++
+			r.mu.Unlock()
+			retried = true
+			time.Sleep(50 * time.Millisecond) // a retry pace, not a synchronisation
+		}
+		r.mu.Lock()
+		r.accepted[id] = true
+		r.mu.Unlock()
+		if gap > 0 {
+			time.Sleep(gap)
+		}
+	}
+}
+
+// startProducer runs produce on a goroutine, waited for at the end of the test (and by the
+// returned channel, closed when it returns).
+func (r *faultRun) startProducer(n int, gap time.Duration, payload func(i int) string) <-chan struct{} {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		r.produce(n, gap, payload)
+	}()
+	r.t.Cleanup(func() { <-done })
+	return done
+}
+
+// waitFor waits until cond holds (checked on every report and every 100ms), failing the test
+// at the scenario's bound with what.
+func (r *faultRun) waitFor(what string, cond func() bool) {
+	r.t.Helper()
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		select {
+		case <-r.changed:
+		case <-tick.C:
+		case <-r.ctx.Done():
+			r.t.Fatalf("timed out waiting for %s\n%s", what, r.diagnosis())
+		}
+	}
+}
+
+// diagnosis describes what is left: the stats, the workers, and the events of the jobs not
+// reported settled (at most 20 of them).
+func (r *faultRun) diagnosis() string {
+	var b strings.Builder
+	ctx, cancel := context.WithTimeout(context.Background(), 2*r.f.CallTimeout)
+	defer cancel()
+	s, err := r.q.Stats(ctx)
+	fmt.Fprintf(&b, "stats %+v (%v)\n", s, err)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for i, w := range r.workers {
+		state := "running"
+		select {
+		case <-w.done:
+			state = fmt.Sprint("exited: ", w.err)
+		default:
+		}
+		fmt.Fprintf(&b, "worker %d: %s\n", i, state)
+	}
+	byID := map[string][]string{}
+	done := map[string]bool{}
+	for _, e := range r.events {
+		byID[e.id] = append(byID[e.id], fmt.Sprintf("%d:%s%s", e.worker, e.kind, e.arg))
+		if e.kind == "A" || e.kind == "D" {
+			done[e.id] = true
+		}
+	}
+	var left []string
+	for id := range r.accepted {
+		if !done[id] {
+			left = append(left, id)
+		}
+	}
+	slices.Sort(left)
+	fmt.Fprintf(&b, "%d of %d accepted jobs not reported settled\n", len(left), len(r.accepted))
+	for _, id := range left[:min(len(left), 20)] {
+		fmt.Fprintf(&b, "  %s (%s): %v\n", id, r.payload[id], byID[id])
+	}
+	return b.String()
+}
+
+// settledCount returns how many distinct jobs were reported acked or dead-lettered.
+func (r *faultRun) settledCount() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	done := map[string]bool{}
+	for _, e := range r.events {
+		if e.kind == "A" || e.kind == "D" {
+			done[e.id] = true
+		}
+	}
+	return len(done)
+}
+
+// drained waits until the backend stores nothing and every accepted job was reported settled
+// (or handled by a worker that was killed, which may have acked it without reporting).
+func (r *faultRun) drained(n int) {
+	r.t.Helper()
+	last := time.Time{}
+	r.waitFor("every job settled", func() bool {
+		if time.Since(last) < 500*time.Millisecond {
+			return false
+		}
+		last = time.Now()
+		r.mu.Lock()
+		all := len(r.accepted) == n
+		r.mu.Unlock()
+		if !all {
+			return false
+		}
+		s, err := r.q.Stats(r.ctx)
+		return err == nil && s.Ready+s.InFlight+s.Delayed == 0
+	})
+}
+
+// ackAfter returns the time of the first ack reported after t, waiting for it.
+func (r *faultRun) ackAfter(t time.Time) time.Duration {
+	var got time.Time
+	r.waitFor("an ack after the fault", func() bool {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		for _, e := range r.events {
+			if e.kind == "A" && e.at.After(t) && (got.IsZero() || e.at.Before(got)) {
+				got = e.at
+			}
+		}
+		return !got.IsZero()
+	})
+	return got.Sub(t)
+}
+
+// recovered measures and checks the time from t, the end of a fault, to the next ack.
+func (r *faultRun) recovered(what string, t time.Time) time.Duration {
+	d := r.ackAfter(t)
+	if bound := r.f.RecoveryBound(); d > bound {
+		r.t.Errorf("%s: recovered after %v, beyond the bound %v", what, d, bound)
+	}
+	return d
+}
+
+// outage checks, with the only server down, that the queue says so: Stats fails with
+// ErrUnavailable within the call timeout (and a little more), and Health is unreachable, with
+// the error.
+func (r *faultRun) outage() {
+	r.t.Helper()
+	start := time.Now()
+	_, err := r.q.Stats(r.ctx)
+	if took := time.Since(start); !errors.Is(err, queue.ErrUnavailable) || took > 2*r.f.CallTimeout+time.Second {
+		r.t.Errorf("Stats with the server down: %v after %v, want ErrUnavailable within the call timeout %v", err, took, r.f.CallTimeout)
+	}
+	if h := r.q.Health(); h.Reachable || !errors.Is(h.LastError, queue.ErrUnavailable) {
+		r.t.Errorf("health with the server down %+v: want unreachable, with the outage's error", h)
+	}
+}
+
+// healthy checks that the queue is reachable again once a call got an answer.
+func (r *faultRun) healthy() {
+	r.t.Helper()
+	r.waitFor("the queue reachable again", func() bool {
+		_, err := r.q.Stats(r.ctx)
+		return err == nil && r.q.Health().Reachable
+	})
+}
