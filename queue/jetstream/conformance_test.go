@@ -1,6 +1,7 @@
 package jetstream_test
 
 import (
+	"context"
 	"sync"
 	"testing"
 	"time"
@@ -44,11 +45,8 @@ func newBackendFunc(t *testing.T, opts ...jetstream.Option) func(t *testing.T) q
 		mu.Lock()
 		names = append(names, name)
 		mu.Unlock()
-		b, err := jetstream.New(js, name, opts...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = b.Close() })
+		b := jetstream.New(js, name, opts...)
+		t.Cleanup(func() { _ = b.Close(context.Background()) })
 		return b
 	}
 }

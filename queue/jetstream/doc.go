@@ -4,9 +4,9 @@
 //
 //	nc, _ := nats.Connect("nats://127.0.0.1:4222")
 //	js, _ := jetstream.New(nc)                  // github.com/nats-io/nats.go/jetstream
-//	b, _ := corraljs.New(js, "orders")          // this package
-//	defer b.Close()
-//	q, _ := queue.New[Order](queue.WithBackend(b), queue.WithCapacity(10_000))
+//	b := corraljs.New(js, "orders")             // this package: no I/O, no error
+//	q, err := queue.New[Order](ctx, queue.WithBackend(b), queue.WithCapacity(10_000))
+//	defer q.Close(ctx)                          // closes b too: the queue owns it
 //
 // This package lives in its own module, so that users of corral's core never download the
 // NATS client.
@@ -36,24 +36,65 @@
 // job ID is stable). Ack, Nack and dead-lettering wait for the broker's confirmation; a job whose
 // process dies is redelivered once its lease has run out.
 //
+// Every request to the broker has a deadline (WithCallTimeout, 5s by default): a reply lost
+// with a server (killed, failed over, or paused) becomes an error matching queue.ErrUnavailable
+// and a retry, never a stuck worker, and the consumers recover by themselves once the broker
+// serves again (see queue/queuetest.Faults.RecoveryBound for the bound the tests hold them to).
+// An Enqueue that fails with queue.ErrUnavailable may have stored the job: enqueue it again
+// with the same ID, and queue.ErrDuplicate then means it was.
+//
+// An attempt is a handler run: a job's attempts are counted in its state record when a handler
+// starts (Start), so a job a dead process had prefetched comes back with its attempts unspent,
+// and a job whose handler kills its process is dead-lettered after queue.WithMaxAttempts runs. The state
+// record is written compare-and-set: a job is not started twice at once, even by a server that
+// lost its consumer's state in a crash.
+//
+// An acked or dead-lettered job never comes back: nats-server 2.9 can lose, in a SIGKILL, the
+// removals it had made from a work-queue stream, and the backend finds such jobs from its own
+// records (the consumer's ack floor, the dead letters, and on servers older than 2.10 a
+// tombstone per acked job, kept ten minutes) and removes them, at the head of an ordering key,
+// among the deliveries after a reconnection, and in Stats. A job acked in the instant the
+// server crashed may still be handled once more: a duplicate handling, as at-least-once allows.
+//
 // An ID is taken while its job is stored (a precondition on the job's subject, checked by the
 // broker) and, with queue.WithDedupHorizon, for the horizon after its enqueue (the stream's
 // duplicate window is set to the horizon, so the promise is the broker's, not an emulation).
 // One limit: a job enqueued again with the same ID but another ordering key, after the horizon,
 // while the first is still stored, is not detected.
 //
+// The settings that every process shares (capacity, overflow, dedup horizon, dead-letter limit,
+// replicas, storage, and the consumers' lease) are recorded by the first process that opens
+// the queue; Open (and Consume, for the lease) fails in a process that asks for others, with an
+// error naming the setting and both values. WithReconfigure changes them deliberately.
+//
+// Dead letters are kept up to the queue's dead-letter limit (queue.WithDeadLetterLimit); beyond
+// it the oldest is deleted by the backend, and reported, never trimmed silently by the broker.
+//
 // Jobs with an ordering key are handled one at a time, in enqueue order, across all processes:
 // a worker handles a keyed job only if it is the oldest stored job of its key, and otherwise
 // hands it back to the broker with a short delay (which is not counted as an attempt). A failing
 // job holds its key until it is acked or dead-lettered.
 //
-// A job with a start time (queue.WithDelay, queue.NotBefore) is delivered, handed back with
+// A job with a start time (queue.WithDelay, queue.WithNotBefore) is delivered, handed back with
 // NakWithDelay until its time, and then handled; JetStream 2.9 has no scheduled messages.
 //
 // # Servers
 //
-// Any nats-server from 2.9.0 with JetStream works (the tests run against 2.14 embedded and
-// Debian's 2.9.10). WithReplicas(3) keeps every stream on three servers of a cluster.
+// Any nats-server from 2.9.0 with JetStream works; the tests run against Debian's 2.9.10
+// processes, one server and a cluster of three. WithReplicas(3) keeps every stream on three
+// servers of a cluster. Give the NATS connection a short ping interval (nats.PingInterval of a
+// second or two): a server that stalls without closing its connections is otherwise left for
+// another only after minutes.
+//
+// What survives a process: everything the queue stores. Every stored job (ready, delayed, in
+// flight: redelivered when its lease ends) and every dead letter is kept by the servers, on
+// disk (in their memory with WithMemoryStorage, lost when they restart), for the next process
+// that opens a queue of the same name. Closing the queue (queue.Queue's Close, which closes
+// the Backend) deletes nothing; Delete does.
+//
+// Bad input panics, naming the package and the call: New with a nil JetStream, an invalid
+// name or a nil option, an option with an impossible setting (WithReplicas(0)), and the
+// methods of a zero Backend ("jetstream: zero Backend: use jetstream.New").
 //
 // # Concurrency
 //
@@ -61,3 +102,7 @@
 // queue by each opening a Backend of the same name. Stats counts the jobs prefetched by other
 // processes as in flight.
 package jetstream
+
+// Layout: jetstream.go the Backend, New, options, Close; open.go and settings.go Open, streams,
+// shared settings; enqueue.go Enqueue, DropOldest; receive.go Receive, the prefetch pump; settle.go
+// Start to Bury; state.go job state, markers; dead.go, stats.go, resurrect.go, message.go, errors.go.

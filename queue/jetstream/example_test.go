@@ -14,9 +14,10 @@ import (
 	"github.com/corral-go/corral/queue/jetstream"
 )
 
-// A queue on JetStream: enqueue, handle, ack. The embedded server stands in for a real one;
-// only the URL changes.
-func Example() {
+// A queue on JetStream: New names the queue's streams (no I/O, no error), queue.New opens them,
+// and the queue's Close closes the backend, which it owns. Enqueue, handle, ack as in memory. The
+// embedded server stands in for a real one; only the URL changes.
+func ExampleNew() {
 	dir, _ := os.MkdirTemp("", "example")
 	defer os.RemoveAll(dir)
 	srv, _ := server.NewServer(&server.Options{
@@ -33,19 +34,16 @@ func Example() {
 	}
 	defer nc.Close()
 	js, _ := natsjs.New(nc)
-	b, err := jetstream.New(js, "greetings")
-	if err != nil {
-		panic(err)
-	}
-	defer b.Close()
+	b := jetstream.New(js, "greetings")
 	acked := make(chan string, 2)
-	q, err := queue.New[string](queue.WithBackend(b), queue.WithDedupHorizon(time.Minute),
-		queue.WithHooks(queue.Hooks{OnSuccess: func(e queue.Event) { acked <- e.ID }}))
-	if err != nil {
-		panic(err)
-	}
-
 	ctx := context.Background()
+	q, err := queue.New[string](ctx, queue.WithBackend(b), queue.WithDedupHorizon(time.Minute),
+		queue.WithHooks(queue.Hooks{OnSuccess: func(_ context.Context, e queue.Event) { acked <- e.ID }}))
+	if err != nil {
+		panic(err) // the server is out of reach, or the queue has other settings
+	}
+	defer q.Close(ctx) // closes b too
+
 	for _, name := range []string{"Ada", "Grace"} {
 		if _, err := q.Enqueue(ctx, name, queue.WithID("hello-"+name)); err != nil {
 			panic(err)
@@ -58,7 +56,7 @@ func Example() {
 	c, err := q.Consume(ctx, func(ctx context.Context, j queue.Job[string]) error {
 		greetings <- "hello, " + j.Payload
 		return nil
-	}, queue.Workers(1))
+	}, queue.WithWorkers(1))
 	if err != nil {
 		panic(err)
 	}

@@ -2,9 +2,8 @@ module github.com/corral-go/corral/queue/jetstream
 
 go 1.25.0
 
-replace github.com/corral-go/corral => ../..
-
 require (
+	github.com/corral-go/corral v0.1.0
 	github.com/nats-io/nats-server/v2 v2.14.5
 	github.com/nats-io/nats.go v1.53.0
 	github.com/stretchr/testify v1.12.1
@@ -13,7 +12,6 @@ require (
 
 require (
 	github.com/antithesishq/antithesis-sdk-go v0.7.2-default-no-op // indirect
-	github.com/corral-go/corral v0.0.0-00010101000000-000000000000 // indirect
 	github.com/google/go-tpm v0.9.8 // indirect
 	github.com/klauspost/compress v1.19.2 // indirect
 	github.com/minio/highwayhash v1.0.4 // indirect

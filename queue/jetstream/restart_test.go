@@ -16,28 +16,25 @@ import (
 	"github.com/corral-go/corral/queue/jetstream/internal/natstest"
 )
 
-// TestServerRestart stops the (embedded) server in the middle of a run and starts it again on
+// TestServerRestart kills the server in the middle of a run and starts it again on
 // the same store. Producers, blocked by a full queue or waiting for the broker, get errors that
 // say what failed, and retry with the same job ID; no job the broker accepted is lost, and jobs
 // in flight at the stop are handled again (at least once).
 func TestServerRestart(t *testing.T) {
-	srv := natstest.StartEmbedded(t) // an external server cannot be restarted by the test
+	srv := natstest.Start(t)
 	nc := srv.Connect(t)
 	js, err := natsjs.New(nc)
 	if err != nil {
 		t.Fatal(err)
 	}
 	name := natstest.Prefix(t)
-	b, err := jetstream.New(js, name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
-	q, err := queue.New[string](queue.WithBackend(b), queue.WithCapacity(20), queue.WithOverflow(queue.Block),
+	b := jetstream.New(js, name)
+	q, err := queue.New[string](context.Background(), queue.WithBackend(b), queue.WithCapacity(20), queue.WithOverflow(queue.Block),
 		queue.WithDedupHorizon(time.Minute))
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer q.Close(context.Background()) // closes b too
 	const jobs = 300
 	var (
 		mu       sync.Mutex
@@ -55,7 +52,7 @@ func TestServerRestart(t *testing.T) {
 		mu.Unlock()
 		progress <- struct{}{}
 		return nil
-	}, queue.Workers(4), queue.Lease(2*time.Second))
+	}, queue.WithWorkers(4), queue.WithLease(2*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,9 +85,9 @@ func TestServerRestart(t *testing.T) {
 	for range jobs / 3 {
 		<-progress
 	}
-	srv.Stop()
+	srv.Nodes[0].Kill(t)
 	<-outage // a producer saw the outage
-	srv.Restart(t)
+	srv.Nodes[0].Restart(t, srv)
 
 	// Until every accepted job was handled and the work stream is empty (jobs whose ack was
 	// lost in the outage come back after their lease; a job acked just before the stop may

@@ -6,7 +6,6 @@ package jetstream_test
 import (
 	"context"
 	"errors"
-	"os"
 	"testing"
 	"time"
 
@@ -16,12 +15,11 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/corral-go/corral/queue/jetstream/internal/natstest"
+	"github.com/corral-go/corral/queue/queuetest"
 )
 
 func TestMain(m *testing.M) {
-	if os.Getenv(crashChildEnv) != "" {
-		os.Exit(crashChild())
-	}
+	queuetest.ServeWorker(openFaultBackend) // returns at once unless this is a worker process
 	goleak.VerifyTestMain(m)
 }
 

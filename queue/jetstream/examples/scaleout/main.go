@@ -6,8 +6,9 @@
 //	cd queue/jetstream && go run ./examples/scaleout -url nats://127.0.0.1:4222
 //
 // Orders are jobs keyed by customer, so each customer's orders are handled in order while
-// different customers are handled in parallel; one order fails once and is retried, one is
-// declined for good and lands in the dead letters.
+// different customers are handled in parallel; one order fails once and is retried (the output
+// shows the retry and its second attempt), one is declined for good and lands in the dead
+// letters, which the producer then lists and purges, saying so.
 package main
 
 import (
@@ -79,6 +80,7 @@ func run(url string, w io.Writer) error {
 
 	// Each party has its own connection and backend, as separate processes would.
 	var closers []func()
+	var queues []*queue.Queue[Order]
 	defer func() {
 		for _, c := range closers {
 			c()
@@ -94,17 +96,16 @@ func run(url string, w io.Writer) error {
 			nc.Close()
 			return nil, nil, err
 		}
-		b, err := jetstream.New(js, queueName)
+		b := jetstream.New(js, queueName)
+		q, err := queue.New[Order](ctx, append([]queue.Option{queue.WithBackend(b),
+			queue.WithCapacity(1000), queue.WithDedupHorizon(10 * time.Minute)}, opts...)...)
 		if err != nil {
 			nc.Close()
 			return nil, nil, err
 		}
-		closers = append(closers, func() { b.Close(); nc.Close() })
-		q, err := queue.New[Order](append([]queue.Option{queue.WithBackend(b),
-			queue.WithCapacity(1000), queue.WithDedupHorizon(10 * time.Minute)}, opts...)...)
-		if err != nil {
-			return nil, nil, err
-		}
+		// The queue owns b: its Close closes b. The connection is closed last.
+		closers = append(closers, func() { _ = q.Close(context.WithoutCancel(ctx)); nc.Close() })
+		queues = append(queues, q)
 		return q, b, nil
 	}
 
@@ -132,11 +133,18 @@ func run(url string, w io.Writer) error {
 		seen     = map[string][]int{} // customer -> order numbers, in handling order
 		byWorker = map[string]int{}
 		failed   bool
+		retries  []string // what OnRetry reported
+		retried  string   // the attempt that followed the retry
 	)
 	settled := make(chan struct{}, 2*customers*perCust)
 	hooks := queue.WithHooks(queue.Hooks{
-		OnSuccess: func(queue.Event) { settled <- struct{}{} },
-		OnDead:    func(queue.Event) { settled <- struct{}{} },
+		OnSuccess: func(context.Context, queue.Event) { settled <- struct{}{} },
+		OnDead:    func(context.Context, queue.Event) { settled <- struct{}{} },
+		OnRetry: func(_ context.Context, e queue.Event) {
+			mu.Lock()
+			defer mu.Unlock()
+			retries = append(retries, fmt.Sprintf("%s attempt %d failed (%v), retried after %v", e.ID, e.Attempt, e.Err, e.Delay))
+		},
 	})
 	var consumers []*queue.Consumer[Order]
 	for _, name := range []string{"worker-1", "worker-2"} {
@@ -147,9 +155,12 @@ func run(url string, w io.Writer) error {
 		c, err := q.Consume(ctx, func(ctx context.Context, j queue.Job[Order]) error {
 			mu.Lock()
 			defer mu.Unlock()
-			if j.Payload.Customer == "customer-1" && j.Payload.N == 4 && !failed {
-				failed = true
-				return errors.New("payment service timed out")
+			if j.Payload.Customer == "customer-1" && j.Payload.N == 4 {
+				if !failed {
+					failed = true
+					return errors.New("payment service timed out")
+				}
+				retried = fmt.Sprintf("%s attempt %d", j.ID, j.Attempt)
 			}
 			if j.Payload.Customer == "customer-2" && j.Payload.N == 7 {
 				return retry.Permanent(errors.New("card declined"))
@@ -157,7 +168,7 @@ func run(url string, w io.Writer) error {
 			seen[j.Payload.Customer] = append(seen[j.Payload.Customer], j.Payload.N)
 			byWorker[name]++
 			return nil
-		}, queue.Workers(4), queue.Lease(10*time.Second), queue.Backoff(backoff.Constant(50*time.Millisecond)))
+		}, queue.WithWorkers(4), queue.WithLease(10*time.Second), queue.WithBackoff(backoff.Constant(50*time.Millisecond)))
 		if err != nil {
 			return err
 		}
@@ -185,6 +196,15 @@ func run(url string, w io.Writer) error {
 		ordered = ordered && slices.IsSorted(ns)
 	}
 	fmt.Fprintf(w, "workers: each customer's orders handled in order: %v\n", ordered)
+	for _, r := range retries {
+		fmt.Fprintf(w, "retry: %s\n", r)
+	}
+	fmt.Fprintf(w, "retry: then %s succeeded\n", retried)
+	st, err := producer.Stats(ctx)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "stats: ready %d, in flight %d, delayed %d, dead letters %d\n", st.Ready, st.InFlight, st.Delayed, st.Dead)
 	for dl, err := range producer.DeadLetters(ctx) {
 		if err != nil {
 			return err
@@ -193,12 +213,18 @@ func run(url string, w io.Writer) error {
 		if err := producer.Purge(ctx, dl.Job.ID); err != nil {
 			return err
 		}
+		fmt.Fprintf(w, "purged dead letter %s\n", dl.Job.ID)
 	}
-	st, err := producer.Stats(ctx)
-	if err != nil {
+	if st, err = producer.Stats(ctx); err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "stats: ready %d, in flight %d, delayed %d, dead %d\n", st.Ready, st.InFlight, st.Delayed, st.Dead)
-	// Remove the queue from the server: its streams and everything in them.
+	fmt.Fprintf(w, "stats after the purge: ready %d, in flight %d, delayed %d, dead letters %d\n", st.Ready, st.InFlight, st.Delayed, st.Dead)
+	// Remove the queue from the server, its streams and everything in them, once every
+	// process's queue (here, every party's) is closed: closing a queue closes its backend.
+	for _, q := range queues {
+		if err := q.Close(ctx); err != nil {
+			return err
+		}
+	}
 	return backend.Delete(ctx)
 }

@@ -1,25 +1,22 @@
 package main
 
 import (
-	"os"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
 
 	"go.uber.org/goleak"
-
-	"github.com/corral-go/corral/queue/jetstream/internal/natstest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// TestRun runs the example (on the external server of CORRAL_NATS_URL if set) and checks what
-// it reports: every order settled, customers' orders in order, the duplicate refused, the one
-// dead letter, and an empty queue.
+// TestRun runs the example (on its embedded server) and checks what
+// it reports: every order settled, customers' orders in order, the duplicate refused, the retry
+// and the attempt after it, the one dead letter before its purge, and the queue empty after.
 func TestRun(t *testing.T) {
 	var out strings.Builder
-	if err := run(os.Getenv(natstest.EnvURL), &out); err != nil {
+	if err := run("", &out); err != nil {
 		t.Fatal(err)
 	}
 	got := out.String()
@@ -27,8 +24,12 @@ func TestRun(t *testing.T) {
 		"producer: enqueued 30 orders for 3 customers\n",
 		"producer: enqueue customer-0/order-03 again: queue: duplicate job id\n",
 		"workers: each customer's orders handled in order: true\n",
-		"dead letter: customer-2/order-07 (permanent after 1 attempt): card declined\n",
-		"stats: ready 0, in flight 0, delayed 0, dead 0\n",
+		"retry: customer-1/order-04 attempt 1 failed (payment service timed out), retried after 50ms\n" +
+			"retry: then customer-1/order-04 attempt 2 succeeded\n",
+		"stats: ready 0, in flight 0, delayed 0, dead letters 1\n" +
+			"dead letter: customer-2/order-07 (permanent after 1 attempt): card declined\n" +
+			"purged dead letter customer-2/order-07\n" +
+			"stats after the purge: ready 0, in flight 0, delayed 0, dead letters 0\n",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("output lacks %q:\n%s", want, got)

@@ -1,0 +1,64 @@
+package jetstream
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/corral-go/corral/queue"
+)
+
+// Headers of job and dead-letter messages.
+const (
+	hdrID        = "Corral-Id"
+	hdrKey       = "Corral-Key"
+	hdrEnqueued  = "Corral-Enqueued-At"
+	hdrNotBefore = "Corral-Not-Before"
+	hdrStartBy   = "Corral-Start-By"
+	hdrReason    = "Corral-Reason"
+	hdrAttempt   = "Corral-Attempt"
+	hdrHistory   = "Corral-History"
+	hdrDeadAt    = "Corral-Dead-At"
+)
+
+func putTime(h nats.Header, k string, t time.Time) {
+	if !t.IsZero() {
+		h.Set(k, strconv.FormatInt(t.UnixNano(), 10))
+	}
+}
+
+func getTime(h nats.Header, k string) time.Time {
+	v := h.Get(k)
+	if v == "" {
+		return time.Time{}
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		return time.Time{}
+	}
+	return time.Unix(0, n)
+}
+
+func jobHeader(m *queue.Message) nats.Header {
+	h := nats.Header{}
+	h.Set(hdrID, m.ID)
+	if m.Key != "" {
+		h.Set(hdrKey, m.Key)
+	}
+	putTime(h, hdrEnqueued, m.EnqueuedAt)
+	putTime(h, hdrNotBefore, m.NotBefore)
+	putTime(h, hdrStartBy, m.StartBy)
+	return h
+}
+
+func messageFrom(h nats.Header, body []byte) queue.Message {
+	return queue.Message{
+		ID:         h.Get(hdrID),
+		Key:        h.Get(hdrKey),
+		Body:       body,
+		EnqueuedAt: getTime(h, hdrEnqueued),
+		NotBefore:  getTime(h, hdrNotBefore),
+		StartBy:    getTime(h, hdrStartBy),
+	}
+}

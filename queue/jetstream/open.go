@@ -1,0 +1,272 @@
+package jetstream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	natsjs "github.com/nats-io/nats.go/jetstream"
+
+	"github.com/corral-go/corral/queue"
+	"github.com/corral-go/corral/queue/jetstream/internal/serverversion"
+)
+
+// Open implements queue.Backend: it agrees the queue's shared settings with the other processes
+// (see settings: the first process to open the queue sets them, later ones must ask for the
+// same), then creates the streams or checks them. The work stream holds at most cfg.Capacity
+// jobs (DiscardNew: the broker refuses more, and Enqueue applies cfg.Overflow); its duplicate
+// window is cfg.DedupHorizon. The dead-letter stream holds at most cfg.DeadLetterLimit dead
+// letters (DiscardNew too: Bury evicts the oldest itself, and reports it).
+func (b *Backend) Open(ctx context.Context, cfg queue.Config) error {
+	if b.js == nil {
+		panic(zeroBackend)
+	}
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	b.unrest.Store(time.Now().UnixNano()) // what happened before Open was not seen
+	if v := b.nc.ConnectedServerVersion(); v != "" && !serverversion.AtLeast(v, 2, 9, 0) {
+		// 2.9 brought the direct "next message on a subject" read that ordering keys and
+		// dead-letter listing use; NakWithDelay needs 2.7.1.
+		return fmt.Errorf("jetstream: nats-server %s is too old: corral's queue needs 2.9.0 or later", v)
+	}
+	// Open makes a dozen requests: bound them together.
+	ctx, cancel := context.WithTimeoutCause(ctx, 4*b.o.callTimeout, errCallTimeout)
+	defer cancel()
+	// Held across the requests, so that a second Open waits for the first and then finds the
+	// backend opened (or opens it, if the first failed); b.mu is not, so that no other call
+	// waits for a request it did not make.
+	b.openMu.Lock()
+	defer b.openMu.Unlock()
+	b.mu.Lock()
+	opened := b.opened
+	b.mu.Unlock()
+	if opened {
+		return errors.New("jetstream: backend already opened")
+	}
+	o, err := b.open(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.opened, b.cfg, b.set, b.work, b.dead, b.state, b.cons = true, cfg, o.set, o.work, o.dead, o.state, o.cons
+	b.done, b.tombstones = o.done, o.tombstones
+	b.lease = o.set.Lease
+	return nil
+}
+
+// openedQueue is what Open found or made on the servers, for the Backend's fields.
+type openedQueue struct {
+	set                     settings
+	state, work, dead, done natsjs.Stream // done is nil unless tombstones
+	tombstones              bool
+	cons                    natsjs.Consumer
+}
+
+// open makes Open's requests: the shared settings, the streams, the consumer and Stats' own
+// handles. b.openMu held.
+func (b *Backend) open(ctx context.Context, cfg queue.Config) (openedQueue, error) {
+	var o openedQueue
+	var err error
+	if o.state, o.set, err = b.openSettings(ctx, b.settingsFor(cfg)); err != nil {
+		return o, err
+	}
+	// See resurrect.go: a 2.9 server needs records of the acked jobs.
+	o.tombstones = !serverversion.AtLeast(b.nc.ConnectedServerVersion(), 2, 10, 0)
+	for _, spec := range b.streamSpecs(cfg, &o) {
+		st, err := b.createStream(ctx, spec.config)
+		if err != nil {
+			return o, b.fail(ctx, spec.what, err)
+		}
+		if spec.check != nil {
+			if err := spec.check(st); err != nil {
+				return o, err
+			}
+		}
+		*spec.into = st
+	}
+	if o.cons, err = b.ensureConsumer(ctx, o.work, o.set.Lease); err != nil {
+		return o, err
+	}
+	return o, b.openStatHandles(ctx)
+}
+
+// openSettings creates the state stream, where the settings are recorded, and agrees the
+// settings with it. An existing queue's settings are agreed before its state stream is
+// touched, so that it is updated only if they agree (or WithReconfigure).
+func (b *Backend) openSettings(ctx context.Context, mine settings) (natsjs.Stream, settings, error) {
+	state, err := b.stream(ctx, b.stateStream)
+	if err == nil {
+		if mine, err = b.agree(ctx, state, mine); err != nil {
+			return nil, mine, err
+		}
+	} else if !errors.Is(err, natsjs.ErrStreamNotFound) {
+		return nil, mine, b.fail(ctx, "open stream "+b.stateStream, err)
+	}
+	state, err = b.createStream(ctx, b.storage(natsjs.StreamConfig{
+		Name:              b.stateStream,
+		Description:       "corral queue " + b.name + ": settings and retry state of jobs",
+		Subjects:          []string{b.statePrefix + ">", b.markPrefix + ">", b.settingsSubject()},
+		Retention:         natsjs.LimitsPolicy,
+		MaxMsgsPerSubject: 1,
+	}))
+	if err != nil {
+		return nil, mine, b.fail(ctx, "stream "+b.stateStream, err)
+	}
+	mine, err = b.agree(ctx, state, mine)
+	return state, mine, err
+}
+
+// streamSpec is one of the queue's streams after the state stream, as Open creates it or
+// updates it.
+type streamSpec struct {
+	config natsjs.StreamConfig
+	what   string                    // the stream, as Open's error names it
+	check  func(natsjs.Stream) error // if not nil, run on the stream made
+	into   *natsjs.Stream            // where Open keeps it
+}
+
+// streamSpecs returns the streams that hold the jobs of a queue with config cfg and o's shared
+// settings, in the order Open makes them, each to be kept in o.
+func (b *Backend) streamSpecs(cfg queue.Config, o *openedQueue) []streamSpec {
+	maxMsgs := int64(-1)
+	if cfg.Capacity > 0 {
+		maxMsgs = int64(cfg.Capacity)
+	}
+	// Without a horizon, IDs are not sent as Nats-Msg-Id, and the window does not matter.
+	dup := cfg.DedupHorizon
+	if dup == 0 {
+		dup = time.Second
+	}
+	specs := []streamSpec{{
+		config: b.storage(natsjs.StreamConfig{
+			Name:        b.workStream,
+			Description: "corral queue " + b.name + ": jobs",
+			Subjects:    []string{b.jobPrefix + ">"},
+			Retention:   natsjs.WorkQueuePolicy,
+			MaxMsgs:     maxMsgs,
+			Discard:     natsjs.DiscardNew,
+			Duplicates:  dup,
+		}),
+		what: fmt.Sprintf("stream %s (dedup horizon %v)", b.workStream, cfg.DedupHorizon),
+		check: func(work natsjs.Stream) error {
+			if got := work.CachedInfo().Config.Duplicates; cfg.DedupHorizon > 0 && got < cfg.DedupHorizon {
+				return fmt.Errorf("jetstream: stream %s keeps IDs for %v, shorter than the dedup horizon %v", b.workStream, got, cfg.DedupHorizon)
+			}
+			return nil
+		},
+		into: &o.work,
+	}, {
+		config: b.storage(natsjs.StreamConfig{
+			Name:        b.deadStream,
+			Description: "corral queue " + b.name + ": dead letters",
+			Subjects:    []string{b.deadPrefix + ">"},
+			Retention:   natsjs.LimitsPolicy,
+			Duplicates:  10 * time.Minute,
+			// One subject per job ID, one dead letter per ID: a later job that reused the ID
+			// and died replaces the older dead letter (see queue.Backend). At the limit the
+			// broker refuses a new one, and Bury evicts the oldest itself: never a silent trim.
+			MaxMsgsPerSubject: 1,
+			MaxMsgs:           int64(o.set.DeadLetterLimit),
+			Discard:           natsjs.DiscardNew,
+		}),
+		what: "stream " + b.deadStream,
+		into: &o.dead,
+	}}
+	if o.tombstones {
+		specs = append(specs, streamSpec{
+			config: b.storage(natsjs.StreamConfig{
+				Name:        b.doneStream,
+				Description: "corral queue " + b.name + ": recently acked jobs, for nats-server 2.9",
+				Subjects:    []string{b.donePrefix + ">"},
+				Retention:   natsjs.LimitsPolicy,
+				MaxAge:      tombstoneAge,
+			}),
+			what: "stream " + b.doneStream,
+			into: &o.done,
+		})
+	}
+	return specs
+}
+
+// storage returns c with the storage and replicas of every stream of the queue.
+func (b *Backend) storage(c natsjs.StreamConfig) natsjs.StreamConfig {
+	c.Storage = natsjs.FileStorage
+	if b.o.memory {
+		c.Storage = natsjs.MemoryStorage
+	}
+	c.Replicas = b.o.replicas
+	return c
+}
+
+// openStatHandles looks up the handles that Stats (and evictOldest) make their info requests
+// on (see statsMu), and removes the acked jobs a server restart left behind.
+func (b *Backend) openStatHandles(ctx context.Context) error {
+	b.statsMu.Lock()
+	defer b.statsMu.Unlock()
+	var err error
+	if b.statWork, err = b.knownStream(ctx, b.workStream); err != nil {
+		return b.fail(ctx, "stream "+b.workStream, err)
+	}
+	if b.statDead, err = b.knownStream(ctx, b.deadStream); err != nil {
+		return b.fail(ctx, "stream "+b.deadStream, err)
+	}
+	if b.statState, err = b.knownStream(ctx, b.stateStream); err != nil {
+		return b.fail(ctx, "stream "+b.stateStream, err)
+	}
+	if b.statCons, err = retried(ctx, b, known(func(ctx context.Context) (natsjs.Consumer, error) {
+		return b.statWork.Consumer(ctx, b.consumerName)
+	})); err != nil {
+		return b.fail(ctx, "consumer "+b.consumerName, err)
+	}
+	if _, err := b.removeAcked(ctx, b.statWork.CachedInfo(), b.statCons.CachedInfo()); err != nil {
+		return b.fail(ctx, "open", err)
+	}
+	return nil
+}
+
+// stream looks up the stream called name for Open (see retried).
+func (b *Backend) stream(ctx context.Context, name string) (natsjs.Stream, error) {
+	return retried(ctx, b, func(ctx context.Context) (natsjs.Stream, error) { return b.js.Stream(ctx, name) })
+}
+
+// knownStream looks up the stream called name, which Open has just found or created (see known).
+func (b *Backend) knownStream(ctx context.Context, name string) (natsjs.Stream, error) {
+	return retried(ctx, b, known(func(ctx context.Context) (natsjs.Stream, error) { return b.js.Stream(ctx, name) }))
+}
+
+// createStream creates the stream of cfg, or updates it to cfg, for Open (see retried).
+func (b *Backend) createStream(ctx context.Context, cfg natsjs.StreamConfig) (natsjs.Stream, error) {
+	return retried(ctx, b, func(ctx context.Context) (natsjs.Stream, error) { return b.js.CreateOrUpdateStream(ctx, cfg) })
+}
+
+// ensureConsumer creates or updates the durable pull consumer. ackWait 0 keeps the one the
+// consumer has (30s for a new one).
+func (b *Backend) ensureConsumer(ctx context.Context, work natsjs.Stream, ackWait time.Duration) (natsjs.Consumer, error) {
+	cfg := natsjs.ConsumerConfig{
+		Durable:       b.consumerName,
+		Description:   "corral queue " + b.name + ": workers",
+		AckPolicy:     natsjs.AckExplicitPolicy,
+		AckWait:       ackWait,
+		MaxDeliver:    -1,
+		MaxAckPending: -1,
+		FilterSubject: b.jobPrefix + ">",
+		Replicas:      b.o.replicas,
+	}
+	if ackWait == 0 {
+		if c, err := retried(ctx, b, func(ctx context.Context) (natsjs.Consumer, error) {
+			return work.Consumer(ctx, b.consumerName)
+		}); err == nil {
+			return c, nil
+		}
+	}
+	c, err := retried(ctx, b, func(ctx context.Context) (natsjs.Consumer, error) {
+		return work.CreateOrUpdateConsumer(ctx, cfg)
+	})
+	if err != nil {
+		return nil, b.fail(ctx, fmt.Sprintf("consumer %s on %s", b.consumerName, b.workStream), err)
+	}
+	return c, nil
+}

@@ -1,0 +1,53 @@
+package jetstream_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	natsjs "github.com/nats-io/nats.go/jetstream"
+
+	"github.com/corral-go/corral/queue"
+	corraljs "github.com/corral-go/corral/queue/jetstream"
+	"github.com/corral-go/corral/queue/jetstream/internal/natstest"
+)
+
+// The README's "Scaling out" snippet, as written there, against a test server (one node, so one
+// replica instead of three).
+func TestREADMESnippet(t *testing.T) {
+	type Order struct{ ID string }
+	srv := natstest.Start(t)
+	name := natstest.Prefix(t)
+	ctx := context.Background()
+	shutdownCtx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+
+	var s queue.Stats
+	err := func() error {
+		nc, err := nats.Connect(srv.URLs()) // a cluster: list its servers
+		if err != nil {
+			return err
+		}
+		defer nc.Close()
+		js, err := natsjs.New(nc)
+		if err != nil {
+			return err
+		}
+		b := corraljs.New(js, name, corraljs.WithReplicas(1)) // no I/O: queue.New opens it
+		q, err := queue.New[Order](ctx, queue.WithBackend(b), queue.WithCapacity(10_000), queue.WithDedupHorizon(time.Hour))
+		if err != nil {
+			return err
+		}
+		defer q.Close(shutdownCtx) // the queue owns b: this closes it too
+		// Enqueue, Consume, Drain, DeadLetters, Redrive, Stats: exactly as in memory.
+		if _, err := q.Enqueue(ctx, Order{"o-1"}, queue.WithID("o-1")); err != nil {
+			return err
+		}
+		s, err = q.Stats(ctx)
+		return err
+	}()
+	if err != nil || s.Enqueued != 1 || s.Ready != 1 {
+		t.Errorf("stats %+v, %v; want one job enqueued and ready", s, err)
+	}
+}

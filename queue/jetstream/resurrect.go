@@ -1,0 +1,284 @@
+package jetstream
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+	"time"
+
+	natsjs "github.com/nats-io/nats.go/jetstream"
+
+	"github.com/corral-go/corral/queue"
+)
+
+// A nats-server 2.9 killed with SIGKILL can lose the removal of messages it had removed from a
+// work-queue stream: jobs whose ack was confirmed, and jobs already dead-lettered, are back in
+// the stream after the restart. The consumer does not deliver such a job again (its own state
+// says it was acked), so a resurrected job would stay for ever, the oldest job of its ordering
+// key, blocking every later job of that key. The backend removes them, from its own records of
+// what was settled:
+//   - a job at or below the consumer's ack floor was acked (Open and Stats purge those);
+//   - a job with a dead letter written from its stream sequence was dead-lettered;
+//   - on a server older than 2.10, a job with a tombstone was acked: Ack writes one per job,
+//     at corral.<name>.done.<sequence> in CORRAL_<name>_DONE after the ack, which keeps them
+//     tombstoneAge (well past the two minutes after which 2.9 has written its removals to
+//     disk). Written before the ack, a tombstone would make every ack wait for that stream's
+//     leader too.
+//   - a job whose state record shows a run whose lease ended more than twice the lease ago,
+//     and more than twice the lease after the last unrest this process saw (a request the
+//     broker did not answer, missed heartbeats, a new consumer leader, the process's own
+//     start), and that the consumer did not deliver again since, was acked at an instant
+//     the broker lost its removal: a 2.9 server crashed, or a cluster lost it in a leader
+//     change (see staleRun).
+// A stalled broker (an election, a paused server) leaves a job it still tracks undelivered
+// for longer than any lease, but delivers it again within a lease of serving again: so a job
+// is judged by the age of its record only once the broker has served for two leases.
+// Stats (and so any operator's dashboard) sweeps the jobs that the consumer no longer
+// tracks (the stream holds more than the consumer's pending and ack-pending counts): each
+// stored job it has delivered is checked against the records, and deleted if settled.
+// A keyed job that finds an older job of its key checks it against these records, and
+// deletes it if it was settled. For four times the lease after every reconnection (to a
+// restarted server, perhaps), every delivered job is checked too, and terminated instead of
+// handled if it was settled: a 2.9 server that lost its consumer's state delivers its
+// resurrected jobs again. A job acked above the ack floor on a server of 2.10 or later, were
+// it resurrected and not delivered again, would block its key until the ack floor passed it.
+
+// A server restarted without its consumer's state also delivers again the jobs that a process
+// still holds from before the restart (prefetched, or being handled), and confirms the acks of
+// those older deliveries without applying them, or leaves them unanswered: the job stays, and
+// its new delivery would run it again. So a Receive that finds the pump older than the last
+// reconnection gives its messages back and starts a new one (abandonPump), and for the same four
+// leases after a reconnection to a queue of one replica (a replicated consumer keeps its state
+// when a server goes), Ack makes sure that the job left the work stream (deleting it if
+// the server kept it) before it drops the job's state record, and Start, once it has written the
+// record, makes sure that the job is still stored. Starts are serialised by the record
+// (compare-and-set), so a Start that succeeds after another delivery's Ack dropped the record
+// finds the job gone, and does not run it.
+
+// ackWait returns the consumer's AckWait: the lease of Receive, 0 until the first Receive.
+func (b *Backend) ackWait() time.Duration {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.lease
+}
+
+// mayHaveForgotten reports whether the server may have lost the consumer's state since this
+// process's deliveries were made: the queue has one replica, and the connection reconnected
+// within the last four leases (see suspect).
+func (b *Backend) mayHaveForgotten(lease time.Duration) bool {
+	return b.o.replicas == 1 && b.suspect(lease)
+}
+
+// stored reports whether the job of d is still in the work stream at its sequence.
+func (b *Backend) stored(ctx context.Context, d *queue.Delivery) (bool, error) {
+	raw, err := b.work.GetMsg(ctx, d.Seq)
+	if errors.Is(err, natsjs.ErrMsgNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, b.fail(ctx, "look up "+d.ID, err)
+	}
+	return raw.Header.Get(hdrID) == d.ID, nil
+}
+
+// remove deletes the job of d from the work stream if it is still there.
+func (b *Backend) remove(ctx context.Context, d *queue.Delivery) error {
+	stored, err := b.stored(ctx, d)
+	if err != nil || !stored {
+		return err
+	}
+	if err := b.work.DeleteMsg(ctx, d.Seq); err != nil && !gone(err) {
+		return b.fail(ctx, "remove "+d.ID, err)
+	}
+	return nil
+}
+
+// hdrSeq is the dead-letter header with the stream sequence the job had in the work stream.
+const hdrSeq = "Corral-Seq"
+
+// keyFree reports whether the job of d is the oldest stored job of its key. An older job that
+// the backend's records show settled is deleted, and the look-up goes on. The records are read
+// only on the 4th, 12th, 20th... delivery of d, so that a key busy for a good reason costs one
+// request per skip.
+func (b *Backend) keyFree(ctx context.Context, d *queue.Delivery) (bool, error) {
+	tok := d.Token.(*delivered)
+	for range 8 {
+		head, err := b.work.GetMsg(ctx, 0, natsjs.WithGetMsgSubject(b.keySubjects(d.Key)))
+		if errors.Is(err, natsjs.ErrMsgNotFound) {
+			return true, nil
+		}
+		if err != nil {
+			return false, b.fail(ctx, "head of key "+d.Key, err)
+		}
+		if head.Sequence == d.Seq {
+			return true, nil
+		}
+		if tok.n < 4 || tok.n%8 != 4 {
+			return false, nil
+		}
+		// The consumer is delivering d, a later job of the key, again and again: it would
+		// have delivered the head again too, if it still tracked it.
+		settled, err := b.settled(ctx, head.Sequence, head.Header.Get(hdrID), true)
+		if err != nil || !settled {
+			return false, err
+		}
+		if err := b.work.DeleteMsg(ctx, head.Sequence); err != nil && !gone(err) {
+			return false, b.fail(ctx, "remove a settled job", err)
+		}
+		b.resurrected.Add(1)
+	}
+	return false, nil
+}
+
+// sweepMax bounds the jobs one sweep looks at.
+const sweepMax = 10_000
+
+// sweep deletes the settled jobs the consumer no longer tracks (see above), given the work
+// stream's and the consumer's info, and reports whether it deleted any. b.statsMu held.
+func (b *Backend) sweep(ctx context.Context, wi *natsjs.StreamInfo, ci *natsjs.ConsumerInfo) (bool, error) {
+	orphans := int64(wi.State.Msgs) - int64(ci.NumPending) - int64(ci.NumAckPending)
+	removed := false
+	for seq, n := wi.State.FirstSeq, 0; orphans > 0 && seq <= ci.Delivered.Stream && n < sweepMax; n++ {
+		raw, err := b.statWork.GetMsg(ctx, seq, natsjs.WithGetMsgSubject(b.jobPrefix+">"))
+		if errors.Is(err, natsjs.ErrMsgNotFound) {
+			break
+		}
+		if err != nil {
+			return removed, b.fail(ctx, "sweep", err)
+		}
+		if raw.Sequence > ci.Delivered.Stream {
+			break
+		}
+		seq = raw.Sequence + 1
+		// With pull requests waiting, the consumer has nothing to deliver: a job it still
+		// tracked whose lease ended would have gone to one of them.
+		settled, err := b.settledAbove(ctx, raw.Sequence, raw.Header.Get(hdrID), ci.AckFloor.Stream, ci.NumWaiting > 0)
+		if err != nil {
+			return removed, err
+		}
+		if !settled {
+			continue
+		}
+		if err := b.statWork.DeleteMsg(ctx, raw.Sequence); err != nil && !gone(err) {
+			return removed, b.fail(ctx, "remove a settled job", err)
+		}
+		b.resurrected.Add(1)
+		removed = true
+		orphans--
+	}
+	return removed, nil
+}
+
+// tombstoneAge is how long the records of acked jobs are kept for a 2.9 server.
+const tombstoneAge = 10 * time.Minute
+
+// tombstone records that the job of d was acked, on a 2.9 server. A failure is not the ack's:
+// the job is acked; it is only not protected from a resurrection.
+func (b *Backend) tombstone(ctx context.Context, d *queue.Delivery) {
+	if b.tombstones {
+		_, _ = b.js.Publish(ctx, b.tombstoneSubject(d.Seq, d.ID), nil)
+	}
+}
+
+// staleRun reports whether the job's state record shows a run whose lease ended more than
+// twice the consumer's lease ago, and more than twice the lease after the last unrest this
+// backend saw: a consumer that still tracked the job would have delivered it again by then,
+// and the Start of that delivery would have moved the lease on (a Nack clears it). It is the
+// record of a job whose ack took effect and whose removal did not. An error reading the
+// record says nothing.
+func (b *Backend) staleRun(ctx context.Context, seq uint64, id string) bool {
+	ackWait := b.ackWait()
+	if ackWait <= 0 {
+		return false
+	}
+	calm := time.Unix(0, b.unrest.Load())
+	if time.Since(calm) <= 2*ackWait {
+		return false
+	}
+	st, _, err := b.loadState(ctx, seq, id)
+	return err == nil && !st.Until.IsZero() && time.Since(st.Until) > 2*ackWait
+}
+
+// tombstoneSubject is the subject of the tombstone of the job with id at sequence seq: both,
+// since a 2.9 server can give a lost message's sequence to another job.
+func (b *Backend) tombstoneSubject(seq uint64, id string) string {
+	return b.donePrefix + strconv.FormatUint(seq, 10) + "." + token(id)
+}
+
+// settled reports whether the job with id at sequence seq of the work stream was settled:
+// acked (at or below the consumer's ack floor, or with a tombstone) or dead-lettered from that
+// sequence.
+func (b *Backend) settled(ctx context.Context, seq uint64, id string, stale bool) (bool, error) {
+	b.statsMu.Lock()
+	ci, err := b.statCons.Info(ctx)
+	b.statsMu.Unlock()
+	if err != nil {
+		return false, b.fail(ctx, "consumer info", err)
+	}
+	b.noteLeader(ci)
+	return b.settledAbove(ctx, seq, id, ci.AckFloor.Stream, stale)
+}
+
+// settledAbove is settled with the consumer's ack floor known. stale says whether a stale run
+// (see staleRun) counts: only for a job the consumer would have delivered by now if it still
+// tracked it, never for one it is delivering.
+func (b *Backend) settledAbove(ctx context.Context, seq uint64, id string, floor uint64, stale bool) (bool, error) {
+	if seq <= floor {
+		return true, nil
+	}
+	if stale && b.staleRun(ctx, seq, id) {
+		return true, nil
+	}
+	if b.tombstones {
+		_, err := b.done.GetLastMsgForSubject(ctx, b.tombstoneSubject(seq, id))
+		if err == nil {
+			return true, nil
+		}
+		if !errors.Is(err, natsjs.ErrMsgNotFound) {
+			return false, b.fail(ctx, "tombstone of "+id, err)
+		}
+	}
+	raw, err := b.dead.GetLastMsgForSubject(ctx, b.deadPrefix+token(id))
+	if errors.Is(err, natsjs.ErrMsgNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, b.fail(ctx, "dead letter of "+id, err)
+	}
+	return raw.Header.Get(hdrSeq) == strconv.FormatUint(seq, 10), nil
+}
+
+// Resurrected returns how many settled jobs this backend found back in the work stream (see
+// resurrect.go) and removed.
+func (b *Backend) Resurrected() uint64 { return b.resurrected.Load() }
+
+// gone reports whether err, from deleting a message, says it was not there: another process
+// deleted it first.
+func gone(err error) bool {
+	return errors.Is(err, natsjs.ErrMsgNotFound) || apiCode(err) == codeNoMessage ||
+		apiCode(err) == codeDeleteFailed && strings.Contains(err.Error(), "no message found")
+}
+
+const codeDeleteFailed natsjs.ErrorCode = 10057 // message deletion unsuccessful (with the reason)
+
+// suspect reports whether deliveries must be checked against the records of settled jobs: for
+// four times the lease after the client reconnected (to a restarted server, perhaps).
+func (b *Backend) suspect(lease time.Duration) bool {
+	n := b.nc.Stats().Reconnects
+	now := time.Now()
+	if n != b.reconnSeen.Load() {
+		b.reconnSeen.Store(n)
+		b.suspectUntil.Store(now.Add(4 * lease).UnixNano())
+	}
+	return now.UnixNano() < b.suspectUntil.Load()
+}
+
+// Reconnects implements queue.Reconnecter: the reconnections of the NATS connection since it
+// was made.
+func (b *Backend) Reconnects() uint64 {
+	if b.js == nil {
+		panic(zeroBackend)
+	}
+	return b.nc.Stats().Reconnects
+}

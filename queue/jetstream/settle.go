@@ -1,0 +1,279 @@
+package jetstream
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/corral-go/corral/queue"
+)
+
+func (b *Backend) token(d *queue.Delivery) (*delivered, error) {
+	if b.js == nil {
+		panic(zeroBackend)
+	}
+	tok, ok := d.Token.(*delivered)
+	if !ok || tok == nil {
+		return nil, errors.New("jetstream: delivery not from this backend")
+	}
+	return tok, nil
+}
+
+// localLeaseEnd is when this process stops trusting a lease of length lease that the broker
+// started no earlier than start: a little before the broker's own end, so that a delivery the
+// broker may already have given to someone else is never settled (it returns ErrLeaseLost).
+// The margin, a tenth of the lease up to a second, costs nothing to a consumer that renews
+// its leases long before they end.
+func localLeaseEnd(start time.Time, lease time.Duration) time.Time {
+	return start.Add(lease - min(lease/10, time.Second))
+}
+
+// leased returns d's token if its lease has not ended.
+func (b *Backend) leased(d *queue.Delivery) (*delivered, error) {
+	tok, err := b.token(d)
+	if err != nil {
+		return nil, err
+	}
+	tok.mu.Lock()
+	end := tok.leaseEnd
+	tok.mu.Unlock()
+	if !time.Now().Before(end) {
+		return nil, queue.ErrLeaseLost
+	}
+	return tok, nil
+}
+
+// Extend implements queue.Backend with InProgress, which restarts the broker's lease at the
+// consumer's AckWait (the lease of Receive) whatever lease is asked for. The lease of a started
+// run in the job's state record moves on with it.
+func (b *Backend) Extend(ctx context.Context, d *queue.Delivery, lease time.Duration) error {
+	tok, err := b.leased(d)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := b.req(ctx)
+	defer cancel()
+	ackWait := b.ackWait()
+	start := time.Now() // the broker restarts its lease after this
+	tok.stMu.Lock()
+	defer tok.stMu.Unlock()
+	if tok.started {
+		// Written before the +WPI, so that the record's lease ends before the broker's.
+		tok.st.Until = start.Add(ackWait)
+		if err := b.saveState(ctx, d, tok); err != nil {
+			if errors.Is(err, errStateMoved) {
+				return queue.ErrLeaseLost
+			}
+			return err
+		}
+	}
+	if err := b.ack(ctx, tok.msg, "+WPI"); err != nil {
+		return err
+	}
+	tok.mu.Lock()
+	tok.leaseEnd = localLeaseEnd(start, min(lease, ackWait))
+	tok.mu.Unlock()
+	return nil
+}
+
+// Start implements queue.Backend: it counts the attempt in the job's state record (written
+// compare-and-set, with the run's lease end), so that the attempt is spent even if the process
+// dies in the handler, and a job that was only prefetched spends none. A record that another
+// delivery of the job wrote meanwhile, or a run of another delivery whose lease has not ended
+// (a crashed broker can redeliver a job that is still being handled), makes Start return
+// queue.ErrLeaseLost: the job is not started twice at once.
+func (b *Backend) Start(ctx context.Context, d *queue.Delivery) error {
+	tok, err := b.leased(d)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := b.req(ctx)
+	defer cancel()
+	ackWait := b.ackWait()
+	tok.stMu.Lock()
+	defer tok.stMu.Unlock()
+	now := time.Now()
+	if now.Before(tok.st.Until.Add(-min(ackWait/10, time.Second))) {
+		return queue.ErrLeaseLost
+	}
+	st := tok.st
+	tok.st.Starts++
+	tok.st.Until = now.Add(ackWait)
+	if err := b.saveState(ctx, d, tok); err != nil {
+		tok.st = st
+		if errors.Is(err, errStateMoved) {
+			return queue.ErrLeaseLost
+		}
+		return err
+	}
+	if b.mayHaveForgotten(ackWait) {
+		// After a reconnection, another delivery of the job may have been acked, and its
+		// record dropped, before this one wrote it (see resurrect.go).
+		stored, err := b.stored(ctx, d)
+		if err != nil {
+			return err
+		}
+		if !stored {
+			_ = b.dropState(ctx, d, tok)
+			return queue.ErrLeaseLost
+		}
+	}
+	tok.started = true
+	return nil
+}
+
+// Ack implements queue.Backend: the broker removes the job, and confirms it, before Ack returns.
+func (b *Backend) Ack(ctx context.Context, d *queue.Delivery) error {
+	tok, err := b.leased(d)
+	if err != nil {
+		return err
+	}
+	rctx, cancel := b.req(ctx)
+	defer cancel()
+	ackErr := tok.msg.DoubleAck(rctx)
+	ackWait := b.ackWait()
+	if b.mayHaveForgotten(ackWait) {
+		// The server may have lost track of this delivery, and then it confirms its ack
+		// without applying it, or never answers (see resurrect.go): the job leaves the work
+		// stream before its record is dropped.
+		cancel()
+		rctx, cancel = b.req(ctx)
+		defer cancel()
+		// A confirmed ack whose job cannot be looked up now (an election under way) stands.
+		if err := b.remove(rctx, d); err != nil && ackErr != nil {
+			return b.fail(rctx, "ack "+d.ID, ackErr)
+		}
+	} else if ackErr != nil {
+		return b.fail(rctx, "ack "+d.ID, ackErr)
+	}
+	b.tombstone(rctx, d)
+	tok.stMu.Lock()
+	defer tok.stMu.Unlock()
+	return b.dropState(rctx, d, tok)
+}
+
+// Nack implements queue.Backend: the attempt is added to the job's state, then the broker
+// redelivers the job after delay (NakWithDelay).
+func (b *Backend) Nack(ctx context.Context, d *queue.Delivery, delay time.Duration, a queue.Attempt) error {
+	tok, err := b.leased(d)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := b.req(ctx)
+	defer cancel()
+	tok.stMu.Lock()
+	defer tok.stMu.Unlock()
+	tok.st.History = fillHistory(tok.st.History, d.Attempt)
+	tok.st.History = append(tok.st.History, a)
+	tok.st.Until = time.Time{}
+	if err := b.saveState(ctx, d, tok); err != nil {
+		if errors.Is(err, errStateMoved) {
+			return queue.ErrLeaseLost
+		}
+		return err
+	}
+	kind := markReady
+	if delay > 0 {
+		kind = markDelayed
+	}
+	if err := b.remark(ctx, tok, d.ID, kind); err != nil {
+		return err
+	}
+	return b.ack(ctx, tok.msg, nakDelay(delay))
+}
+
+// fillHistory adds an entry for each attempt before attempt that left none: its handler started
+// and its lease expired (its process may have died).
+func fillHistory(h []queue.Attempt, attempt int) []queue.Attempt {
+	have := make(map[int]bool, len(h))
+	for _, a := range h {
+		have[a.Number] = true
+	}
+	for n := 1; n < attempt; n++ {
+		if !have[n] {
+			h = append(h, queue.Attempt{Number: n, Error: queue.ErrLeaseExpired.Error()})
+		}
+	}
+	if len(h) > 1 {
+		slices.SortStableFunc(h, func(a, b queue.Attempt) int { return cmp.Compare(a.Number, b.Number) })
+	}
+	return h
+}
+
+// Release implements queue.Backend: the delivery's attempt, if Start counted one, is given back,
+// the job is recorded as started in time, and it is ready again at once.
+func (b *Backend) Release(ctx context.Context, d *queue.Delivery) error {
+	tok, err := b.leased(d)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := b.req(ctx)
+	defer cancel()
+	tok.stMu.Lock()
+	defer tok.stMu.Unlock()
+	if tok.started {
+		tok.st.Starts--
+		tok.started = false
+	}
+	tok.st.Until = time.Time{}
+	tok.st.Released = true
+	if err := b.saveState(ctx, d, tok); err != nil {
+		if errors.Is(err, errStateMoved) {
+			return queue.ErrLeaseLost
+		}
+		return err
+	}
+	return b.skip(ctx, d, 0, markReady)
+}
+
+// Bury implements queue.Backend: the job is published to the dead-letter stream with its
+// reason and attempt history, and only then terminated, so that a crash in between leaves a
+// duplicate dead letter at worst (deduplicated by the broker for ten minutes), never a lost job.
+// At the dead-letter limit, the oldest dead letters are deleted first and reported.
+func (b *Backend) Bury(ctx context.Context, d *queue.Delivery, reason queue.Reason, a queue.Attempt) (queue.BuryResult, error) {
+	if _, err := b.leased(d); err != nil {
+		return queue.BuryResult{}, err
+	}
+	ctx, cancel := b.req(ctx)
+	defer cancel()
+	evicted, err := b.bury(ctx, d, reason, a)
+	return queue.BuryResult{DeadEvicted: evicted}, err
+}
+
+// bury dead-letters the job of d and returns the dead letters it evicted. ctx must have a
+// deadline (see req).
+func (b *Backend) bury(ctx context.Context, d *queue.Delivery, reason queue.Reason, a queue.Attempt) ([]string, error) {
+	tok, err := b.token(d)
+	if err != nil {
+		return nil, err
+	}
+	tok.stMu.Lock()
+	defer tok.stMu.Unlock()
+	hist := fillHistory(append([]queue.Attempt(nil), tok.st.History...), d.Attempt)
+	hist = append(hist, a)
+	hj, err := json.Marshal(hist)
+	if err != nil {
+		return nil, err
+	}
+	h := jobHeader(&d.Message)
+	h.Set(hdrReason, string(reason))
+	h.Set(hdrAttempt, strconv.Itoa(d.Attempt))
+	h.Set(hdrHistory, string(hj))
+	h.Set(hdrSeq, strconv.FormatUint(d.Seq, 10))
+	putTime(h, hdrDeadAt, time.Now())
+	msg := &nats.Msg{Subject: b.deadPrefix + token(d.ID), Header: h, Data: d.Body}
+	evicted, err := b.publishDead(ctx, msg, d.ID, d.Seq)
+	if err != nil {
+		return evicted, err
+	}
+	if err := b.ack(ctx, tok.msg, "+TERM"); err != nil {
+		return evicted, err
+	}
+	return evicted, b.dropState(ctx, d, tok)
+}

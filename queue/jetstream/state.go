@@ -1,0 +1,209 @@
+package jetstream
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	natsjs "github.com/nats-io/nats.go/jetstream"
+
+	"github.com/corral-go/corral/queue"
+)
+
+// delivered is the backend's part of a queue.Delivery (its Token).
+type delivered struct {
+	msg      natsjs.Msg
+	mu       sync.Mutex
+	leaseEnd time.Time // guarded by mu
+
+	// The job's state, read and written by the calls on the delivery, which may overlap
+	// (the consumer renews a lease while the worker acks): stMu serialises them.
+	stMu    sync.Mutex
+	st      jobState // guarded by stMu
+	stSeq   uint64   // the sequence of the job's state record in the state stream, 0 if none
+	started bool     // Start succeeded on this delivery
+	marked  bool     // the job may have a marker
+	n       uint64   // the broker's count of deliveries of the message (NumDelivered)
+}
+
+// jobState is a job's record in the state stream, at corral.<name>.state.<stream sequence>:
+// the handler runs it had (the attempts), the failed attempts' history, and whether a delivery
+// was given back at shutdown. A job has one as soon as a handler starts on it: so a job whose
+// handler took its process down is known to have spent its attempt, and a job a dead process
+// had only prefetched is known not to have. Writes are compare-and-set on the record's
+// sequence, so two deliveries of one job (a broker that lost its consumer's state in a crash
+// redelivers a job that is still being handled) cannot both start it.
+type jobState struct {
+	// ID is the job's ID: a record whose ID differs belongs to an earlier job whose stream
+	// sequence a crashed broker gave again, and is ignored.
+	ID string `json:"id"`
+	// Starts counts the handler runs started on the job: its attempts.
+	Starts int `json:"starts,omitempty"`
+	// Until is when the lease of the run in progress ends (zero if none): another delivery
+	// of the job is not started before it.
+	Until time.Time `json:"until,omitzero"`
+	// Released says a delivery was handed to a consumer and given back by Release: the job
+	// has been started in time (see queue.Delivery.Redelivered).
+	Released bool            `json:"released,omitempty"`
+	History  []queue.Attempt `json:"history,omitempty"`
+}
+
+func (b *Backend) stateSubject(seq uint64) string {
+	return b.statePrefix + strconv.FormatUint(seq, 10)
+}
+
+// loadState reads the state record of the job at stream sequence seq with ID id: its state and
+// the record's sequence (zero values if it has none).
+func (b *Backend) loadState(ctx context.Context, seq uint64, id string) (jobState, uint64, error) {
+	st := jobState{ID: id}
+	raw, err := b.state.GetLastMsgForSubject(ctx, b.stateSubject(seq))
+	if errors.Is(err, natsjs.ErrMsgNotFound) {
+		return st, 0, nil
+	}
+	if err != nil {
+		return st, 0, b.fail(ctx, "load the state of "+id, err)
+	}
+	var got jobState
+	if err := json.Unmarshal(raw.Data, &got); err != nil {
+		return st, raw.Sequence, fmt.Errorf("jetstream: state of %s: %w", id, err)
+	}
+	if got.ID != id {
+		return st, raw.Sequence, nil // another job's: overwritten at the next save
+	}
+	return got, raw.Sequence, nil
+}
+
+// errStateMoved says the job's state record changed since this delivery read it: another
+// delivery of the job wrote it.
+var errStateMoved = errors.New("jetstream: the job's state changed under this delivery")
+
+// saveState writes tok's state if the record is still where tok read it, and moves tok's record
+// sequence on. It returns errStateMoved if another delivery wrote it first.
+func (b *Backend) saveState(ctx context.Context, d *queue.Delivery, tok *delivered) error {
+	tok.st.ID = d.ID
+	data, err := json.Marshal(tok.st)
+	if err != nil {
+		return err
+	}
+	msg := &nats.Msg{Subject: b.stateSubject(d.Seq), Data: data}
+	ack, err := b.js.PublishMsg(ctx, msg, natsjs.WithExpectLastSequencePerSubject(tok.stSeq))
+	switch apiCode(err) {
+	case codeWrongLast, codeWrongLR:
+		return errStateMoved
+	case 0:
+		if err != nil {
+			return b.fail(ctx, "save the state of "+d.ID, err)
+		}
+		tok.stSeq = ack.Sequence
+		return nil
+	}
+	return b.fail(ctx, "save the state of "+d.ID, err)
+}
+
+// dropState deletes the state record of the job at seq, once the job is settled for good.
+func (b *Backend) dropState(ctx context.Context, d *queue.Delivery, tok *delivered) error {
+	if tok.stSeq == 0 && !tok.started {
+		return nil // never written: a job acked on its first delivery has none
+	}
+	if err := b.state.Purge(ctx, natsjs.WithPurgeSubject(b.stateSubject(d.Seq))); err != nil {
+		return b.fail(ctx, "drop the state of "+d.ID, err)
+	}
+	return nil
+}
+
+// delivery decodes m and its state record into a Delivery. A first delivery has no record to
+// read (Start checks that there is none); a redelivery reads it.
+func (b *Backend) delivery(ctx context.Context, m natsjs.Msg) (*queue.Delivery, error) {
+	md, err := m.Metadata()
+	if err != nil {
+		return nil, fmt.Errorf("jetstream: message metadata: %w", err)
+	}
+	tok := &delivered{msg: m, n: md.NumDelivered}
+	qm := messageFrom(m.Headers(), m.Data())
+	tok.st.ID = qm.ID
+	if md.NumDelivered > 1 {
+		if tok.st, tok.stSeq, err = b.loadState(ctx, md.Sequence.Stream, qm.ID); err != nil {
+			return nil, err
+		}
+	}
+	tok.marked = md.NumDelivered > 1 || !qm.NotBefore.IsZero()
+	qm.Attempt = tok.st.Starts + 1
+	return &queue.Delivery{Message: qm, Token: tok, Seq: md.Sequence.Stream,
+		Redelivered: tok.st.Starts > 0 || tok.st.Released}, nil
+}
+
+// ack sends an acknowledgement (+ACK, -NAK, +WPI, +TERM) and waits for the server to confirm
+// it, which the nats.go API does only for +ACK. ctx must have a deadline (see req).
+func (b *Backend) ack(ctx context.Context, m natsjs.Msg, body string) error {
+	if m.Reply() == "" {
+		return errors.New("jetstream: message has no reply subject")
+	}
+	if _, err := b.nc.RequestWithContext(ctx, m.Reply(), []byte(body)); err != nil {
+		return b.fail(ctx, body, err)
+	}
+	return nil
+}
+
+func nakDelay(d time.Duration) string {
+	if d <= 0 {
+		return "-NAK"
+	}
+	return `-NAK {"delay":` + strconv.FormatInt(int64(d), 10) + `}`
+}
+
+// skip marks the job of d and asks the broker to deliver it again after delay: this delivery
+// did not reach a handler, so it changes nothing in the job's state (attempts are Starts).
+func (b *Backend) skip(ctx context.Context, d *queue.Delivery, delay time.Duration, kind string) error {
+	tok := d.Token.(*delivered)
+	if err := b.remark(ctx, tok, d.ID, kind); err != nil {
+		return err
+	}
+	return b.ack(ctx, tok.msg, nakDelay(delay))
+}
+
+// Markers, one message at corral.<name>.mark.<kind>.<id> per job that the broker's counts
+// misplace, let Stats tell delayed and handed-back jobs from leased and ready ones.
+const (
+	markWaiting = "u" // not delivered yet, start time to come: delayed, not ack pending
+	markDelayed = "d" // handed back with a delay: delayed, but ack pending
+	markReady   = "r" // handed back ready (released, or behind its ordering key): ack pending
+)
+
+func (b *Backend) mark(ctx context.Context, id, kind string) error {
+	if _, err := b.js.Publish(ctx, b.markPrefix+kind+"."+token(id), nil); err != nil {
+		return b.fail(ctx, "mark "+id, err)
+	}
+	return nil
+}
+
+// remark gives the job of tok the marker kind alone. The new marker is written before the old
+// ones are removed, so that Stats never sees the job unmarked.
+func (b *Backend) remark(ctx context.Context, tok *delivered, id, kind string) error {
+	if err := b.mark(ctx, id, kind); err != nil {
+		return err
+	}
+	if tok.marked {
+		for _, k := range []string{markWaiting, markDelayed, markReady} {
+			if k == kind {
+				continue
+			}
+			if err := b.state.Purge(ctx, natsjs.WithPurgeSubject(b.markPrefix+k+"."+token(id))); err != nil {
+				return b.fail(ctx, "unmark "+id, err)
+			}
+		}
+	}
+	tok.marked = true
+	return nil
+}
+
+func (b *Backend) unmark(ctx context.Context, id string) error {
+	if err := b.state.Purge(ctx, natsjs.WithPurgeSubject(b.markPrefix+"*."+token(id))); err != nil {
+		return b.fail(ctx, "unmark "+id, err)
+	}
+	return nil
+}

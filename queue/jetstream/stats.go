@@ -1,0 +1,105 @@
+package jetstream
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	natsjs "github.com/nats-io/nats.go/jetstream"
+
+	"github.com/corral-go/corral/queue"
+)
+
+// Stats implements queue.Backend from stream and consumer info and the markers of delayed and
+// handed-back jobs: InFlight is the consumer's ack pending count less the jobs handed back and
+// the jobs prefetched by this process (jobs prefetched by other processes count as in flight),
+// Delayed counts jobs whose start time or retry delay has not come, Dead the dead-letter
+// stream's size and Oldest the time the oldest stored job was published.
+func (b *Backend) Stats(ctx context.Context) (queue.BackendStats, error) {
+	var s queue.BackendStats
+	if err := b.checkOpen(); err != nil {
+		return s, err
+	}
+	ctx, cancel := b.req(ctx)
+	defer cancel()
+	b.statsMu.Lock()
+	defer b.statsMu.Unlock()
+	wi, err := b.statWork.Info(ctx)
+	if err != nil {
+		return s, b.fail(ctx, "stats", err)
+	}
+	ci, err := b.statCons.Info(ctx)
+	if err != nil {
+		return s, b.fail(ctx, "stats", err)
+	}
+	b.noteLeader(ci)
+	removed, err := b.removeAcked(ctx, wi, ci)
+	if err != nil {
+		return s, b.fail(ctx, "stats", err)
+	}
+	if swept, err := b.sweep(ctx, wi, ci); err != nil {
+		return s, err
+	} else if removed || swept {
+		if wi, err = b.statWork.Info(ctx); err != nil {
+			return s, b.fail(ctx, "stats", err)
+		}
+	}
+	di, err := b.statDead.Info(ctx)
+	if err != nil {
+		return s, b.fail(ctx, "stats", err)
+	}
+	si, err := b.statState.Info(ctx, natsjs.WithSubjectFilter(b.markPrefix+">"))
+	if err != nil {
+		return s, b.fail(ctx, "stats", err)
+	}
+	marks := b.countMarks(si.State.Subjects)
+	stored := int(wi.State.Msgs)
+	s.Delayed = min(marks.waiting+marks.delayed, stored)
+	s.InFlight = max(ci.NumAckPending-marks.delayed-marks.ready-int(b.bufFresh.Load()), 0)
+	s.InFlight = min(s.InFlight, stored-s.Delayed)
+	s.Ready = stored - s.Delayed - s.InFlight
+	s.Dead = int(di.State.Msgs)
+	if stored > 0 {
+		s.Oldest = wi.State.FirstTime
+	}
+	return s, nil
+}
+
+// markCounts counts the markers of jobs by kind (see markWaiting, markDelayed, markReady).
+type markCounts struct {
+	waiting int // not delivered yet, start time to come: delayed, not ack pending
+	delayed int // handed back with a delay: delayed, but ack pending
+	ready   int // handed back ready: ack pending
+}
+
+// countMarks counts the markers among subjects, the subjects of the state stream under
+// markPrefix.
+func (b *Backend) countMarks(subjects map[string]uint64) markCounts {
+	var c markCounts
+	for subj := range subjects {
+		kind, _, _ := strings.Cut(strings.TrimPrefix(subj, b.markPrefix), ".")
+		switch kind {
+		case markWaiting:
+			c.waiting++
+		case markDelayed:
+			c.delayed++
+		case markReady:
+			c.ready++
+		}
+	}
+	return c
+}
+
+// removeAcked deletes the jobs at or below the consumer's ack floor. Every one of them was
+// acked, so a work-queue stream should not hold it, but a server restart can leave one behind
+// (the ack persisted, the removal not), and the consumer never delivers it again. b.statsMu
+// held.
+func (b *Backend) removeAcked(ctx context.Context, wi *natsjs.StreamInfo, ci *natsjs.ConsumerInfo) (bool, error) {
+	if wi.State.Msgs == 0 || ci.AckFloor.Stream < wi.State.FirstSeq {
+		return false, nil
+	}
+	if err := b.statWork.Purge(ctx, natsjs.WithPurgeSequence(ci.AckFloor.Stream+1)); err != nil {
+		return false, fmt.Errorf("remove acked jobs: %w", err)
+	}
+	return true, nil
+}
