@@ -1,0 +1,172 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"iter"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/corral-go/corral/queue"
+)
+
+// deadPage is how many dead letters DeadLetters reads per query.
+const deadPage = 100
+
+// DeadLetters implements queue.Backend: the dead letters in burial order, oldest first, read a
+// page at a time (each page a query with its own deadline). A dead letter buried while the
+// listing runs is listed if it comes after the page being read.
+func (b *Backend) DeadLetters(ctx context.Context) iter.Seq2[queue.DeadMessage, error] {
+	return func(yield func(queue.DeadMessage, error) bool) {
+		if err := b.checkOpen(); err != nil {
+			yield(queue.DeadMessage{}, err)
+			return
+		}
+		after := int64(0)
+		for {
+			page, err := b.deadPage(ctx, after)
+			if err != nil {
+				yield(queue.DeadMessage{}, err)
+				return
+			}
+			for _, p := range page {
+				if !yield(p.dm, nil) {
+					return
+				}
+				after = p.dseq
+			}
+			if len(page) < deadPage {
+				return
+			}
+		}
+	}
+}
+
+type deadRow struct {
+	dseq int64
+	dm   queue.DeadMessage
+}
+
+// deadPage reads the dead letters buried after dseq after.
+func (b *Backend) deadPage(ctx context.Context, after int64) ([]deadRow, error) {
+	cctx, cancel := b.call(ctx)
+	defer cancel()
+	rows, err := b.pool.Query(cctx, b.sql.deadPage, b.name, after, deadPage)
+	if err != nil {
+		return nil, fail(cctx, "list the dead letters", err)
+	}
+	defer rows.Close()
+	var out []deadRow
+	for rows.Next() {
+		var (
+			r                  deadRow
+			notBefore, startBy *time.Time
+			reason             string
+			hist               []byte
+		)
+		m := &r.dm.Message
+		if err := rows.Scan(&r.dseq, &m.ID, &m.Key, &m.Body, &m.EnqueuedAt, &notBefore, &startBy, &m.Attempt,
+			&reason, &hist, &r.dm.At); err != nil {
+			return nil, fail(cctx, "list the dead letters", err)
+		}
+		m.NotBefore, m.StartBy = derefTime(notBefore), derefTime(startBy)
+		r.dm.Reason = queue.Reason(reason)
+		if r.dm.History, err = parseHistory(hist); err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fail(cctx, "list the dead letters", err)
+	}
+	return out, nil
+}
+
+// Redrive implements queue.Backend: in one transaction the dead letter leaves the dead letters
+// and comes back as a new, ready job (a fresh attempt count, enqueued now, with no delay or
+// start-by deadline; the dedup horizon does not apply to it). A queue at capacity refuses it
+// with queue.ErrFull (it does not block).
+func (b *Backend) Redrive(ctx context.Context, id string) error {
+	if err := b.checkOpen(); err != nil {
+		return err
+	}
+	cctx, cancel := b.call(ctx)
+	defer cancel()
+	err := pgx.BeginFunc(cctx, b.pool, func(tx pgx.Tx) error {
+		var (
+			key  string
+			body []byte
+		)
+		err := tx.QueryRow(cctx, b.sql.redriveTake, b.name, id).Scan(&key, &body)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return queue.ErrNotFound
+		}
+		if err != nil {
+			return err
+		}
+		m := queue.Message{ID: id, Key: key, Body: body, EnqueuedAt: time.Now()}
+		if _, err := b.insert(cctx, tx, m, false); err != nil { // the horizon is not for a redriven job
+			return err
+		}
+		if _, err := tx.Exec(cctx, b.sql.redriveCount, b.name); err != nil {
+			return err
+		}
+		if b.cfg.Capacity > 0 {
+			var stored int64
+			err := tx.QueryRow(cctx, b.sql.reserve, b.name, 1).Scan(&stored)
+			if errors.Is(err, pgx.ErrNoRows) {
+				return queue.ErrFull
+			}
+			return err
+		}
+		return nil
+	})
+	switch {
+	case err == nil, errors.Is(err, queue.ErrNotFound), errors.Is(err, queue.ErrDuplicate), errors.Is(err, queue.ErrFull):
+		return err
+	}
+	return fail(cctx, "redrive", err)
+}
+
+// Purge implements queue.Backend.
+func (b *Backend) Purge(ctx context.Context, id string) error {
+	if err := b.checkOpen(); err != nil {
+		return err
+	}
+	cctx, cancel := b.call(ctx)
+	defer cancel()
+	var dead int64
+	err := b.pool.QueryRow(cctx, b.sql.purge, b.name, id).Scan(&dead)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return queue.ErrNotFound
+	}
+	if err != nil {
+		return fail(cctx, "purge", err)
+	}
+	return nil
+}
+
+// Stats implements queue.Backend: one query counts the queue's jobs by state, as of the
+// database's clock (a job whose lease ended but was not taken back yet is ready), with the
+// dead letters' count and the oldest enqueue time.
+func (b *Backend) Stats(ctx context.Context) (queue.BackendStats, error) {
+	var s queue.BackendStats
+	if err := b.checkOpen(); err != nil {
+		return s, err
+	}
+	cctx, cancel := b.call(ctx)
+	defer cancel()
+	var (
+		oldest *time.Time
+		dead   *int64
+	)
+	if err := b.pool.QueryRow(cctx, b.sql.stats, b.name).Scan(&s.Ready, &s.InFlight, &s.Delayed, &oldest, &dead); err != nil {
+		return s, fail(cctx, "stats", err)
+	}
+	s.Oldest = derefTime(oldest)
+	if dead != nil {
+		s.Dead = int(*dead)
+	}
+	return s, nil
+}

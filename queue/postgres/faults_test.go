@@ -1,0 +1,58 @@
+package postgres_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/corral-go/corral/queue"
+	"github.com/corral-go/corral/queue/postgres"
+	"github.com/corral-go/corral/queue/postgres/internal/pgtest"
+	"github.com/corral-go/corral/queue/queuetest"
+)
+
+// The backends' call timeout in the fault scenarios.
+const faultCallTimeout = 2 * time.Second
+
+// openFaultBackend is the fault suite's OpenFunc, in the test process and in its worker
+// processes: a backend on a pool of its own on addr (a connection string), with room for every
+// handler's query at once.
+func openFaultBackend(addr, name string) (queue.Backend, func(), error) {
+	cfg, err := pgxpool.ParseConfig(addr)
+	if err != nil {
+		return nil, nil, err
+	}
+	cfg.MaxConns = 10
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	b := postgres.New(pool, name, postgres.WithCallTimeout(faultCallTimeout))
+	// The queue that opens b closes it too; closing it again here is harmless.
+	return b, func() { _ = b.Close(context.Background()); pool.Close() }, nil
+}
+
+// pgBroker hands pgtest's server to the fault suite: one node, nothing to fail over to.
+type pgBroker struct{ s *pgtest.Server }
+
+func (pb pgBroker) Nodes() int                           { return 1 }
+func (pb pgBroker) Addr() string                         { return pb.s.DSN() }
+func (pb pgBroker) Kill(t testing.TB, node int)          { pb.s.Kill(t) }
+func (pb pgBroker) Restart(t testing.TB, node int)       { pb.s.Restart(t) }
+func (pb pgBroker) Pause(t testing.TB, node int)         { pb.s.Pause(t) }
+func (pb pgBroker) Continue(t testing.TB, node int)      { pb.s.Continue(t) }
+func (pb pgBroker) Leader(t testing.TB, name string) int { return -1 }
+
+// TestFaults runs the fault suite against one postgres server: worker processes killed, a
+// poison job that exits its process, the postmaster SIGKILLed (with its backends) and
+// restarted on its data directory, the server paused, and shared settings.
+func TestFaults(t *testing.T) {
+	srv, _ := startDB(t)
+	queuetest.RunFaults(t, queuetest.Faults{
+		Broker: pgBroker{srv}, Open: openFaultBackend, CallTimeout: faultCallTimeout,
+	})
+}

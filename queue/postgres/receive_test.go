@@ -1,0 +1,202 @@
+package postgres_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/corral-go/corral/queue"
+	"github.com/corral-go/corral/queue/postgres"
+)
+
+// claimTracer watches the claim queries sent on a pool: how many are in flight at once, at
+// most, and, if hold is set, it holds the first len(hold) of them, the i-th until hold[i] is
+// closed (after closing held[i]).
+type claimTracer struct {
+	sql      atomic.Pointer[string]
+	inFlight atomic.Int64
+	most     atomic.Int64
+	count    atomic.Int64
+	hold     []chan struct{}
+	held     []chan struct{}
+}
+
+type claimKey struct{}
+
+func (c *claimTracer) TraceQueryStart(ctx context.Context, _ *pgx.Conn, data pgx.TraceQueryStartData) context.Context {
+	if s := c.sql.Load(); s == nil || data.SQL != *s {
+		return ctx
+	}
+	i := c.count.Add(1) - 1
+	n := c.inFlight.Add(1)
+	for m := c.most.Load(); n > m && !c.most.CompareAndSwap(m, n); m = c.most.Load() {
+	}
+	if i < int64(len(c.hold)) {
+		close(c.held[i])
+		<-c.hold[i]
+	}
+	return context.WithValue(ctx, claimKey{}, true)
+}
+
+func (c *claimTracer) TraceQueryEnd(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryEndData) {
+	if ctx.Value(claimKey{}) != nil {
+		c.inFlight.Add(-1)
+	}
+}
+
+// tracedBackend opens a backend on a pool of its own traced by tr, closed when t ends.
+func tracedBackend(t *testing.T, dsn string, tr *claimTracer) *postgres.Backend {
+	t.Helper()
+	ctx := context.Background()
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.MaxConns = 32
+	cfg.ConnConfig.Tracer = tr
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	b := postgres.New(pool, queueName(t))
+	sql := postgres.ClaimSQL(b)
+	tr.sql.Store(&sql)
+	if err := b.Open(ctx, queue.Config{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := b.Close(ctx); err != nil {
+			t.Error(err)
+		}
+	})
+	return b
+}
+
+// The receivers of a backend take turns: one claim query at a time looks for jobs, for all
+// of them, and each job is delivered once.
+func TestReceiversShareClaims(t *testing.T) {
+	srv, _ := startDB(t)
+	var tr claimTracer
+	b := tracedBackend(t, srv.DSN(), &tr)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	const receivers, jobs = 16, 300
+	got := make(chan string, jobs)
+	var wg sync.WaitGroup
+	for range receivers {
+		wg.Go(func() {
+			for {
+				var d queue.Delivery
+				if err := b.Receive(ctx, time.Minute, &d); err != nil {
+					if !errors.Is(err, context.Canceled) {
+						t.Errorf("Receive: %v", err)
+					}
+					return
+				}
+				if err := b.Ack(ctx, &d); err != nil {
+					t.Errorf("Ack %s: %v", d.ID, err)
+				}
+				got <- d.ID
+			}
+		})
+	}
+	for i := range jobs {
+		if _, err := b.Enqueue(ctx, queue.Message{ID: fmt.Sprint(i), Body: []byte("x")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	seen := map[string]int{}
+	for range jobs {
+		seen[recvWithin(t, got, 30*time.Second, "a job")]++
+	}
+	cancel()
+	wg.Wait()
+	close(got)
+	for id := range got {
+		seen[id]++
+	}
+	for i := range jobs {
+		if n := seen[fmt.Sprint(i)]; n != 1 {
+			t.Errorf("job %d delivered %d times, want 1", i, n)
+		}
+	}
+	if len(seen) != jobs {
+		t.Errorf("%d jobs delivered, want %d", len(seen), jobs)
+	}
+	if m := tr.most.Load(); m != 1 {
+		t.Errorf("at most %d claim queries in flight at once, want 1", m)
+	}
+	if n := tr.count.Load(); n == 0 {
+		t.Error("no claim query seen")
+	}
+}
+
+// A job claimed for a receiver whose ctx ended while the claim was in flight is given back as
+// if never delivered: the next receiver gets it at once, attempt 1, not redelivered.
+func TestAbandonedClaimGivenBack(t *testing.T) {
+	srv, _ := startDB(t)
+	tr := claimTracer{
+		hold: []chan struct{}{make(chan struct{}), make(chan struct{})},
+		held: []chan struct{}{make(chan struct{}), make(chan struct{})},
+	}
+	b := tracedBackend(t, srv.DSN(), &tr)
+	queued := make(chan struct{}, 1)
+	postgres.OnClaimQueued(b, func() {
+		select {
+		case queued <- struct{}{}:
+		default:
+		}
+	})
+	ctx := context.Background()
+	for _, id := range []string{"a", "b"} {
+		if _, err := b.Enqueue(ctx, queue.Message{ID: id, Body: []byte("x")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The first receiver claims for itself; the second waits for the claimer, whose query
+	// is held until the second receiver has left.
+	first := make(chan queue.Delivery, 1)
+	go func() {
+		var d queue.Delivery
+		if err := b.Receive(ctx, time.Hour, &d); err != nil {
+			t.Errorf("first Receive: %v", err)
+		}
+		first <- d
+	}()
+	recvWithin(t, tr.held[0], 10*time.Second, "the first claim query")
+	rctx, cancel := context.WithCancelCause(ctx)
+	errc := make(chan error, 1)
+	go func() {
+		var d queue.Delivery
+		errc <- b.Receive(rctx, time.Hour, &d)
+	}()
+	recvWithin(t, queued, 10*time.Second, "the second receiver's request")
+	close(tr.hold[0])
+	if d := recvWithin(t, first, 10*time.Second, "the first receiver's job"); d.ID != "a" {
+		t.Fatalf("first receiver got %q, want a", d.ID)
+	}
+	recvWithin(t, tr.held[1], 10*time.Second, "the claimer's query")
+	stop := errors.New("receiver gone")
+	cancel(stop)
+	if err := recvWithin(t, errc, 10*time.Second, "the abandoned Receive"); !errors.Is(err, stop) {
+		t.Fatalf("abandoned Receive: %v, want its ctx's cause", err)
+	}
+	close(tr.hold[1]) // the claim leases b, for nobody
+	var d queue.Delivery
+	wctx, wcancel := context.WithTimeout(ctx, 10*time.Second)
+	defer wcancel()
+	if err := b.Receive(wctx, time.Minute, &d); err != nil {
+		t.Fatalf("Receive after the abandoned one: %v", err)
+	}
+	if d.ID != "b" || d.Attempt != 1 || d.Redelivered {
+		t.Errorf("got %s attempt %d redelivered %v, want b attempt 1 not redelivered", d.ID, d.Attempt, d.Redelivered)
+	}
+}

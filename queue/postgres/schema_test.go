@@ -1,0 +1,173 @@
+package postgres_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/corral-go/corral/queue"
+	"github.com/corral-go/corral/queue/postgres"
+)
+
+func TestMigrationNames(t *testing.T) {
+	want := []string{"0001_jobs", "0002_dead_letters"}
+	if got := postgres.MigrationNames(); !slices.Equal(got, want) {
+		t.Errorf("migrations %v, want %v", got, want)
+	}
+}
+
+// TestSchema: opening on a schema that lacks migrations fails naming the first one to run;
+// Migrate is idempotent and safe to run from several processes at once; MigrationSQL makes the
+// same schema; two schemas keep two applications' queues apart.
+func TestSchema(t *testing.T) {
+	_, pool := startDB(t) // the default schema
+	ctx := context.Background()
+	open := func(schema, name string) (*queue.Queue[string], error) {
+		t.Helper()
+		q, err := queue.New[string](ctx, queue.WithBackend(postgres.New(pool, name, postgres.WithSchema(schema))))
+		if err == nil {
+			t.Cleanup(func() { _ = q.Close(ctx) })
+		}
+		return q, err
+	}
+
+	t.Run("NoSchema", func(t *testing.T) {
+		_, err := open("nothing", "q")
+		var se *postgres.SchemaError
+		if !errors.As(err, &se) || se.Applied != 0 || se.Missing != "0001_jobs" || !strings.Contains(err.Error(), "0001_jobs") ||
+			!strings.Contains(err.Error(), "Migrate") {
+			t.Fatalf("open on an empty schema: %v; want a SchemaError naming 0001_jobs and Migrate", err)
+		}
+	})
+
+	t.Run("OlderSchema", func(t *testing.T) {
+		if err := postgres.MigrateTo(ctx, pool, "older", 1); err != nil {
+			t.Fatal(err)
+		}
+		_, err := open("older", "q")
+		var se *postgres.SchemaError
+		if !errors.As(err, &se) || se.Applied != 1 || se.Want != 2 || se.Missing != "0002_dead_letters" ||
+			!strings.Contains(err.Error(), "migration 0002_dead_letters is not applied") {
+			t.Fatalf("open on a schema at migration 1: %v; want a SchemaError naming 0002_dead_letters", err)
+		}
+		if err := postgres.Migrate(ctx, pool, postgres.WithSchema("older")); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := open("older", "q"); err != nil {
+			t.Fatalf("open after Migrate: %v", err)
+		}
+	})
+
+	t.Run("NewerSchema", func(t *testing.T) {
+		if err := postgres.Migrate(ctx, pool, postgres.WithSchema("newer")); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := pool.Exec(ctx, `INSERT INTO newer.migrations (version, name) VALUES (99, '0099_future')`); err != nil {
+			t.Fatal(err)
+		}
+		_, err := open("newer", "q")
+		var se *postgres.SchemaError
+		if !errors.As(err, &se) || se.Applied != 99 || se.Missing != "" || !strings.Contains(err.Error(), "newer than") {
+			t.Fatalf("open on a schema of a newer version: %v", err)
+		}
+	})
+
+	t.Run("ConcurrentMigrate", func(t *testing.T) {
+		var wg sync.WaitGroup
+		errs := make([]error, 4)
+		for i := range errs {
+			wg.Go(func() { errs[i] = postgres.Migrate(ctx, pool, postgres.WithSchema("racing")) })
+		}
+		wg.Wait()
+		if err := errors.Join(errs...); err != nil {
+			t.Fatalf("concurrent Migrate: %v", err)
+		}
+		var n int
+		if err := pool.QueryRow(ctx, `SELECT count(*) FROM racing.migrations`).Scan(&n); err != nil || n != 2 {
+			t.Errorf("%d migrations recorded (%v), want 2", n, err)
+		}
+	})
+
+	t.Run("MigrationSQL", func(t *testing.T) {
+		sql := postgres.MigrationSQL(postgres.WithSchema("tool"))
+		for _, want := range []string{`CREATE TABLE "tool".jobs`, `CREATE TABLE "tool".dead`, "-- 0001_jobs", "-- 0002_dead_letters",
+			`INSERT INTO "tool".migrations (version, name) VALUES (2, '0002_dead_letters')`} {
+			if !strings.Contains(sql, want) {
+				t.Errorf("MigrationSQL lacks %q", want)
+			}
+		}
+		conn, err := pool.Acquire(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Release()
+		// As a migration tool would: the whole script, in one transaction.
+		if _, err := conn.Conn().PgConn().Exec(ctx, "BEGIN;\n"+sql+"\nCOMMIT;").ReadAll(); err != nil {
+			t.Fatalf("running MigrationSQL: %v", err)
+		}
+		if _, err := open("tool", "q"); err != nil {
+			t.Fatalf("open on the schema MigrationSQL made: %v", err)
+		}
+		if err := postgres.Migrate(ctx, pool, postgres.WithSchema("tool")); err != nil {
+			t.Fatalf("Migrate after MigrationSQL: %v", err)
+		}
+	})
+
+	t.Run("SchemasApart", func(t *testing.T) {
+		for _, s := range []string{"app_a", "app_b"} {
+			if err := postgres.Migrate(ctx, pool, postgres.WithSchema(s)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		a, err := open("app_a", "jobs")
+		if err != nil {
+			t.Fatal(err)
+		}
+		bq, err := open("app_b", "jobs")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := a.Enqueue(ctx, "x", queue.WithID("x")); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := bq.Enqueue(ctx, "x", queue.WithID("x")); err != nil {
+			t.Errorf("the same ID in another schema's queue of the same name: %v", err)
+		}
+		sa, _ := a.Stats(ctx)
+		sb, _ := bq.Stats(ctx)
+		if sa.Ready != 1 || sb.Ready != 1 {
+			t.Errorf("stats %+v and %+v: want one job in each", sa, sb)
+		}
+	})
+}
+
+// TestSettingsShared: a second process opening a queue with other settings is refused, naming
+// the setting and both values; WithReconfigure changes them.
+func TestSettingsShared(t *testing.T) {
+	_, pool := startDB(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	name := queueName(t)
+	q1, err := queue.New[string](ctx, queue.WithBackend(postgres.New(pool, name)), queue.WithCapacity(10))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q1.Close(ctx)
+	_, err = queue.New[string](ctx, queue.WithBackend(postgres.New(pool, name)), queue.WithCapacity(20))
+	if err == nil || !strings.Contains(err.Error(), "capacity 20 differs from the queue's 10") {
+		t.Fatalf("second open with another capacity: %v", err)
+	}
+	q3, err := queue.New[string](ctx, queue.WithBackend(postgres.New(pool, name, postgres.WithReconfigure())), queue.WithCapacity(20))
+	if err != nil {
+		t.Fatalf("open WithReconfigure: %v", err)
+	}
+	defer q3.Close(ctx)
+	if _, err := queue.New[string](ctx, queue.WithBackend(postgres.New(pool, name)), queue.WithCapacity(10)); err == nil ||
+		!strings.Contains(err.Error(), "capacity 10 differs from the queue's 20") {
+		t.Fatalf("open with the old capacity after the change: %v", err)
+	}
+}

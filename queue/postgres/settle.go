@@ -1,0 +1,347 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/corral-go/corral/queue"
+)
+
+// Every settling call is fenced by the lease number (queue.Delivery.Seq): each Receive, Nack,
+// Release and expiry moves a job to a new number, so the call of a stale delivery changes
+// nothing and fails with queue.ErrLeaseLost. A lease that ended but was not taken back yet
+// still holds (nobody else has the job): its delivery can be settled, but not started.
+
+// seqOf returns the job's seq of d.
+func seqOf(d *queue.Delivery) (int64, error) {
+	seq, ok := d.Token.(int64)
+	if !ok {
+		return 0, errors.New("postgres: delivery not from this backend")
+	}
+	return seq, nil
+}
+
+// Start implements queue.Backend: it spends the attempt d.Attempt, once per lease, and only
+// while the lease runs (queue.ErrLeaseLost once it ended, even if it was not taken back yet:
+// the job may be delivered again at any moment). The Start calls of a backend's workers that
+// come at once are made in one query (see group).
+func (b *Backend) Start(ctx context.Context, d *queue.Delivery) error {
+	seq, err := seqOf(d)
+	if err != nil {
+		return err
+	}
+	if done, grouped, err := b.starts.do(ctx, leaseKey{seq, int64(d.Seq)}); grouped && (done || err != nil) {
+		if err == nil {
+			b.running.add(d, seq)
+		}
+		return err
+	}
+	cctx, cancel := b.call(ctx)
+	defer cancel()
+	tag, err := b.pool.Exec(cctx, b.sql.start, seq, int64(d.Seq))
+	if err != nil {
+		return fail(cctx, "start", err)
+	}
+	if tag.RowsAffected() == 0 {
+		return queue.ErrLeaseLost
+	}
+	b.running.add(d, seq)
+	return nil
+}
+
+// startMany is the grouped Start of keys (see group).
+func (b *Backend) startMany(ctx context.Context, keys []leaseKey) ([]int64, error) {
+	if len(keys) == 1 {
+		tag, err := b.pool.Exec(ctx, b.sql.startOne, keys[0].seq, keys[0].lease)
+		if err != nil {
+			return nil, fail(ctx, "start", err)
+		}
+		if tag.RowsAffected() == 0 {
+			return nil, nil
+		}
+		return []int64{keys[0].seq}, nil
+	}
+	seqs, leases := arrays(keys)
+	rows, err := b.pool.Query(ctx, b.sql.startMany, seqs, leases)
+	if err != nil {
+		return nil, fail(ctx, "start", err)
+	}
+	started, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return nil, fail(ctx, "start", err)
+	}
+	return started, nil
+}
+
+// ackMany is the grouped Ack of keys, of a queue without a capacity (see group).
+func (b *Backend) ackMany(ctx context.Context, keys []leaseKey) ([]int64, error) {
+	var (
+		acked    []int64
+		notified int64
+		row      pgx.Row
+	)
+	if len(keys) == 1 {
+		row = b.pool.QueryRow(ctx, b.sql.ackOne, b.name, keys[0].seq, keys[0].lease, b.channel)
+	} else {
+		seqs, leases := arrays(keys)
+		row = b.pool.QueryRow(ctx, b.sql.ackMany, b.name, seqs, leases, b.channel)
+	}
+	if err := row.Scan(&acked, &notified); err != nil {
+		return nil, fail(ctx, "ack", err)
+	}
+	return acked, nil
+}
+
+// Extend implements queue.Backend. It does not wait for a transaction that holds the job's
+// row (an AckTx in progress): the job is held, and nobody else can take it meanwhile.
+func (b *Backend) Extend(ctx context.Context, d *queue.Delivery, lease time.Duration) error {
+	seq, err := seqOf(d)
+	if err != nil {
+		return err
+	}
+	cctx, cancel := b.call(ctx)
+	defer cancel()
+	tag, err := b.pool.Exec(cctx, b.sql.extend, seq, int64(d.Seq), micros(lease))
+	if err != nil {
+		return fail(cctx, "extend the lease", err)
+	}
+	if tag.RowsAffected() == 1 {
+		return nil
+	}
+	var cur int64
+	err = b.pool.QueryRow(cctx, b.sql.leaseOf, seq).Scan(&cur)
+	switch {
+	case err == nil && cur == int64(d.Seq):
+		return nil // a transaction holds the row: the lease cannot lapse under it
+	case errors.Is(err, pgx.ErrNoRows) || err == nil:
+		if done, err := b.ackedInTx(cctx, d); err != nil || done {
+			return err
+		}
+		return queue.ErrLeaseLost
+	}
+	return fail(cctx, "extend the lease", err)
+}
+
+// Ack implements queue.Backend. A job acked by its handler's committed transaction (AckTx) is
+// acked already: Ack then returns nil. In a queue without a capacity, the Ack calls of a
+// backend's workers that come at once are made in one query (see group).
+func (b *Backend) Ack(ctx context.Context, d *queue.Delivery) error {
+	seq, err := seqOf(d)
+	if err != nil {
+		return err
+	}
+	defer b.running.remove(d)
+	cctx, cancel := b.call(ctx)
+	defer cancel()
+	if done, err := b.ackedInTx(cctx, d); err != nil || done {
+		return err
+	}
+	sql := b.sql.ack
+	if b.cfg.Capacity > 0 {
+		sql = b.sql.ackCounted
+	} else if done, grouped, err := b.acks.do(ctx, leaseKey{seq, int64(d.Seq)}); grouped && (done || err != nil) {
+		return err
+	}
+	var n, notified int64
+	if err := b.pool.QueryRow(cctx, sql, b.name, seq, int64(d.Seq), b.channel).Scan(&n, &notified); err != nil {
+		return fail(cctx, "ack", err)
+	}
+	if n == 0 {
+		return queue.ErrLeaseLost
+	}
+	return nil
+}
+
+// Nack implements queue.Backend.
+func (b *Backend) Nack(ctx context.Context, d *queue.Delivery, delay time.Duration, a queue.Attempt) error {
+	seq, err := seqOf(d)
+	if err != nil {
+		return err
+	}
+	defer b.running.remove(d)
+	hist, err := historyJSON(a)
+	if err != nil {
+		return err
+	}
+	cctx, cancel := b.call(ctx)
+	defer cancel()
+	tag, err := b.pool.Exec(cctx, b.sql.nack, b.name, seq, int64(d.Seq), micros(max(delay, 0)), hist, b.channel)
+	if err != nil {
+		return fail(cctx, "nack", err)
+	}
+	if tag.RowsAffected() == 0 {
+		return queue.ErrLeaseLost
+	}
+	return nil
+}
+
+// Release implements queue.Backend: the job is ready again at once, and an attempt its
+// delivery spent (Start) is given back.
+func (b *Backend) Release(ctx context.Context, d *queue.Delivery) error {
+	seq, err := seqOf(d)
+	if err != nil {
+		return err
+	}
+	defer b.running.remove(d)
+	cctx, cancel := b.call(ctx)
+	defer cancel()
+	tag, err := b.pool.Exec(cctx, b.sql.release, b.name, seq, int64(d.Seq), b.channel)
+	if err != nil {
+		return fail(cctx, "release", err)
+	}
+	if tag.RowsAffected() == 0 {
+		return queue.ErrLeaseLost
+	}
+	return nil
+}
+
+// Bury implements queue.Backend: in one transaction, the job leaves the jobs for the dead
+// letters (replacing the dead letter of its ID, if there is one), and the dead letters beyond
+// the limit are deleted, oldest first.
+func (b *Backend) Bury(ctx context.Context, d *queue.Delivery, reason queue.Reason, a queue.Attempt) (queue.BuryResult, error) {
+	var res queue.BuryResult
+	seq, err := seqOf(d)
+	if err != nil {
+		return res, err
+	}
+	defer b.running.remove(d)
+	hist, err := historyJSON(a)
+	if err != nil {
+		return res, err
+	}
+	cctx, cancel := b.call(ctx)
+	defer cancel()
+	err = pgx.BeginFunc(cctx, b.pool, func(tx pgx.Tx) error {
+		var (
+			fresh    bool
+			notified *string
+		)
+		err := tx.QueryRow(cctx, b.sql.bury, b.name, seq, int64(d.Seq), string(reason), hist, d.Attempt, b.channel).Scan(&fresh, &notified)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return queue.ErrLeaseLost
+		}
+		if err != nil {
+			return fail(cctx, "bury", err)
+		}
+		leaving := 0
+		if b.cfg.Capacity > 0 {
+			leaving = 1
+		}
+		res.DeadEvicted, err = b.countDead(cctx, tx, fresh, leaving, nil)
+		return err
+	})
+	if err != nil && !errors.Is(err, queue.ErrLeaseLost) && !errors.Is(err, queue.ErrUnavailable) {
+		err = fail(cctx, "bury", err) // the commit's
+	}
+	if err != nil {
+		return queue.BuryResult{}, err
+	}
+	return res, nil
+}
+
+// attemptJSON is a queue.Attempt in a job's history (jobs.history, dead.history).
+type attemptJSON struct {
+	N   int       `json:"n"`
+	S   time.Time `json:"s"`
+	E   time.Time `json:"e"`
+	Err string    `json:"err"`
+}
+
+// historyJSON returns a one-attempt history, to append to a job's.
+func historyJSON(a queue.Attempt) (string, error) {
+	b, err := json.Marshal([]attemptJSON{{N: a.Number, S: a.Start, E: a.End, Err: a.Error}})
+	if err != nil {
+		return "", fmt.Errorf("postgres: record attempt: %w", err)
+	}
+	return string(b), nil
+}
+
+// parseHistory returns the attempts of a history.
+func parseHistory(raw []byte) ([]queue.Attempt, error) {
+	var as []attemptJSON
+	if err := json.Unmarshal(raw, &as); err != nil {
+		return nil, fmt.Errorf("postgres: attempt history: %w", err)
+	}
+	out := make([]queue.Attempt, len(as))
+	for i, a := range as {
+		out[i] = queue.Attempt{Number: a.N, Start: a.S, End: a.E, Error: a.Err}
+	}
+	return out, nil
+}
+
+// runningJobs are the deliveries a handler started on in this process, by job ID and attempt
+// (what a handler's queue.Job carries), for AckTx to find their lease. An entry is added by
+// Start and removed by the delivery's settling call. The zero value is ready to use.
+type runningJobs struct {
+	mu sync.Mutex // guards m
+	m  map[runKey]*runEntry
+}
+
+type runKey struct {
+	id      string
+	attempt int
+}
+
+type runEntry struct {
+	seq, lease int64
+	// xid is the ID of the transaction in which AckTx deleted the job, 0 if none.
+	xid int64
+}
+
+func (r *runningJobs) add(d *queue.Delivery, seq int64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.m == nil {
+		r.m = make(map[runKey]*runEntry)
+	}
+	r.m[runKey{d.ID, d.Attempt}] = &runEntry{seq: seq, lease: int64(d.Seq)}
+}
+
+// get returns a copy of the entry of the job id at attempt.
+func (r *runningJobs) get(id string, attempt int) (runEntry, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	e, ok := r.m[runKey{id, attempt}]
+	if !ok {
+		return runEntry{}, false
+	}
+	return *e, true
+}
+
+// setXID records that the transaction xid acked the delivery seq/lease.
+func (r *runningJobs) setXID(id string, attempt int, lease, xid int64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if e, ok := r.m[runKey{id, attempt}]; ok && e.lease == lease {
+		e.xid = xid
+	}
+}
+
+// remove forgets d's entry, if it is d's.
+func (r *runningJobs) remove(d *queue.Delivery) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	k := runKey{d.ID, d.Attempt}
+	if e, ok := r.m[k]; ok && e.lease == int64(d.Seq) {
+		delete(r.m, k)
+	}
+}
+
+// ackedInTx reports whether d's job was acked by AckTx in a transaction that committed.
+func (b *Backend) ackedInTx(ctx context.Context, d *queue.Delivery) (bool, error) {
+	e, ok := b.running.get(d.ID, d.Attempt)
+	if !ok || e.lease != int64(d.Seq) || e.xid == 0 {
+		return false, nil
+	}
+	var status *string
+	if err := b.pool.QueryRow(ctx, b.sql.txStatus, e.xid).Scan(&status); err != nil {
+		return false, fail(ctx, "ack", err)
+	}
+	return status != nil && *status == "committed", nil
+}
