@@ -6,6 +6,14 @@
 // with a cause, and the handler does not return until both have returned: no
 // goroutine outlives the request that started it.
 //
+// That is right for work that is worth doing only while the request lasts
+// (analytics, a cache warm-up). It is wrong for work that must happen once the
+// order is accepted: here the client's hang-up cancels the receipt of an order
+// the service already accepted. Work that must survive the request (and a
+// crash, or a deploy) belongs in a queue: enqueue a job with the order's ID
+// before answering, and let a consumer send the receipt, with retries and a
+// dead letter if it never can (see examples/jobs and the queue package).
+//
 //	go run ./examples/background
 package main
 
@@ -75,7 +83,7 @@ func checkout(f *followUps, started func(), handlerDone chan<- error) http.Handl
 			w.(http.Flusher).Flush()
 			started()
 			return nil
-		}, scope.Timeout(2*time.Second)) // a bound even if the client never leaves
+		}, scope.WithTimeout(2*time.Second)) // a bound even if the client never leaves
 		handlerDone <- err
 	}
 }
@@ -134,6 +142,8 @@ func run(ctx context.Context, out io.Writer) error {
 	for _, l := range logs {
 		fmt.Fprintln(out, " ", l)
 	}
+	fmt.Fprintln(out, "the receipt of an accepted order was cancelled with the request:")
+	fmt.Fprintln(out, "work that must survive the request belongs in a queue (see examples/jobs)")
 	if !errors.Is(err, context.Canceled) {
 		return fmt.Errorf("scope error %v, want the request's cancellation", err)
 	}

@@ -2,17 +2,17 @@
 // is sometimes slow and sometimes failing, the way a real dependency is.
 //
 // What it bounds and why:
-//   - at most 8 requests in flight (scope.Limit): the API is not flooded;
-//   - 100ms per attempt (retry.AttemptTimeout): a slow response does not hold
+//   - at most 8 requests in flight (scope.WithLimit): the API is not flooded;
+//   - 300ms per attempt (retry.WithAttemptTimeout): a slow response does not hold
 //     a slot forever;
 //   - at most 3 attempts per organisation, with jittered exponential backoff,
 //     and a retry budget shared by all of them (retry.Budget): a failing API
 //     sees at most a bounded extra load, never a retry storm;
 //   - 404 is permanent (retry.Permanent): it is not retried at all.
 //
-// No failure is lost: the scope runs under the Supervise policy, so one
-// failing organisation does not cancel the others, and Map returns an error
-// that holds every failure.
+// No failure is lost: the scope runs under the Supervise joiner, so one
+// failing organisation does not cancel the others, Map returns an error that
+// holds every failure, and scope.Errors lists them, one per organisation.
 //
 //	go run ./examples/fanout
 package main
@@ -39,7 +39,7 @@ import (
 const (
 	orgs           = 100
 	concurrency    = 8
-	attemptTimeout = 100 * time.Millisecond
+	attemptTimeout = 300 * time.Millisecond
 	maxAttempts    = 3
 )
 
@@ -53,7 +53,7 @@ func main() {
 // flakyAPI serves /orgs/{id}/users. Its faults are fixed per organisation so
 // that every run tells the same story:
 //   - id%10 == 3: 503 on the first call, then fine (a transient error);
-//   - id%20 == 11: the first call takes 300ms, longer than a client waits;
+//   - id%20 == 11: the first call hangs until the client gives up;
 //   - id%25 == 7: always 500 (a broken shard);
 //   - id == 99: 404 (no such organisation).
 type flakyAPI struct {
@@ -83,13 +83,8 @@ func (a *flakyAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "try again", http.StatusServiceUnavailable)
 		return
 	case id%20 == 11 && n == 1:
-		t := time.NewTimer(300 * time.Millisecond)
-		defer t.Stop()
-		select {
-		case <-t.C:
-		case <-r.Context().Done(): // the client gave up
-			return
-		}
+		<-r.Context().Done() // the client gave up
+		return
 	}
 	users := []string{fmt.Sprintf("admin@org%d", id), fmt.Sprintf("dev@org%d", id)}
 	w.Header().Set("Content-Type", "application/json")
@@ -155,9 +150,9 @@ func run(ctx context.Context, out io.Writer) error {
 
 	budget := retry.NewBudget(0.2, 50) // retries <= 20% of successes, plus 50/s
 	policy := retry.New(
-		retry.MaxAttempts(maxAttempts),
-		retry.AttemptTimeout(attemptTimeout),
-		retry.Backoff(backoff.Exponential(5*time.Millisecond, 2, 50*time.Millisecond, backoff.WithJitter(backoff.FullJitter))),
+		retry.WithMaxAttempts(maxAttempts),
+		retry.WithAttemptTimeout(attemptTimeout),
+		retry.WithBackoff(backoff.Exponential(5*time.Millisecond, 2, 50*time.Millisecond, backoff.WithJitter(backoff.FullJitter))),
 		retry.WithBudget(budget),
 	)
 
@@ -177,7 +172,7 @@ func run(ctx context.Context, out io.Writer) error {
 			return nil, &orgError{id: id, err: err}
 		}
 		return users, nil
-	}, scope.Limit(concurrency), scope.WithPolicy(scope.Supervise))
+	}, scope.WithLimit(concurrency), scope.WithJoiner(scope.Supervise))
 	elapsed := time.Since(start)
 
 	ok, users := 0, 0
@@ -206,15 +201,8 @@ func run(ctx context.Context, out io.Writer) error {
 
 // orgErrors lists the failures held by the error of Map, by organisation.
 func orgErrors(err error) []*orgError {
-	if err == nil {
-		return nil
-	}
-	errs := []error{err}
-	if multi, ok := err.(interface{ Unwrap() []error }); ok {
-		errs = multi.Unwrap()
-	}
 	var out []*orgError
-	for _, e := range errs {
+	for _, e := range scope.Errors(err) { // each failure once, whether there are 0, 1 or 100
 		var oe *orgError
 		if !errors.As(e, &oe) {
 			oe = &orgError{id: -1, err: e} // not an organisation's failure: show it as is

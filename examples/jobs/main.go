@@ -69,17 +69,18 @@ func (m *mailer) send(ctx context.Context, job queue.Job[Invoice]) error {
 
 func run(ctx context.Context, out io.Writer) error {
 	settled := make(chan queue.Event, 16) // acked or dead: at most one event per job in flight
-	q, err := queue.New[Invoice](
+	q, err := queue.New[Invoice](ctx,
 		queue.WithCapacity(1000), // enqueue blocks beyond 1,000 stored jobs (the default policy)
 		queue.WithDedupHorizon(time.Hour),
 		queue.WithHooks(queue.Hooks{
-			OnSuccess: func(e queue.Event) { settled <- e },
-			OnDead:    func(e queue.Event) { settled <- e },
+			OnSuccess: func(_ context.Context, e queue.Event) { settled <- e },
+			OnDead:    func(_ context.Context, e queue.Event) { settled <- e },
 		}),
 	)
 	if err != nil {
 		return err
 	}
+	defer q.Close(context.WithoutCancel(ctx)) // an early return: still stop the consumer's workers
 
 	invoices := []Invoice{
 		{1, "ada", "120.00"}, {2, "grace", "75.50"}, {3, "edsger", "310.00"},
@@ -96,22 +97,17 @@ func run(ctx context.Context, out io.Writer) error {
 
 	m := &mailer{}
 	c, err := q.Consume(ctx, m.send,
-		queue.Workers(workers),
-		queue.MaxAttempts(maxAttempts),
-		queue.Backoff(backoff.Exponential(time.Millisecond, 2, 10*time.Millisecond)),
+		queue.WithWorkers(workers),
+		queue.WithMaxAttempts(maxAttempts),
+		queue.WithBackoff(backoff.Exponential(time.Millisecond, 2, 10*time.Millisecond)),
 	)
 	if err != nil {
 		return err
 	}
-	closed := false
-	defer func() {
-		if !closed { // an early return: still stop the consumer's workers before returning
-			_, _ = c.Close(context.WithoutCancel(ctx))
-		}
-	}()
 	if err := waitSettled(ctx, settled, len(invoices)); err != nil {
 		return err
 	}
+	fmt.Fprintln(out, "every invoice acked or dead-lettered:")
 	if err := printStats(ctx, out, q); err != nil {
 		return err
 	}
@@ -144,15 +140,25 @@ func run(ctx context.Context, out io.Writer) error {
 	if err := waitSettled(ctx, settled, 1); err != nil {
 		return err
 	}
-	fmt.Fprintln(out, "after the fix: invoice-4 redriven, invoice-5 purged")
+	fmt.Fprintln(out, "after the fix: invoice-4 redriven (and acked), invoice-5 purged (its dead letter deleted, still counted in the totals):")
 	if err := printStats(ctx, out, q); err != nil {
 		return err
 	}
 
-	report, err := c.Close(ctx)
-	closed = true
-	fmt.Fprintf(out, "consumer closed: %+v, err=%v\n", report, err)
-	return err
+	// Drain works off whatever is left (nothing, here), then closes the consumer. Its report
+	// counts only the jobs it settled itself.
+	report, err := c.Drain(ctx)
+	if err != nil {
+		return err
+	}
+	st, err := q.Stats(ctx)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "consumer drained and closed: %d of the %d acks happened during the drain "+
+		"(its report: acked=%d returned=%d dead-lettered=%d abandoned=%d)\n",
+		report.Acked, st.Acked, report.Acked, report.Returned, report.DeadLettered, report.Abandoned)
+	return q.Close(ctx)
 }
 
 // waitSettled waits until n jobs were acked or dead-lettered.
@@ -172,8 +178,12 @@ func printStats(ctx context.Context, out io.Writer, q *queue.Queue[Invoice]) err
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "stats: enqueued=%d duplicates=%d acked=%d retried=%d dead=%d (attempts=%d permanent=%d) ready=%d in-flight=%d\n",
-		st.Enqueued, st.Duplicates, st.Acked, st.Retried, st.Dead,
-		st.DeadLettered[queue.ReasonAttempts], st.DeadLettered[queue.ReasonPermanent], st.Ready, st.InFlight)
+	// Counters (totals since the queue was made) and gauges (what it stores now) apart: a
+	// purged dead letter leaves the first, and not the second.
+	fmt.Fprintf(out, "  totals: enqueued=%d duplicates=%d acked=%d retries=%d dead-lettered=%d (attempts=%d permanent=%d)\n",
+		st.Enqueued, st.Duplicates, st.Acked, st.Retried, st.DeadLetteredTotal(),
+		st.DeadLettered[queue.ReasonAttempts], st.DeadLettered[queue.ReasonPermanent])
+	fmt.Fprintf(out, "  stored now: ready=%d in-flight=%d delayed=%d dead-letters=%d\n",
+		st.Ready, st.InFlight, st.Delayed, st.Dead)
 	return nil
 }

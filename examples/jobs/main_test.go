@@ -23,7 +23,9 @@ func TestJobs(t *testing.T) {
 }
 
 const want = `enqueued 6 invoices; sending invoice-6 again: queue: duplicate job id
-stats: enqueued=6 duplicates=1 acked=4 retried=5 dead=2 (attempts=1 permanent=1) ready=0 in-flight=0
+every invoice acked or dead-lettered:
+  totals: enqueued=6 duplicates=1 acked=4 retries=5 dead-lettered=2 (attempts=1 permanent=1)
+  stored now: ready=0 in-flight=0 delayed=0 dead-letters=2
 dead letters:
   invoice-4 (1,250.00): reason attempts after 4 attempt(s)
     attempt 1: parse amount: strconv.ParseFloat: parsing "1,250.00": invalid syntax
@@ -32,7 +34,8 @@ dead letters:
     attempt 4: parse amount: strconv.ParseFloat: parsing "1,250.00": invalid syntax
   invoice-5 (10.00): reason permanent after 1 attempt(s)
     attempt 1: no customer: nothing to retry
-after the fix: invoice-4 redriven, invoice-5 purged
-stats: enqueued=7 duplicates=1 acked=5 retried=5 dead=0 (attempts=1 permanent=1) ready=0 in-flight=0
-consumer closed: {Acked:0 Returned:0 DeadLettered:0 Abandoned:0}, err=<nil>
+after the fix: invoice-4 redriven (and acked), invoice-5 purged (its dead letter deleted, still counted in the totals):
+  totals: enqueued=7 duplicates=1 acked=5 retries=5 dead-lettered=2 (attempts=1 permanent=1)
+  stored now: ready=0 in-flight=0 delayed=0 dead-letters=0
+consumer drained and closed: 0 of the 5 acks happened during the drain (its report: acked=0 returned=0 dead-lettered=0 abandoned=0)
 `

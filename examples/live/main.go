@@ -12,10 +12,11 @@
 // GET / is the page, GET /events the event stream (one "data: {json}" event
 // per tick), GET /stats one snapshot as JSON for those who prefer to poll.
 //
-// With no flags the program prints the URL, runs the workload (a few
-// seconds), prints the final stats and exits. With -hold the workload starts
-// when the first viewer opens the page, and the server keeps serving until
-// SIGINT or SIGTERM:
+// With no flags the program prints the URL, runs the workload (a second or
+// two), prints the final stats, stops serving and exits: the page is there
+// only while the workload runs, and the program says so. With -hold the
+// workload starts when the first viewer opens the page, and the server keeps
+// serving until SIGINT or SIGTERM:
 //
 //	go run ./examples/live
 //	go run ./examples/live -hold -addr 127.0.0.1:8080   # then open http://127.0.0.1:8080/
@@ -111,7 +112,12 @@ func run(ctx context.Context, cfg config, out io.Writer) error {
 	// Shutdown waits for requests to finish, and a stream never does by
 	// itself: tell the streams to send their last event and return.
 	srv.RegisterOnShutdown(d.stopStreams)
-	fmt.Fprintf(out, "live stats at http://%s/\n", ln.Addr())
+	url := fmt.Sprintf("http://%s/", ln.Addr())
+	if cfg.hold {
+		fmt.Fprintf(out, "live stats at %s\n", url)
+	} else {
+		fmt.Fprintf(out, "live stats at %s while the workload runs (a second or two; -hold keeps serving after it)\n", url)
+	}
 	if cfg.waitForViewer {
 		fmt.Fprintln(out, "the workload starts when the page is opened")
 	}
@@ -135,7 +141,11 @@ func run(ctx context.Context, cfg config, out io.Writer) error {
 			// The scope's context may be done: stopping gets its own bound.
 			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), closeTimeout)
 			defer cancel()
-			return errors.Join(werr, srv.Shutdown(cctx), d.close(cctx))
+			err := errors.Join(werr, srv.Shutdown(cctx), d.close(cctx))
+			if !cfg.hold {
+				fmt.Fprintf(out, "stopped serving %s (run with -hold to keep the page up)\n", url)
+			}
+			return err
 		})
 		return nil
 	})
@@ -158,7 +168,6 @@ type demo struct {
 	watch    sync.Once     // closes watched
 	stopped  chan struct{} // closed by stopStreams
 	stop     sync.Once     // closes stopped
-	settled  chan struct{} // a pending "a job was acked or dead-lettered" wake-up, for work; capacity 1
 	finished chan struct{} // closed by work once every job is acked or dead-lettered
 
 	mu      sync.Mutex // guards the fields below
@@ -176,19 +185,9 @@ func newDemo(cfg config) (*demo, error) {
 		viewers:  make(chan struct{}, maxViewers),
 		watched:  make(chan struct{}),
 		stopped:  make(chan struct{}),
-		settled:  make(chan struct{}, 1),
 		finished: make(chan struct{}),
 	}
-	wake := func(queue.Event) {
-		select {
-		case d.settled <- struct{}{}:
-		default: // a wake-up is already pending
-		}
-	}
-	q, err := queue.New[image](
-		queue.WithCapacity(queueCapacity), // Block: the producer waits for room
-		queue.WithHooks(queue.Hooks{OnSuccess: wake, OnDead: wake}),
-	)
+	q, err := queue.New[image](context.Background(), queue.WithCapacity(queueCapacity)) // Block: the producer waits for room
 	if err != nil {
 		return nil, errors.Join(err, d.resize.Close(context.Background()))
 	}
@@ -196,10 +195,10 @@ func newDemo(cfg config) (*demo, error) {
 	return d, nil
 }
 
-// close stops the pool. The queue holds no goroutine.
+// close stops the event streams, the pool and the queue.
 func (d *demo) close(ctx context.Context) error {
 	d.stopStreams()
-	return d.resize.Close(ctx)
+	return errors.Join(d.resize.Close(ctx), d.q.Close(ctx))
 }
 
 // stopStreams makes every event stream send its last event and return.
@@ -220,34 +219,30 @@ func (d *demo) work(ctx context.Context) error {
 	d.mu.Unlock()
 
 	c, err := d.q.Consume(ctx, d.handle,
-		queue.Workers(fetchWorkers),
-		queue.Lease(jobLease),
-		queue.MaxAttempts(maxAttempts),
-		queue.Backoff(backoff.Constant(retryDelay)),
+		queue.WithWorkers(fetchWorkers),
+		queue.WithLease(jobLease),
+		queue.WithMaxAttempts(maxAttempts),
+		queue.WithBackoff(backoff.Constant(retryDelay)),
 	)
 	if err != nil {
 		return err
 	}
-	err = scope.Run(ctx, func(s *scope.Scope) error {
-		s.GoNamed("producer", func(ctx context.Context) error {
-			for n := range d.cfg.jobs {
-				img := image{N: n, URL: fmt.Sprintf("https://images.example/%04d.jpg", n)}
-				if _, err := d.q.Enqueue(ctx, img, queue.WithID(fmt.Sprintf("img-%04d", n))); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
-		s.GoNamed("waiter", d.waitSettled)
-		return nil
-	})
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), closeTimeout)
-	defer cancel()
-	rep, cerr := c.Close(cctx)
-	if rep.Abandoned > 0 {
-		cerr = errors.Join(cerr, fmt.Errorf("consumer: %d jobs left unsettled (abandoned)", rep.Abandoned))
+	// The producer: it waits while the queue is full (Block), so the
+	// consumer has started on the backlog long before the last enqueue.
+	for n := range d.cfg.jobs {
+		img := image{N: n, URL: fmt.Sprintf("https://images.example/%04d.jpg", n)}
+		if _, err := d.q.Enqueue(ctx, img, queue.WithID(fmt.Sprintf("img-%04d", n))); err != nil {
+			_, cerr := c.Close(context.WithoutCancel(ctx))
+			return errors.Join(err, cerr)
+		}
 	}
-	if err = errors.Join(err, cerr); err != nil {
+	// Every job is enqueued: Drain returns once each one is acked or
+	// dead-lettered (retries included), and closes the consumer.
+	rep, err := c.Drain(ctx)
+	if rep.Abandoned > 0 {
+		err = errors.Join(err, fmt.Errorf("consumer: %d jobs left unsettled (abandoned)", rep.Abandoned))
+	}
+	if err != nil {
 		return err
 	}
 	d.mu.Lock()
@@ -255,29 +250,6 @@ func (d *demo) work(ctx context.Context) error {
 	d.mu.Unlock()
 	close(d.finished)
 	return nil
-}
-
-// waitSettled returns once every job of the workload is acked or
-// dead-lettered.
-func (d *demo) waitSettled(ctx context.Context) error {
-	for {
-		st, err := d.q.Stats(ctx)
-		if err != nil {
-			return err
-		}
-		if settledCount(st) == uint64(d.cfg.jobs) {
-			return nil
-		}
-		select {
-		case <-d.settled:
-		case <-ctx.Done():
-			return context.Cause(ctx)
-		}
-	}
-}
-
-func settledCount(st queue.Stats) uint64 {
-	return st.Acked + st.DeadLetteredTotal()
 }
 
 var (

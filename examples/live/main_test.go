@@ -148,8 +148,9 @@ func TestPage(t *testing.T) {
 	}
 }
 
-// TestRun runs the program as CI does, without -hold: it prints the URL and
-// the final stats, and returns once the workload is done.
+// TestRun runs the program as CI does, without -hold: it prints the URL,
+// saying that it serves only while the workload runs, the final stats, and
+// that it stopped serving, and returns once the workload is done.
 func TestRun(t *testing.T) {
 	var out bytes.Buffer
 	cfg := config{addr: "127.0.0.1:0", jobs: 150, tick: 50 * time.Millisecond}
@@ -157,9 +158,10 @@ func TestRun(t *testing.T) {
 		t.Fatalf("run: %v\n%s", err, &out)
 	}
 	got := normalize(out.String())
-	const want = `live stats at http://127.0.0.1:PORT/
+	const want = `live stats at http://127.0.0.1:PORT/ while the workload runs (a second or two; -hold keeps serving after it)
 done in <d>: jobs=150 acked=149 retried=6 dead=1; pool: completed=149 failed=0
 dead letter img-0149: permanent after 1 attempt(s): decode: corrupt image
+stopped serving http://127.0.0.1:PORT/ (run with -hold to keep the page up)
 `
 	if got != want {
 		t.Errorf("output:\n%s\nwant:\n%s", got, want)

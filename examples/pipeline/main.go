@@ -67,7 +67,7 @@ func run(ctx context.Context, out io.Writer) error {
 		// Stages 2 and 3: transform with at most transformLimit calls at a
 		// time, in input order, and write each result as it comes.
 		s.GoNamed("transform+write", func(ctx context.Context) error {
-			for r, err := range scope.MapSeq(ctx, fromChan(lines), transform, scope.Limit(transformLimit)) {
+			for r, err := range scope.MapSeq(ctx, fromChan(lines), transform, scope.WithLimit(transformLimit)) {
 				if err != nil {
 					if ctx.Err() == nil {
 						return err // a transform failed: fail the pipeline

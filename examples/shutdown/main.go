@@ -11,16 +11,17 @@
 // work flows, printing the deadline left after each step:
 //
 //  1. http.Server.Shutdown: no new orders; requests in flight finish.
-//  2. The backlog: the consumer works off the orders already accepted
-//     (Consumer.Close alone would stop at once and leave them in the
-//     in-memory queue, lost when the process exits).
-//  3. Consumer.Close: stops intake and reports what it did with the jobs in
-//     hand: acked, returned, dead-lettered, abandoned.
-//  4. Pool.Close: the consumer's handlers were the pool's only submitters.
+//  2. Consumer.Drain: the consumer works off the orders already accepted,
+//     retries included, then closes, and reports what it did with them:
+//     acked, returned, dead-lettered, abandoned. (Consumer.Close alone would
+//     stop at once and leave them in the in-memory queue, lost when the
+//     process exits.)
+//  3. Pool.Close: the consumer's handlers were the pool's only submitters.
 //
 // It then prints the accounting: every accepted order is acked, dead-lettered
-// or still in the queue, and the pool's stats. An unclean shutdown (orders
-// left, jobs left unsettled, a step past the deadline) exits with status 1.
+// or still in the queue, and the pool's stats, and closes the queue. An
+// unclean shutdown (orders left, jobs left unsettled, a step past the
+// deadline) exits with status 1.
 //
 // With no flags the program drives itself: it listens on 127.0.0.1:0, posts
 // a few orders from a client loop, then sends SIGTERM to its own process so
@@ -173,46 +174,32 @@ type service struct {
 	consumer *queue.Consumer[order]
 	render   *pool.Pool // the CPU step: at most GOMAXPROCS invoices rendered at once
 
-	// settled has room for one pending wake-up: a hook sends to it, without
-	// blocking, each time a job is acked or dead-lettered, and drainBacklog
-	// receives from it.
-	settled chan struct{}
-
 	mu   sync.Mutex // guards sent
 	sent int        // invoices mailed
 }
 
 func newService() (*service, error) {
-	s := &service{
-		render:  pool.New(runtime.GOMAXPROCS(0), renderQueue),
-		settled: make(chan struct{}, 1),
-	}
-	wake := func(queue.Event) {
-		select {
-		case s.settled <- struct{}{}:
-		default: // a wake-up is already pending
-		}
-	}
-	q, err := queue.New[order](
+	s := &service{render: pool.New(runtime.GOMAXPROCS(0), renderQueue)}
+	q, err := queue.New[order](context.Background(),
 		queue.WithCapacity(queueCapacity),
 		queue.WithOverflow(queue.Reject),
 		queue.WithDedupHorizon(time.Hour), // a retried POST within the hour is not charged twice
-		queue.WithHooks(queue.Hooks{OnSuccess: wake, OnDead: wake}),
 	)
 	if err != nil {
 		return nil, err
 	}
 	s.q = q
 	// The consumer's context is not the signal's: cancelling it would cancel
-	// running handlers at once. Close stops the consumer.
+	// running handlers at once. Drain stops the consumer.
 	s.consumer, err = q.Consume(context.Background(), s.fulfil,
-		queue.Workers(orderWorkers),
-		queue.Lease(orderLease),
-		queue.MaxAttempts(maxAttempts),
-		queue.Backoff(backoff.Constant(retryDelay)),
+		queue.WithWorkers(orderWorkers),
+		queue.WithLease(orderLease),
+		queue.WithMaxAttempts(maxAttempts),
+		queue.WithBackoff(backoff.Constant(retryDelay)),
 	)
 	if err != nil {
 		_ = s.render.Close(context.Background())
+		_ = q.Close(context.Background())
 		return nil, err
 	}
 	return s, nil
@@ -220,7 +207,7 @@ func newService() (*service, error) {
 
 // abort stops a service that never served.
 func (s *service) abort() {
-	_, _ = s.consumer.Close(context.Background())
+	_ = s.q.Close(context.Background()) // closes the consumer too
 	_ = s.render.Close(context.Background())
 }
 
@@ -349,8 +336,8 @@ func (s *service) shutdown(why error, srv *http.Server, grace time.Duration, out
 	deadline := start.Add(grace)
 	ctx, cancel := context.WithDeadlineCause(context.Background(), deadline, errDeadline)
 	defer cancel()
-	// Steps 1 to 3 end closeReserve before the deadline, so that what
-	// Consumer.Close does when its ctx ends (cancel the handlers and wait
+	// Steps 1 and 2 end closeReserve before the deadline, so that what
+	// Consumer.Drain does when its ctx ends (cancel the handlers and wait
 	// for them to return) and Pool.Close still fit in it.
 	early, cancelEarly := context.WithDeadlineCause(ctx, deadline.Add(-closeReserve), errDeadline)
 	defer cancelEarly()
@@ -366,21 +353,11 @@ func (s *service) shutdown(why error, srv *http.Server, grace time.Duration, out
 	}
 	fmt.Fprintf(out, "  1. http.Server.Shutdown: %s, %v left\n", outcome(err), left())
 
-	before, err := s.finished()
-	if err == nil {
-		err = s.drainBacklog(early)
-	}
-	after, err2 := s.finished()
-	if err = errors.Join(err, err2); err != nil {
-		problems = append(problems, fmt.Errorf("backlog: %w", err))
-	}
-	fmt.Fprintf(out, "  2. backlog drain: %s, settled=%d, %v left\n", outcome(err), after-before, left())
-
-	rep, err := s.consumer.Close(early)
+	rep, err := s.consumer.Drain(early)
 	if err != nil {
 		problems = append(problems, fmt.Errorf("consumer: %w", err))
 	}
-	fmt.Fprintf(out, "  3. Consumer.Close: %s, acked=%d returned=%d dead-lettered=%d abandoned=%d, %v left\n",
+	fmt.Fprintf(out, "  2. Consumer.Drain: %s, acked=%d returned=%d dead-lettered=%d abandoned=%d, %v left\n",
 		outcome(err), rep.Acked, rep.Returned, rep.DeadLettered, rep.Abandoned, left())
 	if rep.Abandoned > 0 {
 		problems = append(problems, fmt.Errorf("%d jobs left unsettled (abandoned)", rep.Abandoned))
@@ -390,10 +367,13 @@ func (s *service) shutdown(why error, srv *http.Server, grace time.Duration, out
 	if err != nil {
 		problems = append(problems, fmt.Errorf("pool: %w", err))
 	}
-	fmt.Fprintf(out, "  4. Pool.Close: %s, %v left\n", outcome(err), left())
+	fmt.Fprintf(out, "  3. Pool.Close: %s, %v left\n", outcome(err), left())
 
 	if err := s.report(out); err != nil {
 		problems = append(problems, err)
+	}
+	if err := s.q.Close(ctx); err != nil {
+		problems = append(problems, fmt.Errorf("queue: %w", err))
 	}
 	if len(problems) > 0 {
 		fmt.Fprintf(out, "UNCLEAN shutdown in %v\n", time.Since(start).Round(time.Millisecond))
@@ -408,35 +388,6 @@ func outcome(err error) string {
 		return "FAILED (" + err.Error() + ")"
 	}
 	return "ok"
-}
-
-// finished returns how many jobs were acked or dead-lettered so far.
-func (s *service) finished() (uint64, error) {
-	st, err := s.q.Stats(context.Background())
-	if err != nil {
-		return 0, err
-	}
-	return st.Acked + st.DeadLetteredTotal(), nil
-}
-
-// drainBacklog waits until the queue holds no job, ready, delayed (waiting
-// for a retry) or in flight, or until ctx ends. The HTTP server is shut down,
-// so nothing is added meanwhile.
-func (s *service) drainBacklog(ctx context.Context) error {
-	for {
-		st, err := s.q.Stats(ctx)
-		if err != nil {
-			return err
-		}
-		if n := st.Ready + st.Delayed + st.InFlight; n == 0 {
-			return nil
-		}
-		select {
-		case <-s.settled:
-		case <-ctx.Done():
-			return fmt.Errorf("orders still queued: %d: %w", st.Ready+st.Delayed+st.InFlight, context.Cause(ctx))
-		}
-	}
 }
 
 // report prints the accounting after the shutdown: every accepted order is

@@ -109,24 +109,26 @@ func backoffStep(_ context.Context, w io.Writer) error {
 // retryStep: bounded retries that say why they stopped.
 func retryStep(ctx context.Context, w io.Writer) error {
 	fmt.Fprintln(w, "== retry: bounded, classified, and honest about why it gave up")
-	p := retry.New(retry.MaxAttempts(4), retry.Backoff(backoff.Constant(time.Millisecond)))
+	p := retry.New(retry.WithMaxAttempts(4), retry.WithBackoff(backoff.Constant(time.Millisecond)))
 
 	calls := 0
-	err := p.Do(ctx, func(ctx context.Context) error {
+	err := retry.Do(ctx, p, func(ctx context.Context) error {
 		calls++
 		if calls < 3 {
 			return errors.New("flaky")
 		}
 		return nil
 	})
+
 	fmt.Fprintf(w, "flaky operation: err=%v after %d calls\n", err, calls)
 
 	calls = 0
 	errBadRequest := errors.New("400 bad request")
-	err = p.Do(ctx, func(ctx context.Context) error {
+	err = retry.Do(ctx, p, func(ctx context.Context) error {
 		calls++
 		return retry.Permanent(errBadRequest)
 	})
+
 	fmt.Fprintf(w, "permanent failure: stopped after %d call; errors.Is(err, retry.ErrPermanent) = %t\n",
 		calls, errors.Is(err, retry.ErrPermanent))
 	return nil
@@ -137,14 +139,11 @@ func retryStep(ctx context.Context, w io.Writer) error {
 func queueStep(ctx context.Context, w io.Writer) error {
 	fmt.Fprintln(w, "== queue: ack, retry, dead letters")
 	const jobs = 5
-	settled := make(chan struct{}, jobs) // one signal per job that reached a final state
-	q, err := queue.New[string](queue.WithCapacity(100), queue.WithHooks(queue.Hooks{
-		OnSuccess: func(queue.Event) { settled <- struct{}{} },
-		OnDead:    func(queue.Event) { settled <- struct{}{} },
-	}))
+	q, err := queue.New[string](ctx, queue.WithCapacity(100))
 	if err != nil {
 		return err
 	}
+	defer q.Close(ctx) // closes its consumer and its backend
 	for i := range jobs - 1 {
 		if _, err := q.Enqueue(ctx, fmt.Sprintf("email #%d", i+1)); err != nil {
 			return err
@@ -158,14 +157,12 @@ func queueStep(ctx context.Context, w io.Writer) error {
 			return fmt.Errorf("cannot parse %q", job.Payload)
 		}
 		return nil
-	}, queue.Workers(2), queue.MaxAttempts(3), queue.Backoff(backoff.Constant(time.Millisecond)))
+	}, queue.WithWorkers(2), queue.WithMaxAttempts(3), queue.WithBackoff(backoff.Constant(time.Millisecond)))
 	if err != nil {
 		return err
 	}
-	for range jobs {
-		<-settled
-	}
-	if _, err := c.Close(ctx); err != nil {
+	// Drain handles every job, the retries included, then closes the consumer.
+	if _, err := c.Drain(ctx); err != nil {
 		return err
 	}
 	st, err := q.Stats(ctx)
