@@ -26,15 +26,12 @@ func BenchmarkQueueJetStream(b *testing.B) {
 		b.ReportAllocs()
 		ctx := context.Background()
 		js := benchJetStream(b)
-		be, err := jetstream.New(js, "bench", jetstream.WithMemoryStorage(), jetstream.WithPrefetch(2*queueWorkers))
+		be := jetstream.New(js, "bench", jetstream.WithMemoryStorage(), jetstream.WithPrefetch(2*queueWorkers))
+		q, err := queue.New[[]byte](context.Background(), queue.WithBackend(be), queue.WithDedupHorizon(time.Minute))
 		if err != nil {
 			b.Fatal(err)
 		}
-		defer be.Close()
-		q, err := queue.New[[]byte](queue.WithBackend(be), queue.WithDedupHorizon(time.Minute))
-		if err != nil {
-			b.Fatal(err)
-		}
+		defer q.Close(ctx) // closes be too
 		var n atomic.Int64
 		done := make(chan struct{})
 		total := int64(b.N)
@@ -46,7 +43,7 @@ func BenchmarkQueueJetStream(b *testing.B) {
 				close(done)
 			}
 			return nil
-		}, queue.Workers(queueWorkers))
+		}, queue.WithWorkers(queueWorkers))
 		if err != nil {
 			b.Fatal(err)
 		}

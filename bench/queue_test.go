@@ -26,7 +26,7 @@ func BenchmarkQueueInMemory(b *testing.B) {
 	b.Run("corral", func(b *testing.B) {
 		b.ReportAllocs()
 		ctx := context.Background()
-		q, err := queue.New[[]byte](queue.WithCapacity(queueCapacity))
+		q, err := queue.New[[]byte](context.Background(), queue.WithCapacity(queueCapacity))
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -41,7 +41,7 @@ func BenchmarkQueueInMemory(b *testing.B) {
 				close(done)
 			}
 			return nil
-		}, queue.Workers(queueWorkers))
+		}, queue.WithWorkers(queueWorkers))
 		if err != nil {
 			b.Fatal(err)
 		}

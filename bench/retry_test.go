@@ -31,10 +31,10 @@ var okOp = func(context.Context) error { return nil }
 func BenchmarkRetrySuccess(b *testing.B) {
 	ctx := context.Background()
 	b.Run("corral", func(b *testing.B) {
-		p := retry.New(retry.MaxAttempts(3), retry.Backoff(backoff.Constant(0)))
+		p := retry.New(retry.WithMaxAttempts(3), retry.WithBackoff(backoff.Constant(0)))
 		b.ReportAllocs()
 		for b.Loop() {
-			retrySink = p.Do(ctx, okOp)
+			retrySink = retry.Do(ctx, p, okOp)
 		}
 	})
 	b.Run("baseline", func(b *testing.B) {
@@ -87,10 +87,10 @@ func BenchmarkRetryTwoFailures(b *testing.B) {
 	b.Run("corral", func(b *testing.B) {
 		f := &flaky{}
 		op := func(context.Context) error { return f.call() }
-		p := retry.New(retry.MaxAttempts(3), retry.Backoff(backoff.Constant(0)))
+		p := retry.New(retry.WithMaxAttempts(3), retry.WithBackoff(backoff.Constant(0)))
 		b.ReportAllocs()
 		for b.Loop() {
-			if retrySink = p.Do(ctx, op); retrySink != nil {
+			if retrySink = retry.Do(ctx, p, op); retrySink != nil {
 				b.Fatal(retrySink)
 			}
 		}

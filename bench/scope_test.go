@@ -67,7 +67,7 @@ func BenchmarkScopeLimit8(b *testing.B) {
 				s.Go(scopeWork)
 			}
 			return nil
-		}, scope.Limit(8))
+		}, scope.WithLimit(8))
 	})
 	b.Run("baseline", func(b *testing.B) {
 		// The physical limit: a buffered channel feeding 8 goroutines.
