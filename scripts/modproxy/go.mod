@@ -1,0 +1,8 @@
+module github.com/corral-go/corral/scripts/modproxy
+
+go 1.25.0
+
+require (
+	go.uber.org/goleak v1.3.0
+	golang.org/x/mod v0.40.0
+)
