@@ -38,12 +38,15 @@ func (q *Queue[T]) unmarshal(data []byte) (v T, err error) {
 	return v, err
 }
 
-func (q *Queue[T]) job(m *Message) (Job[T], error) {
+// job fills *j with the job that m carries, its payload decoded, and
+// returns the decode error (j holds the rest of m all the same).
+func (q *Queue[T]) job(m *Message, j *Job[T]) error {
 	p, err := q.decode(m)
-	return Job[T]{
+	*j = Job[T]{
 		ID: m.ID, Payload: p, Key: m.Key, NotBefore: m.NotBefore, StartBy: m.StartBy,
 		Attempt: m.Attempt, EnqueuedAt: m.EnqueuedAt,
-	}, err
+	}
+	return err
 }
 
 // defaultCodec passes []byte and string through and uses JSON otherwise.

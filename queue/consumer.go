@@ -210,7 +210,9 @@ func newConsumerOptions(opts []ConsumerOption) consumerOptions {
 // observe records the outcome of a backend call a goroutine of c made (see
 // health.observe): an OnHealth hook it calls is c's (see callHook).
 func (c *Consumer[T]) observe(ctx context.Context, err error) {
-	c.q.hl.observe(ctx, err, c.healthHook)
+	if !c.q.hl.quiet(err) {
+		c.q.hl.observe(ctx, err, c.healthHook)
+	}
 }
 
 // healthChanged calls the OnHealth hook for c (see callHook).

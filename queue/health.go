@@ -63,6 +63,11 @@ type health struct {
 	h    Health
 }
 
+// quiet reports whether observe of err has nothing to do: a call that
+// succeeded while the backend is reachable. The callers on hot paths ask it
+// first, so that such a call costs them one atomic load and no call.
+func (hl *health) quiet(err error) bool { return err == nil && !hl.down.Load() }
+
 func (hl *health) init(now time.Time) {
 	hl.h = Health{Reachable: true, Since: now}
 }
@@ -70,7 +75,7 @@ func (hl *health) init(now time.Time) {
 // observe records the outcome of a backend call made with ctx, and calls
 // onChange (if not nil) with ctx and the new Health when Reachable changed.
 func (hl *health) observe(ctx context.Context, err error, onChange func(context.Context, Health)) {
-	if err == nil && !hl.down.Load() {
+	if hl.quiet(err) {
 		return
 	}
 	fail := err != nil && failure(ctx, err)
@@ -135,7 +140,9 @@ func (q *Queue[T]) Health() Health {
 // observe records the outcome of a backend call made by the caller's
 // goroutine (see health.observe).
 func (q *Queue[T]) observe(ctx context.Context, err error) {
-	q.hl.observe(ctx, err, q.onHealth)
+	if !q.hl.quiet(err) {
+		q.hl.observe(ctx, err, q.onHealth)
+	}
 }
 
 // healthChanged calls the OnHealth hook, with the reconnect count filled in.

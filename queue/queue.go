@@ -191,12 +191,16 @@ func (q *Queue[T]) Enqueue(ctx context.Context, payload T, opts ...EnqueueOption
 	}
 	var res EnqueueResult
 	if fresh && q.fresher != nil {
-		res, err = q.fresher.enqueueFresh(ctx, m)
+		res, err = q.fresher.enqueueFresh(ctx, &m)
 	} else {
 		res, err = q.backend.Enqueue(ctx, m)
 	}
 	q.observe(ctx, err)
-	q.enqueued(ctx, &m, res, err)
+	if err != nil || res.Evicted != nil || res.DeadEvicted != nil || q.hooks.OnEnqueue != nil {
+		q.enqueued(ctx, &m, res, err)
+	} else {
+		q.c.enqueued.Add(1) // all enqueued does in this case, without a call
+	}
 	return m.ID, err
 }
 
@@ -350,7 +354,8 @@ func (q *Queue[T]) DeadLetters(ctx context.Context) iter.Seq2[DeadLetter[T], err
 				yield(DeadLetter[T]{}, err)
 				return
 			}
-			j, err := q.job(&dm.Message)
+			var j Job[T]
+			err = q.job(&dm.Message, &j)
 			if !yield(DeadLetter[T]{Job: j, Reason: dm.Reason, History: dm.History, At: dm.At}, err) {
 				return
 			}

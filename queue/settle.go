@@ -94,9 +94,11 @@ func (c *Consumer[T]) retryDelay(n int, err error) time.Duration {
 
 // settle applies op to the job w holds, counts the outcome and calls its
 // hook with ctx. counted says whether the outcome is Drain's or Close's to
-// report. A failed backend call (a lost lease: the backend already moved
+// report. a and ev are the caller's, which settle fills in (ev's ID, Key
+// and Attempt); they are passed by pointer because this is the hot path of
+// every job, and settle keeps neither. A failed backend call (a lost lease: the backend already moved
 // the job on) counts as nothing, or as abandoned in the report.
-func (w *worker[T]) settle(ctx context.Context, counted bool, o op, delay time.Duration, a Attempt, ev Event) {
+func (w *worker[T]) settle(ctx context.Context, counted bool, o op, delay time.Duration, a *Attempt, ev *Event) {
 	c := w.c
 	d := &w.d
 	ev.ID, ev.Key, ev.Attempt = d.ID, d.Key, d.Attempt
@@ -126,9 +128,11 @@ func (w *worker[T]) settle(ctx context.Context, counted bool, o op, delay time.D
 		s.counter.Add(1)
 	}
 	if s.hook != nil {
-		callHook(ctx, c, s.hookName, s.hook, ev)
+		callHook(ctx, c, s.hookName, s.hook, *ev)
 	}
-	c.q.deadEvicted(c.bg, dead.DeadEvicted, c)
+	if dead.DeadEvicted != nil {
+		c.q.deadEvicted(c.bg, dead.DeadEvicted, c)
+	}
 }
 
 // settlement is what settling a job with one op means besides the backend
@@ -149,7 +153,7 @@ func reportDeadLettered(r *Report) *int { return &r.DeadLettered }
 // (reason: the dead-letter reason of opBury), and returns what o means for
 // the report, the counters and the hooks (see settlement). It is the one
 // switch over the ops.
-func (w *worker[T]) settleCall(o op, delay time.Duration, a Attempt, reason Reason) (s settlement, dead BuryResult, err error) {
+func (w *worker[T]) settleCall(o op, delay time.Duration, a *Attempt, reason Reason) (s settlement, dead BuryResult, err error) {
 	c := w.c
 	b := c.q.backend
 	d := &w.d
@@ -169,7 +173,7 @@ func (w *worker[T]) settleCall(o op, delay time.Duration, a Attempt, reason Reas
 		s = settlement{reportAcked, &c.q.c.acked, hooks.OnSuccess, "OnSuccess"}
 	case opNack:
 		w.in = callNack
-		err = b.Nack(c.bg, d, delay, a)
+		err = b.Nack(c.bg, d, delay, *a)
 		s = settlement{reportReturned, &c.q.c.retried, hooks.OnRetry, "OnRetry"}
 	case opRelease:
 		w.in = callRelease
@@ -177,7 +181,7 @@ func (w *worker[T]) settleCall(o op, delay time.Duration, a Attempt, reason Reas
 		s = settlement{report: reportReturned}
 	case opBury:
 		w.in = callBury
-		dead, err = b.Bury(c.bg, d, reason, a)
+		dead, err = b.Bury(c.bg, d, reason, *a)
 		s = settlement{reportDeadLettered, &c.q.c.dead[reasonIndex(reason)], hooks.OnDead, "OnDead"}
 	}
 	w.in = callNone

@@ -115,7 +115,7 @@ func (w *worker[T]) exit(catch *panics.Catcher) {
 		// give it back. (No user code runs between the ack and the top of
 		// the loop today, so this guards a later change.)
 		w.hasNext = false
-		w.settle(c.base, c.counting.Load(), opRelease, 0, Attempt{}, Event{})
+		w.settle(c.base, c.counting.Load(), opRelease, 0, &Attempt{}, &Event{})
 	}
 	c.mu.Lock()
 	c.running--
@@ -164,7 +164,7 @@ func (w *worker[T]) serve() {
 		errDelays.Reset()
 		if c.recv.Err() != nil {
 			// Close started while the job was being received.
-			w.settle(c.base, c.counting.Load(), opRelease, 0, Attempt{}, Event{})
+			w.settle(c.base, c.counting.Load(), opRelease, 0, &Attempt{}, &Event{})
 			return
 		}
 		w.handle()
@@ -199,8 +199,8 @@ func (w *worker[T]) handle() {
 	if now.IsZero() || startBy {
 		now = q.clk.Now()
 	}
-	job, ok := w.admit(now, startBy)
-	if !ok || !w.start() {
+	var job Job[T]
+	if !w.admit(&job, now, startBy) || !w.start() {
 		return
 	}
 	hctx := w.startLease()
@@ -227,11 +227,12 @@ func (w *worker[T]) handle() {
 // admit decodes the job in w.d, or dead-letters it (and reports false) if
 // its handler must not run: its payload cannot be decoded, it has no
 // attempt left, or it missed its start-by deadline (checked if startBy).
-// now is the time of its start.
-func (w *worker[T]) admit(now time.Time, startBy bool) (Job[T], bool) {
+// now is the time of its start. The decoded job is put in *job (a pointer:
+// a Job is large, and this is every job's path).
+func (w *worker[T]) admit(job *Job[T], now time.Time, startBy bool) bool {
 	c := w.c
 	d := &w.d
-	job, err := c.q.job(&d.Message)
+	err := c.q.job(&d.Message, job)
 	var reason Reason
 	switch {
 	case err != nil:
@@ -245,11 +246,11 @@ func (w *worker[T]) admit(now time.Time, startBy bool) (Job[T], bool) {
 		err = errors.New("queue: not started by " + d.StartBy.Format(time.RFC3339Nano))
 		reason = ReasonExpired
 	default:
-		return job, true
+		return true
 	}
-	w.settle(c.base, c.counting.Load(), opBury, 0, Attempt{Number: d.Attempt, Start: now, End: now, Error: err.Error()},
-		Event{Reason: reason, Err: err})
-	return job, false
+	w.settle(c.base, c.counting.Load(), opBury, 0, &Attempt{Number: d.Attempt, Start: now, End: now, Error: err.Error()},
+		&Event{Reason: reason, Err: err})
+	return false
 }
 
 // start records in the backend that the handler starts on the job in w.d
@@ -277,7 +278,7 @@ func (w *worker[T]) start() bool {
 		}
 		return false
 	}
-	w.settle(c.base, c.counting.Load(), opRelease, 0, Attempt{}, Event{})
+	w.settle(c.base, c.counting.Load(), opRelease, 0, &Attempt{}, &Event{})
 	return false
 }
 
@@ -315,5 +316,5 @@ func (w *worker[T]) finish(hctx context.Context, catch *panics.Catcher, herr err
 	if c.timed && !runStart.IsZero() {
 		ev.Duration = end.Sub(runStart)
 	}
-	w.settle(hctx, counted, o, delay, a, ev)
+	w.settle(hctx, counted, o, delay, &a, &ev)
 }
