@@ -22,7 +22,7 @@ type valueCarrier interface {
 // for them: no job can have that ID yet, so enqueueFresh, Enqueue for such a
 // job, may skip looking for a duplicate.
 type freshEnqueuer interface {
-	enqueueFresh(ctx context.Context, msg *Message) (EnqueueResult, error)
+	enqueueFresh(ctx context.Context, msg Message) (EnqueueResult, error)
 }
 
 // quickConsumer is a backend in process, whose calls answer at once: a

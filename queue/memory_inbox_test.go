@@ -38,7 +38,7 @@ func TestMemoryKickedReceiverPassesInboxOn(t *testing.T) {
 			synctest.Wait()
 			go recv()
 			synctest.Wait()
-			go func() { _, _ = m.enqueueFresh(ctx, &Message{ID: freshID(1)}) }()
+			go func() { _, _ = m.enqueueFresh(ctx, Message{ID: freshID(1)}) }()
 			go func() { _ = m.Release(ctx, &dl) }()
 			synctest.Wait()
 			if n := len(got); n != 2 {

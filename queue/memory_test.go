@@ -107,7 +107,7 @@ func mustEnqueue(t *testing.T, m *Memory, msg Message) EnqueueResult {
 // (see freshEnqueuer).
 func mustEnqueueFresh(t *testing.T, m *Memory, msg Message) EnqueueResult {
 	t.Helper()
-	res, err := m.enqueueFresh(context.Background(), &msg)
+	res, err := m.enqueueFresh(context.Background(), msg)
 	if err != nil {
 		t.Fatalf("Enqueue %s: %v", msg.ID, err)
 	}
@@ -372,7 +372,7 @@ func TestMemoryInboxOrderCapacityAndEviction(t *testing.T) {
 		mustEnqueue(t, m, Message{ID: "keyed", Key: "k"})
 		mustEnqueueFresh(t, m, Message{ID: freshID(2)})
 		mustEnqueueFresh(t, m, Message{ID: freshID(3)})
-		if _, err := m.enqueueFresh(ctx, &Message{ID: freshID(4)}); !errors.Is(err, ErrFull) {
+		if _, err := m.enqueueFresh(ctx, Message{ID: freshID(4)}); !errors.Is(err, ErrFull) {
 			t.Fatalf("fifth job into a capacity of 4: err %v, want ErrFull", err)
 		}
 		if s, _ := m.Stats(ctx); s.Ready != 4 {
@@ -437,7 +437,7 @@ func TestMemoryBlockedFreshProducers(t *testing.T) {
 		done := make(chan error, 3)
 		for i := 1; i <= 3; i++ {
 			go func() {
-				_, err := m.enqueueFresh(ctx, &Message{ID: freshID(i)})
+				_, err := m.enqueueFresh(ctx, Message{ID: freshID(i)})
 				done <- err
 			}()
 		}

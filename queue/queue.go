@@ -191,11 +191,13 @@ func (q *Queue[T]) Enqueue(ctx context.Context, payload T, opts ...EnqueueOption
 	}
 	var res EnqueueResult
 	if fresh && q.fresher != nil {
-		res, err = q.fresher.enqueueFresh(ctx, &m)
+		res, err = q.fresher.enqueueFresh(ctx, m)
 	} else {
 		res, err = q.backend.Enqueue(ctx, m)
 	}
-	q.observe(ctx, err)
+	if !q.hl.quiet(err) { // asked here: a call to observe costs the hot path
+		q.observe(ctx, err)
+	}
 	if err != nil || res.Evicted != nil || res.DeadEvicted != nil || q.hooks.OnEnqueue != nil {
 		q.enqueued(ctx, &m, res, err)
 	} else {
