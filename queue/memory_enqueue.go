@@ -21,10 +21,10 @@ func (m *Memory) Enqueue(ctx context.Context, msg Message) (EnqueueResult, error
 
 // enqueueFresh is Enqueue for a job whose ID the queue generated for it
 // (see freshEnqueuer): it cannot be a duplicate, and takes the fast path.
-// msg is the caller's, which Memory may change (its EnqueuedAt) but does not
-// keep: the hot path copies the Message once, into the inbox.
-func (m *Memory) enqueueFresh(ctx context.Context, msg *Message) (EnqueueResult, error) {
-	return m.enqueue(ctx, msg, true)
+// msg is passed by value: a pointer through the interface would make the
+// caller's Message escape to the heap, one allocation per job.
+func (m *Memory) enqueueFresh(ctx context.Context, msg Message) (EnqueueResult, error) {
+	return m.enqueue(ctx, &msg, true)
 }
 
 // enqueue is Enqueue; fresh says the queue generated the ID of msg. msg is
