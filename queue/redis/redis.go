@@ -185,11 +185,14 @@ func (b *Backend) Open(ctx context.Context, cfg queue.Config) error {
 	got := strs(v)
 	mine := []string{strconv.Itoa(cfg.Capacity), cfg.Overflow.String(),
 		strconv.FormatInt(cfg.DedupHorizon.Milliseconds(), 10), strconv.Itoa(cfg.DeadLetterLimit)}
-	for i, name := range []string{"capacity", "overflow", "dedup horizon (ms)", "dead-letter limit"} {
-		if i >= len(got) || got[i] != mine[i] {
-			q := ""
-			if i < len(got) {
-				q = got[i]
+	for i, name := range []string{"capacity", "overflow", "dedup horizon", "dead-letter limit"} {
+		q := ""
+		if i < len(got) {
+			q = got[i]
+		}
+		if q != mine[i] {
+			if i == 2 {
+				mine[i], q = msString(mine[i]), msString(q)
 			}
 			return fmt.Errorf("redis: queue %s: %s %s differs from the queue's %s, set by another process", b.name, name, mine[i], q)
 		}
@@ -216,7 +219,7 @@ func (b *Backend) CheckLease(ctx context.Context, lease time.Duration) error {
 	}
 	s, _ := v.(string)
 	if s != strconv.FormatInt(lease.Milliseconds(), 10) {
-		return fmt.Errorf("redis: queue %s: lease %dms differs from the queue's %sms, set by another process", b.name, lease.Milliseconds(), s)
+		return fmt.Errorf("redis: queue %s: lease %v differs from the queue's %s, set by another process", b.name, lease, msString(s))
 	}
 	return nil
 }
@@ -297,4 +300,13 @@ func strs(v any) []string {
 		}
 	}
 	return out
+}
+
+// msString returns a number of milliseconds as a time.Duration's string.
+func msString(ms string) string {
+	n, err := strconv.ParseInt(ms, 10, 64)
+	if err != nil {
+		return ms
+	}
+	return (time.Duration(n) * time.Millisecond).String()
 }
