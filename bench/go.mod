@@ -10,6 +10,9 @@ require (
 	github.com/corral-go/corral v0.1.0
 	github.com/corral-go/corral/queue/jetstream v0.1.0
 	github.com/corral-go/corral/queue/postgres v0.1.0
+	github.com/corral-go/corral/queue/redis v0.1.0
+	github.com/hibiken/asynq v0.26.0
+	github.com/redis/go-redis/v9 v9.23.0
 	github.com/failsafe-go/failsafe-go v0.9.8
 	github.com/gammazero/workerpool v1.1.3
 	github.com/jackc/pgx/v5 v5.12.0
