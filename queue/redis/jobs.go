@@ -8,8 +8,6 @@ import (
 	"strconv"
 	"time"
 
-	goredis "github.com/redis/go-redis/v9"
-
 	"github.com/corral-go/corral/queue"
 )
 
@@ -294,5 +292,3 @@ func (b *Backend) Stats(ctx context.Context) (queue.BackendStats, error) {
 	st.Ready = max(n(0)-st.InFlight-st.Delayed, 0)
 	return st, nil
 }
-
-var _ = goredis.Nil

@@ -35,7 +35,6 @@ type Backend struct {
 	opened  bool
 	closed  bool
 	cfg     queue.Config
-	lease   time.Duration // the queue's lease, once CheckLease agreed it
 	wake    chan struct{} // closed and replaced when a job may have become ready or room freed
 	closing chan struct{} // closed by Close
 }
