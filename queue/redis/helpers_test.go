@@ -18,7 +18,19 @@ import (
 
 func TestMain(m *testing.M) {
 	queuetest.ServeWorker(openFaultBackend) // returns at once unless this is a worker process
-	goleak.VerifyTestMain(m)
+	goleak.VerifyTestMain(exampleServerStopper{m})
+}
+
+// exampleServerStopper stops the examples' server (see exampleAddr) once every test and
+// example has run, before goleak looks for leaks.
+type exampleServerStopper struct{ m *testing.M }
+
+func (e exampleServerStopper) Run() int {
+	code := e.m.Run()
+	if exampleServer != nil {
+		exampleServer.Stop()
+	}
+	return code
 }
 
 // newClient returns a client on addr, closed when the test ends.
