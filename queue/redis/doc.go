@@ -45,7 +45,8 @@
 // SIGKILL of the server (the append-only file is written before the reply), but a crash of the
 // machine can lose about the last second of writes. Without the append-only file, a restart
 // loses everything since the last snapshot. Replication is asynchronous: a failover to a
-// replica can lose the writes the replica had not received.
+// replica can lose the writes the replica had not applied, unless the Backend was created
+// WithReplicas, which makes every write wait for that many replicas to confirm it.
 //
 // Where things are: redis.go holds the Backend, its options, Open, CheckLease and Close;
 // jobs.go the Backend methods on jobs and dead letters; scripts.go the Lua scripts and the

@@ -46,6 +46,8 @@ type Option interface{ apply(*options) }
 type options struct {
 	callTimeout  time.Duration
 	pollInterval time.Duration
+	replicas     int           // WithReplicas: replicas that must confirm each write
+	replicaWait  time.Duration // WithReplicas: how long to wait for them
 }
 
 type optionFunc func(*options)
@@ -71,6 +73,21 @@ func WithPollInterval(d time.Duration) Option {
 		panic("redis: WithPollInterval(" + d.String() + "): need a positive interval")
 	}
 	return optionFunc(func(o *options) { o.pollInterval = d })
+}
+
+// WithReplicas makes every call that writes (Enqueue, Receive, Start, Extend, Ack, Nack,
+// Release, Bury, Redrive, Purge) wait, with WAIT on the connection of the write, until n
+// replicas have received it, d at most. A write that fewer replicas confirmed in time fails
+// with an error matching queue.ErrUnavailable: it took effect on the master, which may still
+// lose it in a failover (enqueue again with the same ID; ErrDuplicate then means it was
+// kept). Redis replication is asynchronous without it: a failover loses what the new master
+// had not received. Each write then sends its script's text (EVAL) in one pipeline with the
+// WAIT. It panics if n is not positive or d is negative.
+func WithReplicas(n int, d time.Duration) Option {
+	if n <= 0 || d < 0 {
+		panic(fmt.Sprintf("redis: WithReplicas(%d, %v): need a positive count and a non-negative wait", n, d))
+	}
+	return optionFunc(func(o *options) { o.replicas, o.replicaWait = n, d })
 }
 
 // New returns a Backend for the queue called name (1 to 200 bytes, without braces) on client.
@@ -120,9 +137,37 @@ func (b *Backend) call(ctx context.Context) (context.Context, context.CancelFunc
 func (b *Backend) run(ctx context.Context, op string, s *goredis.Script, args ...any) (any, error) {
 	cctx, cancel := b.call(ctx)
 	defer cancel()
+	if b.o.replicas > 0 && s != statsScript {
+		return b.runReplicated(ctx, cctx, op, s, args)
+	}
 	v, err := s.Run(cctx, b.client, []string{b.prefix}, args...).Result()
 	if err != nil && !errors.Is(err, goredis.Nil) {
 		return nil, fail(ctx, cctx, op, err)
+	}
+	return v, nil
+}
+
+// runReplicated runs script s and WAIT in one pipeline, on one connection, and fails if
+// fewer replicas than WithReplicas asks confirmed the write.
+func (b *Backend) runReplicated(ctx, cctx context.Context, op string, s *goredis.Script, args []any) (any, error) {
+	var ev *goredis.Cmd
+	var wait *goredis.Cmd
+	_, err := b.client.Pipelined(cctx, func(p goredis.Pipeliner) error {
+		ev = s.Eval(cctx, p, []string{b.prefix}, args...)
+		wait = p.Do(cctx, "WAIT", b.o.replicas, b.o.replicaWait.Milliseconds())
+		return nil
+	})
+	v, evErr := ev.Result()
+	if evErr != nil && !errors.Is(evErr, goredis.Nil) {
+		return nil, fail(ctx, cctx, op, evErr)
+	}
+	if err != nil && !errors.Is(err, goredis.Nil) {
+		return nil, fail(ctx, cctx, op, err)
+	}
+	n, _ := wait.Int()
+	if n < b.o.replicas {
+		return nil, fmt.Errorf("redis: %s: %w: written on the master, confirmed by %d of %d replicas within %v",
+			op, queue.ErrUnavailable, n, b.o.replicas, b.o.replicaWait)
 	}
 	return v, nil
 }

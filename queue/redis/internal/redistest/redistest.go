@@ -19,6 +19,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -50,6 +51,7 @@ type Server struct {
 
 	dir  string
 	bin  string
+	args []string // extra settings, such as replicaof
 	cmd  *exec.Cmd
 	done chan struct{} // closed when cmd has been waited for
 }
@@ -65,8 +67,42 @@ func Start(tb testing.TB, fsync string) *Server {
 	return s
 }
 
-// Launch is Start for a program or a TestMain: the caller must call Stop.
-func Launch(fsync string) (*Server, error) {
+// StartReplica starts a server that replicates master, stopped when tb ends. It returns once
+// the replica has synchronised with the master.
+func StartReplica(tb testing.TB, master *Server) *Server {
+	tb.Helper()
+	s, err := Launch(master.Fsync, "--replicaof", "127.0.0.1", strconv.Itoa(master.Port))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(s.Stop)
+	c := goredis.NewClient(&goredis.Options{Addr: s.Addr()})
+	defer c.Close()
+	for deadline := time.Now().Add(time.Minute); ; {
+		info, err := c.Info(context.Background(), "replication").Result()
+		if err == nil && strings.Contains(info, "master_link_status:up") {
+			return s
+		}
+		if time.Now().After(deadline) {
+			tb.Fatalf("redistest: replica not in sync within a minute: %v\n%s", err, info)
+		}
+		time.Sleep(10 * time.Millisecond) // a polling pace: the server gives no other sign
+	}
+}
+
+// Promote makes a replica a master (REPLICAOF NO ONE).
+func (s *Server) Promote(tb testing.TB) {
+	tb.Helper()
+	c := goredis.NewClient(&goredis.Options{Addr: s.Addr()})
+	defer c.Close()
+	if err := c.Do(context.Background(), "REPLICAOF", "NO", "ONE").Err(); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// Launch is Start for a program or a TestMain: the caller must call Stop. args are extra
+// settings of the server.
+func Launch(fsync string, args ...string) (*Server, error) {
 	if fsync == "" {
 		fsync = "always"
 	}
@@ -78,7 +114,7 @@ func Launch(fsync string) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("redistest: %w", err)
 	}
-	s := &Server{dir: dir, bin: bin, Fsync: fsync}
+	s := &Server{dir: dir, bin: bin, Fsync: fsync, args: args}
 	if s.Port, err = freePort(); err != nil {
 		s.Stop()
 		return nil, err
@@ -110,7 +146,9 @@ func (s *Server) start() error {
 	defer logf.Close()
 	cmd := exec.Command(s.bin, "--port", strconv.Itoa(s.Port), "--bind", "127.0.0.1",
 		"--dir", s.dir, "--appendonly", "yes", "--appendfsync", s.Fsync, "--save", "",
-		"--protected-mode", "no", "--daemonize", "no", "--logfile", "")
+		"--protected-mode", "no", "--daemonize", "no", "--logfile", "",
+		"--repl-diskless-sync-delay", "0") // a replica syncs at once, not after 5s
+	cmd.Args = append(cmd.Args, s.args...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
