@@ -82,6 +82,7 @@ func run(ctx context.Context, w io.Writer) error {
 	}
 	var mu sync.Mutex
 	handled := map[int]string{}
+	var keyOrder []int // the orders of customer-0, as handled
 	done := make(chan struct{})
 	var consumers []*queue.Consumer[Order]
 	for _, name := range []string{"worker-a", "worker-b"} {
@@ -95,6 +96,9 @@ func run(ctx context.Context, w io.Writer) error {
 			defer mu.Unlock()
 			if _, dup := handled[job.Payload.N]; !dup {
 				handled[job.Payload.N] = name
+				if job.Payload.Customer == "customer-0" {
+					keyOrder = append(keyOrder, job.Payload.N)
+				}
 				if len(handled) == orders {
 					close(done)
 				}
@@ -127,7 +131,9 @@ func run(ctx context.Context, w io.Writer) error {
 	for _, n := range ns {
 		per[handled[n]]++
 	}
-	fmt.Fprintf(w, "%d orders handled once each: worker-a %d, worker-b %d\n", len(ns), per["worker-a"], per["worker-b"])
+	fmt.Fprintf(w, "%d orders handled once each\n", len(ns))
+	fmt.Fprintf(w, "customer-0's orders in enqueue order: %v\n", keyOrder)
+	fmt.Fprintf(w, "split: worker-a %d, worker-b %d\n", per["worker-a"], per["worker-b"])
 	st, err := producer.Stats(ctx)
 	if err != nil {
 		return err
