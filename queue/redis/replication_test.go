@@ -69,14 +69,14 @@ func failover(t *testing.T, pause, restartReplica bool, opts ...redis.Option) (a
 // replica that dies before applying them loses them all.
 func TestFailoverWithReplicas(t *testing.T) {
 	t.Run("WAIT", func(t *testing.T) {
-		acked, kept := failover(t, false, false, redis.WithReplicas(1, time.Second))
+		acked, kept := failover(t, false, false, redis.WithReplicas(1, 2*time.Second))
 		t.Logf("FAULTS failover with WithReplicas(1): %d enqueues acknowledged, %d on the promoted replica", acked, kept)
 		if acked != replicationJobs || kept != acked {
 			t.Errorf("acknowledged %d of %d, promoted replica holds %d: want all", acked, replicationJobs, kept)
 		}
 	})
 	t.Run("WAIT/replica-stalled", func(t *testing.T) {
-		acked, kept := failover(t, true, false, redis.WithReplicas(1, 200*time.Millisecond))
+		acked, kept := failover(t, true, false, redis.WithReplicas(1, time.Second))
 		t.Logf("FAULTS failover with WithReplicas(1), replica stalled: %d of 3 enqueues acknowledged, %d on the promoted replica", acked, kept)
 		if acked != 0 {
 			t.Errorf("%d enqueues acknowledged with the replica stalled, want 0 (ErrUnavailable)", acked)
