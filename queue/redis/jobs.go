@@ -83,11 +83,16 @@ func nilIfEmpty(s []string) []string {
 // entry (XREADGROUP), and stamps the job with a new delivery generation. With nothing ready it
 // waits for a local enqueue or settle, the next delayed job, or the poll interval.
 func (b *Backend) Receive(ctx context.Context, lease time.Duration, d *queue.Delivery) error {
+	w := b.idleJoin()
+	defer b.idleLeave(w)
 	for {
 		if err := b.checkOpen(); err != nil {
 			return err
 		}
-		w := b.waiter()
+		select { // a token now is for a job this look will find
+		case <-w:
+		default:
+		}
 		v, err := b.run(ctx, "receive", receiveScript, b.consumer, max(lease.Milliseconds(), 1))
 		if err != nil {
 			return err
