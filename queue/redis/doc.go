@@ -1,0 +1,54 @@
+// Package redis is a queue.Backend on Redis Streams (go-redis v9): the queue code runs on it
+// unchanged, and every process that opens a Backend with the same name on the same server
+// shares the queue's jobs. It is not released yet: its API may still move.
+//
+//	client := goredis.NewClient(&goredis.Options{Addr: "localhost:6379"})
+//	q, err := queue.New[Email](ctx, queue.WithBackend(redis.New(client, "emails")))
+//
+// # How the contract maps onto Redis
+//
+//   - Ready jobs are entries of one stream, read by one consumer group; a job's fields live in
+//     a hash of its own, so that a retry or a release adds a new entry and deletes the old one.
+//   - A lease is the idle time of the job's pending entry: Extend resets it (XCLAIM), and a
+//     Receive takes an entry idle for longer than its lease (XAUTOCLAIM) before new ones. Every
+//     delivery has a generation in the job's hash; a settling call of an older delivery fails
+//     with queue.ErrLeaseLost.
+//   - Ack is XACK and XDEL of the entry and the deletion of the job's hash. Attempts are
+//     counted in that hash when a handler starts (Start), never from the stream's delivery
+//     counter, and Release gives back an attempt that Start counted.
+//   - Retry delays and NotBefore go through a sorted set, promoted into the stream by the next
+//     Receive, atomically.
+//   - Dead letters are a stream of their own, with the reason and the attempt history, at most
+//     the queue's dead-letter limit (the oldest are deleted and reported beyond it).
+//   - Dedup: an ID is taken while its job is stored and for the dedup horizon after its
+//     enqueue (a sorted set of IDs by expiry), checked in the enqueue's own script.
+//   - Ordering keys: a list per key in enqueue order; only its first job is ever ready,
+//     delayed or leased, so a failing job holds its key until it is acked or dead-lettered.
+//   - Capacity is a counter of stored jobs checked in the enqueue's script with the overflow
+//     policy (never MAXLEN, which trims silently); DropOldest dead-letters the oldest stored
+//     job that is not leased.
+//   - Every step that touches more than one key is one Lua script, and every command has a
+//     deadline (WithCallTimeout): no answer in time is queue.ErrUnavailable.
+//   - Every key of a queue starts with "corral:{name}:", one hash slot (the {name} tag), so a
+//     queue's scripts run on one node of a Redis Cluster; spread load over several queues.
+//     (The scripts name their keys from that prefix rather than declaring each one: correct on
+//     a cluster because all share the slot, but not yet tested against one.)
+//   - Shared settings (capacity, overflow, dedup horizon, dead-letter limit, the lease) are
+//     recorded by the first process to open the queue; another process asking for others
+//     fails at Open (or Consume, for the lease), naming the setting and both values.
+//
+// # What Redis can lose
+//
+// With appendonly yes and appendfsync always, an acknowledged enqueue or ack survives a
+// SIGKILL of redis-server (the tests measure it), and Redis fsyncs it before the reply, so it
+// survives a crash of the machine too (Redis's word: no test here crashes a machine). With appendfsync everysec it survives a
+// SIGKILL of the server (the append-only file is written before the reply), but a crash of the
+// machine can lose about the last second of writes. Without the append-only file, a restart
+// loses everything since the last snapshot. Replication is asynchronous: a failover to a
+// replica can lose the writes the replica had not applied, unless the Backend was created
+// WithReplicas, which makes every write wait for that many replicas to confirm it.
+//
+// Where things are: redis.go holds the Backend, its options, Open, CheckLease and Close;
+// jobs.go the Backend methods on jobs and dead letters; scripts.go the Lua scripts and the
+// key layout; internal/redistest starts throwaway servers for the tests.
+package redis

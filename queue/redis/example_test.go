@@ -1,0 +1,64 @@
+package redis_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/corral-go/corral/queue"
+	"github.com/corral-go/corral/queue/redis"
+	"github.com/corral-go/corral/queue/redis/internal/redistest"
+)
+
+// The examples' server, started by the first example that needs one and stopped by TestMain.
+var (
+	exampleOnce   sync.Once
+	exampleServer *redistest.Server
+	exampleErr    error
+)
+
+// exampleAddr returns the address of a throwaway server for the examples, which have no
+// testing.T to start one with.
+func exampleAddr() string {
+	exampleOnce.Do(func() { exampleServer, exampleErr = redistest.Launch("always") })
+	if exampleErr != nil {
+		panic(exampleErr)
+	}
+	return exampleServer.Addr()
+}
+
+// A queue on Redis: the same queue code as in memory, with a Backend on a go-redis client.
+func Example() {
+	ctx := context.Background()
+	client := goredis.NewClient(&goredis.Options{Addr: exampleAddr()})
+	defer client.Close()
+
+	q, err := queue.New[string](ctx, queue.WithBackend(redis.New(client, "greetings")))
+	if err != nil {
+		panic(err)
+	}
+	defer q.Close(ctx) // closes the backend too; the jobs stay in Redis
+	if _, err := q.Enqueue(ctx, "hello", queue.WithID("greeting-1")); err != nil {
+		panic(err)
+	}
+	c, err := q.Consume(ctx, func(ctx context.Context, job queue.Job[string]) error {
+		fmt.Println(job.ID, job.Payload, "attempt", job.Attempt)
+		return nil
+	})
+	if err != nil {
+		panic(err)
+	}
+	if _, err := c.Drain(ctx); err != nil { // works off the backlog, then closes the consumer
+		panic(err)
+	}
+	st, err := q.Stats(ctx)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("stored:", st.Ready+st.InFlight+st.Delayed, "dead:", st.Dead)
+	// Output:
+	// greeting-1 hello attempt 1
+	// stored: 0 dead: 0
+}

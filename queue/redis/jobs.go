@@ -1,0 +1,299 @@
+package redis
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"iter"
+	"strconv"
+	"time"
+
+	"github.com/corral-go/corral/queue"
+)
+
+// nanos returns t as a string of Unix nanoseconds, "0" for the zero time.
+func nanos(t time.Time) string {
+	if t.IsZero() {
+		return "0"
+	}
+	return strconv.FormatInt(t.UnixNano(), 10)
+}
+
+// parseNanos is nanos reversed.
+func parseNanos(s string) time.Time {
+	n, _ := strconv.ParseInt(s, 10, 64)
+	if n == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, n)
+}
+
+// Enqueue implements queue.Backend in one script: the dedup check (the stored job, and the IDs
+// within the horizon), the capacity (a counter of stored jobs, with the overflow policy) and
+// the store are one atomic step. Under Block it waits for room, asking again at each local
+// settle and every poll interval.
+func (b *Backend) Enqueue(ctx context.Context, m queue.Message) (queue.EnqueueResult, error) {
+	if err := b.checkOpen(); err != nil {
+		return queue.EnqueueResult{}, err
+	}
+	if m.EnqueuedAt.IsZero() {
+		m.EnqueuedAt = time.Now()
+	}
+	var nb int64
+	if !m.NotBefore.IsZero() {
+		nb = m.NotBefore.UnixMilli()
+	}
+	for {
+		w := b.waiter()
+		v, err := b.run(ctx, "enqueue", enqueueScript, m.ID, m.Key, m.Body, nanos(m.EnqueuedAt), nb,
+			nanos(m.NotBefore), nanos(m.StartBy), b.cfg.DedupHorizon.Milliseconds(), b.cfg.Capacity,
+			b.cfg.Overflow.String(), b.cfg.DeadLetterLimit, nanos(time.Now()))
+		if err != nil {
+			return queue.EnqueueResult{}, err
+		}
+		r, _ := v.([]any)
+		status, _ := r[0].(string)
+		switch status {
+		case "ok":
+			b.signal()
+			return queue.EnqueueResult{Evicted: nilIfEmpty(strs(r[1])), DeadEvicted: nilIfEmpty(strs(r[2]))}, nil
+		case "dup":
+			return queue.EnqueueResult{}, queue.ErrDuplicate
+		case "dropped":
+			return queue.EnqueueResult{}, queue.ErrDropped
+		}
+		if b.cfg.Overflow != queue.Block {
+			return queue.EnqueueResult{}, queue.ErrFull
+		}
+		if err := b.wait(ctx, w, b.o.pollInterval); err != nil {
+			return queue.EnqueueResult{}, err
+		}
+	}
+}
+
+func nilIfEmpty(s []string) []string {
+	if len(s) == 0 {
+		return nil
+	}
+	return s
+}
+
+// Receive implements queue.Backend: one script promotes the delayed jobs that are due, takes
+// a pending entry idle for longer than lease (XAUTOCLAIM: a lease that ended) or else a new
+// entry (XREADGROUP), and stamps the job with a new delivery generation. With nothing ready it
+// waits for a local enqueue or settle, the next delayed job, or the poll interval.
+func (b *Backend) Receive(ctx context.Context, lease time.Duration, d *queue.Delivery) error {
+	w := b.idleJoin()
+	defer b.idleLeave(w)
+	for {
+		if err := b.checkOpen(); err != nil {
+			return err
+		}
+		select { // a token now is for a job this look will find
+		case <-w:
+		default:
+		}
+		v, err := b.run(ctx, "receive", receiveScript, b.consumer, max(lease.Milliseconds(), 1))
+		if err != nil {
+			return err
+		}
+		r := strs(v)
+		if r[0] != "" {
+			return fill(d, r)
+		}
+		wait := b.o.pollInterval
+		if r[1] != "" {
+			if ms, _ := strconv.ParseInt(r[1], 10, 64); time.Duration(ms)*time.Millisecond < wait {
+				wait = max(time.Duration(ms)*time.Millisecond, time.Millisecond)
+			}
+		}
+		if err := b.wait(ctx, w, wait); err != nil {
+			return err
+		}
+	}
+}
+
+// fill fills d from the receive script's reply {id, key, body, enq, nbn, sb, att, gen, dlv}.
+func fill(d *queue.Delivery, r []string) error {
+	if len(r) < 9 {
+		return errors.New("redis: receive: short reply")
+	}
+	att, _ := strconv.Atoi(r[6])
+	gen, _ := strconv.ParseUint(r[7], 10, 64)
+	dlv, _ := strconv.Atoi(r[8])
+	*d = queue.Delivery{
+		Message: queue.Message{
+			ID: r[0], Key: r[1], Body: []byte(r[2]), EnqueuedAt: parseNanos(r[3]),
+			NotBefore: parseNanos(r[4]), StartBy: parseNanos(r[5]), Attempt: att + 1,
+		},
+		Seq: gen, Redelivered: dlv > 1,
+	}
+	return nil
+}
+
+// settled returns the error of a settling script's reply: ErrLeaseLost for 0 or nil.
+func settled(v any, err error) error {
+	if err != nil {
+		return err
+	}
+	if n, ok := v.(int64); !ok || n == 0 {
+		return queue.ErrLeaseLost
+	}
+	return nil
+}
+
+func gen(d *queue.Delivery) string { return strconv.FormatUint(d.Seq, 10) }
+
+// Start implements queue.Backend: it counts the attempt in the job's hash (not the stream's
+// delivery counter, which counts deliveries that never reached a handler).
+func (b *Backend) Start(ctx context.Context, d *queue.Delivery) error {
+	return settled(b.run(ctx, "start", startScript, d.ID, gen(d)))
+}
+
+// Extend implements queue.Backend: XCLAIM to this consumer resets the pending entry's idle
+// time, which is the lease.
+func (b *Backend) Extend(ctx context.Context, d *queue.Delivery, lease time.Duration) error {
+	return settled(b.run(ctx, "extend", extendScript, d.ID, gen(d), b.consumer))
+}
+
+// Ack implements queue.Backend: XACK, XDEL and the job's deletion, in one script, which also
+// hands the job's ordering key to its next job.
+func (b *Backend) Ack(ctx context.Context, d *queue.Delivery) error {
+	err := settled(b.run(ctx, "ack", ackScript, d.ID, gen(d)))
+	if err == nil {
+		b.signal()
+	}
+	return err
+}
+
+// Nack implements queue.Backend: the entry is acked and deleted, the attempt appended to the
+// job's history, and the job put in the delayed set (or back in the stream), in one script.
+func (b *Backend) Nack(ctx context.Context, d *queue.Delivery, delay time.Duration, a queue.Attempt) error {
+	aj, err := json.Marshal(a)
+	if err != nil {
+		return err
+	}
+	ms := delay.Milliseconds()
+	if delay > 0 && ms == 0 {
+		ms = 1
+	}
+	err = settled(b.run(ctx, "nack", requeueScript, d.ID, gen(d), ms, aj, "0"))
+	if err == nil {
+		b.signal()
+	}
+	return err
+}
+
+// Release implements queue.Backend: the job goes back to the stream, its attempt un-counted
+// if Start was called on this delivery.
+func (b *Backend) Release(ctx context.Context, d *queue.Delivery) error {
+	err := settled(b.run(ctx, "release", requeueScript, d.ID, gen(d), 0, "", "1"))
+	if err == nil {
+		b.signal()
+	}
+	return err
+}
+
+// Bury implements queue.Backend: the job moves to the dead-letter stream with its reason and
+// history, the oldest dead letters beyond the limit are deleted, in one script.
+func (b *Backend) Bury(ctx context.Context, d *queue.Delivery, reason queue.Reason, a queue.Attempt) (queue.BuryResult, error) {
+	aj, err := json.Marshal(a)
+	if err != nil {
+		return queue.BuryResult{}, err
+	}
+	v, err := b.run(ctx, "bury", buryScript, d.ID, gen(d), string(reason), aj, nanos(time.Now()), b.cfg.DeadLetterLimit)
+	if err != nil {
+		return queue.BuryResult{}, err
+	}
+	if v == nil {
+		return queue.BuryResult{}, queue.ErrLeaseLost
+	}
+	b.signal()
+	return queue.BuryResult{DeadEvicted: nilIfEmpty(strs(v))}, nil
+}
+
+// DeadLetters implements queue.Backend: the dead-letter stream, oldest first, read 100 at a
+// time.
+func (b *Backend) DeadLetters(ctx context.Context) iter.Seq2[queue.DeadMessage, error] {
+	return func(yield func(queue.DeadMessage, error) bool) {
+		start := "-"
+		for {
+			cctx, cancel := b.call(ctx)
+			es, err := b.client.XRangeN(cctx, b.prefix+"x", start, "+", 100).Result()
+			if err != nil {
+				err = fail(ctx, cctx, "dead letters", err)
+			}
+			cancel()
+			if err != nil {
+				yield(queue.DeadMessage{}, err)
+				return
+			}
+			for _, e := range es {
+				if !yield(deadMessage(e.Values), nil) {
+					return
+				}
+			}
+			if len(es) < 100 {
+				return
+			}
+			start = "(" + es[len(es)-1].ID
+		}
+	}
+}
+
+func deadMessage(f map[string]any) queue.DeadMessage {
+	s := func(k string) string { v, _ := f[k].(string); return v }
+	att, _ := strconv.Atoi(s("att"))
+	dm := queue.DeadMessage{
+		Message: queue.Message{
+			ID: s("id"), Key: s("key"), Body: []byte(s("body")), EnqueuedAt: parseNanos(s("enq")),
+			NotBefore: parseNanos(s("nbn")), StartBy: parseNanos(s("sb")), Attempt: att,
+		},
+		Reason: queue.Reason(s("reason")), At: parseNanos(s("at")),
+	}
+	if h := s("hist"); h != "" {
+		_ = json.Unmarshal([]byte(h), &dm.History)
+	}
+	return dm
+}
+
+// Redrive implements queue.Backend.
+func (b *Backend) Redrive(ctx context.Context, id string) error {
+	v, err := b.run(ctx, "redrive", redriveScript, id)
+	if err != nil {
+		return err
+	}
+	switch v {
+	case "missing":
+		return queue.ErrNotFound
+	case "dup":
+		return queue.ErrDuplicate
+	}
+	b.signal()
+	return nil
+}
+
+// Purge implements queue.Backend.
+func (b *Backend) Purge(ctx context.Context, id string) error {
+	v, err := b.run(ctx, "purge", purgeScript, id)
+	if err != nil {
+		return err
+	}
+	if n, _ := v.(int64); n == 0 {
+		return queue.ErrNotFound
+	}
+	return nil
+}
+
+// Stats implements queue.Backend, from one script's reading of the counters and sets.
+func (b *Backend) Stats(ctx context.Context) (queue.BackendStats, error) {
+	v, err := b.run(ctx, "stats", statsScript)
+	if err != nil {
+		return queue.BackendStats{}, err
+	}
+	r := strs(v)
+	n := func(i int) int { x, _ := strconv.Atoi(r[i]); return x }
+	st := queue.BackendStats{InFlight: n(1), Delayed: n(2) + n(3), Dead: n(4), Oldest: parseNanos(r[5])}
+	st.Ready = max(n(0)-st.InFlight-st.Delayed, 0)
+	return st, nil
+}

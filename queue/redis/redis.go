@@ -1,0 +1,399 @@
+package redis
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/corral-go/corral/queue"
+)
+
+// Backend is a queue.Backend on Redis Streams. Pass it to queue.New with queue.WithBackend.
+//
+// One Backend serves one queue.Queue in one process; several processes (each with its own
+// Backend and Queue of the same name, on the same server) share the queue's jobs. A Backend is
+// safe for concurrent use and starts no goroutine. Make one with New: the methods of a zero
+// Backend panic.
+type Backend struct {
+	client   goredis.UniversalClient
+	name     string
+	prefix   string // "corral:{name}:", KEYS[1] of every script
+	consumer string // this backend's consumer in the group
+	o        options
+
+	// mu guards the fields below; it is never held across a command.
+	mu      sync.Mutex
+	opened  bool
+	closed  bool
+	cfg     queue.Config
+	wake    chan struct{}   // closed and replaced when room freed (wakes every blocked Enqueue)
+	idle    []chan struct{} // the waiting receivers' channels (buffer 1), oldest first
+	closing chan struct{}   // closed by Close
+}
+
+// Option configures a Backend in New. An option given a setting no backend can honour panics
+// when it is called, and a nil Option makes New panic.
+type Option interface{ apply(*options) }
+
+type options struct {
+	callTimeout  time.Duration
+	pollInterval time.Duration
+	replicas     int           // WithReplicas: replicas that must confirm each write
+	replicaWait  time.Duration // WithReplicas: how long to wait for them
+}
+
+type optionFunc func(*options)
+
+func (f optionFunc) apply(o *options) { f(o) }
+
+// WithCallTimeout bounds every command the backend sends (5s by default). A command not
+// answered within d fails with an error matching queue.ErrUnavailable. It panics if d is not
+// positive.
+func WithCallTimeout(d time.Duration) Option {
+	if d <= 0 {
+		panic("redis: WithCallTimeout(" + d.String() + "): need a positive timeout")
+	}
+	return optionFunc(func(o *options) { o.callTimeout = d })
+}
+
+// WithPollInterval bounds how long a waiting Receive (or an Enqueue blocked on a full queue)
+// goes without asking the server again (100ms by default). Calls of the same Backend wake it
+// at once; the poll is how it learns of jobs enqueued or settled by other processes, and of
+// leases that ended. It panics if d is not positive.
+func WithPollInterval(d time.Duration) Option {
+	if d <= 0 {
+		panic("redis: WithPollInterval(" + d.String() + "): need a positive interval")
+	}
+	return optionFunc(func(o *options) { o.pollInterval = d })
+}
+
+// WithReplicas makes every call that writes (Enqueue, Receive, Start, Extend, Ack, Nack,
+// Release, Bury, Redrive, Purge) wait, with WAIT on the connection of the write, until n
+// replicas have received it, d at most. A write that fewer replicas confirmed in time fails
+// with an error matching queue.ErrUnavailable: it took effect on the master, which may still
+// lose it in a failover (enqueue again with the same ID; ErrDuplicate then means it was
+// kept). Redis replication is asynchronous without it: a failover loses what the new master
+// had not received. Each write then sends its script's text (EVAL) in one pipeline with the
+// WAIT. It panics if n is not positive or d is negative.
+func WithReplicas(n int, d time.Duration) Option {
+	if n <= 0 || d < 0 {
+		panic(fmt.Sprintf("redis: WithReplicas(%d, %v): need a positive count and a non-negative wait", n, d))
+	}
+	return optionFunc(func(o *options) { o.replicas, o.replicaWait = n, d })
+}
+
+// New returns a Backend for the queue called name (1 to 200 bytes, without braces) on client.
+// Every key of the queue starts with "corral:{name}:", one hash slot, so that the queue's Lua
+// scripts run on one node of a Redis Cluster. New does no I/O; it panics on a nil client, a
+// bad name or a nil option. The client stays the caller's: Close does not close it.
+func New(client goredis.UniversalClient, name string, opts ...Option) *Backend {
+	if client == nil {
+		panic("redis: New(nil, " + strconv.Quote(name) + "): nil client")
+	}
+	if name == "" || len(name) > 200 || strings.ContainsAny(name, "{}") {
+		panic("redis: New(client, " + strconv.Quote(name) + "): want a queue name of 1 to 200 bytes without braces")
+	}
+	o := options{callTimeout: 5 * time.Second, pollInterval: 100 * time.Millisecond}
+	for _, opt := range opts {
+		if opt == nil {
+			panic("redis: nil option")
+		}
+		opt.apply(&o)
+	}
+	var r [8]byte
+	_, _ = rand.Read(r[:])
+	return &Backend{
+		client: client, name: name, prefix: "corral:{" + name + "}:",
+		consumer: hex.EncodeToString(r[:]), o: o,
+		wake: make(chan struct{}), closing: make(chan struct{}),
+	}
+}
+
+const zeroBackend = "redis: zero Backend: use redis.New"
+
+var (
+	_ queue.Backend     = (*Backend)(nil)
+	_ queue.SharedLease = (*Backend)(nil)
+)
+
+// errCallTimeout is the cause of a command's context when the server did not answer within
+// the call timeout.
+var errCallTimeout = errors.New("redis: no answer within the call timeout")
+
+// call returns the context of one command of a call made with ctx.
+func (b *Backend) call(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeoutCause(ctx, b.o.callTimeout, errCallTimeout)
+}
+
+// run runs script s with the queue's prefix as its key, within the call timeout.
+func (b *Backend) run(ctx context.Context, op string, s *goredis.Script, args ...any) (any, error) {
+	cctx, cancel := b.call(ctx)
+	defer cancel()
+	if b.o.replicas > 0 && s != statsScript {
+		return b.runReplicated(ctx, cctx, op, s, args)
+	}
+	v, err := s.Run(cctx, b.client, []string{b.prefix}, args...).Result()
+	if err != nil && !errors.Is(err, goredis.Nil) {
+		return nil, fail(ctx, cctx, op, err)
+	}
+	return v, nil
+}
+
+// runReplicated runs script s and WAIT in one pipeline, on one connection, and fails if
+// fewer replicas than WithReplicas asks confirmed the write.
+func (b *Backend) runReplicated(ctx, cctx context.Context, op string, s *goredis.Script, args []any) (any, error) {
+	var ev *goredis.Cmd
+	var wait *goredis.Cmd
+	_, err := b.client.Pipelined(cctx, func(p goredis.Pipeliner) error {
+		ev = s.Eval(cctx, p, []string{b.prefix}, args...)
+		wait = p.Do(cctx, "WAIT", b.o.replicas, b.o.replicaWait.Milliseconds())
+		return nil
+	})
+	v, evErr := ev.Result()
+	if evErr != nil && !errors.Is(evErr, goredis.Nil) {
+		return nil, fail(ctx, cctx, op, evErr)
+	}
+	if err != nil && !errors.Is(err, goredis.Nil) {
+		return nil, fail(ctx, cctx, op, err)
+	}
+	n, _ := wait.Int()
+	if n < b.o.replicas {
+		return nil, fmt.Errorf("redis: %s: %w: written on the master, confirmed by %d of %d replicas within %v",
+			op, queue.ErrUnavailable, n, b.o.replicas, b.o.replicaWait)
+	}
+	return v, nil
+}
+
+// fail returns the error of op, whose command failed with err: the caller's ctx cause (and
+// ErrUnavailable: the outcome is unknown), ErrUnavailable for a server that could not be
+// reached or did not answer in time, else err wrapped.
+func fail(ctx, cctx context.Context, op string, err error) error {
+	if ctx.Err() != nil {
+		return fmt.Errorf("redis: %s: %w (%w)", op, context.Cause(ctx), queue.ErrUnavailable)
+	}
+	if cctx.Err() != nil || unreachable(err) {
+		return fmt.Errorf("redis: %s: %w: %w", op, queue.ErrUnavailable, err)
+	}
+	return fmt.Errorf("redis: %s: %w", op, err)
+}
+
+// unreachable reports whether err says the server could not be reached or is not serving yet.
+func unreachable(err error) bool {
+	var ne net.Error
+	if errors.As(err, &ne) || errors.Is(err, goredis.ErrClosed) || errors.Is(err, context.DeadlineExceeded) {
+		return true
+	}
+	s := err.Error()
+	for _, p := range []string{"LOADING", "BUSY", "MASTERDOWN", "CLUSTERDOWN", "TRYAGAIN", "EOF", "connection", "i/o timeout"} {
+		if strings.Contains(s, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// Open implements queue.Backend: it agrees the queue's shared settings (capacity, overflow,
+// dedup horizon, dead-letter limit) with the other processes of the queue: the first to open
+// it records them; a later one with other settings fails, naming the setting and both values.
+// It creates the stream and its consumer group if they are missing.
+func (b *Backend) Open(ctx context.Context, cfg queue.Config) error {
+	if b.client == nil {
+		panic(zeroBackend)
+	}
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	cfg = cfg.WithDefaults()
+	b.mu.Lock()
+	opened, closed := b.opened, b.closed
+	b.mu.Unlock()
+	switch {
+	case opened:
+		return errors.New("redis: backend already opened")
+	case closed:
+		return queue.ErrClosed
+	}
+	v, err := b.run(ctx, "open", settingsScript, cfg.Capacity, cfg.Overflow.String(),
+		cfg.DedupHorizon.Milliseconds(), cfg.DeadLetterLimit)
+	if err != nil {
+		return err
+	}
+	got := strs(v)
+	mine := []string{strconv.Itoa(cfg.Capacity), cfg.Overflow.String(),
+		strconv.FormatInt(cfg.DedupHorizon.Milliseconds(), 10), strconv.Itoa(cfg.DeadLetterLimit)}
+	for i, name := range []string{"capacity", "overflow", "dedup horizon", "dead-letter limit"} {
+		q := ""
+		if i < len(got) {
+			q = got[i]
+		}
+		if q != mine[i] {
+			if i == 2 {
+				mine[i], q = msString(mine[i]), msString(q)
+			}
+			return fmt.Errorf("redis: queue %s: %s %s differs from the queue's %s, set by another process", b.name, name, mine[i], q)
+		}
+	}
+	b.mu.Lock()
+	b.opened, b.cfg = true, cfg
+	b.mu.Unlock()
+	return nil
+}
+
+// CheckLease implements queue.SharedLease: the lease is one setting of the queue (the idle
+// time after which XAUTOCLAIM takes a pending entry), recorded by the first consumer; a
+// consumer asking for another fails with an error naming both.
+func (b *Backend) CheckLease(ctx context.Context, lease time.Duration) error {
+	if err := b.checkOpen(); err != nil {
+		return err
+	}
+	if lease < time.Millisecond {
+		return fmt.Errorf("redis: lease %v must be at least 1ms", lease)
+	}
+	v, err := b.run(ctx, "check the lease", leaseScript, lease.Milliseconds())
+	if err != nil {
+		return err
+	}
+	s, _ := v.(string)
+	if s != strconv.FormatInt(lease.Milliseconds(), 10) {
+		return fmt.Errorf("redis: queue %s: lease %v differs from the queue's %s, set by another process", b.name, lease, msString(s))
+	}
+	return nil
+}
+
+// checkOpen returns the error of a call on a backend not opened or closed.
+func (b *Backend) checkOpen() error {
+	if b.client == nil {
+		panic(zeroBackend)
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !b.opened {
+		return errors.New("redis: backend not opened")
+	}
+	if b.closed {
+		return queue.ErrClosed
+	}
+	return nil
+}
+
+// Close implements queue.Backend: it wakes the Receive and Enqueue calls that wait, which
+// return queue.ErrClosed, and refuses later ones. It deletes nothing, and does not close the
+// client. A delivery in hand can still be settled. Later calls return nil.
+func (b *Backend) Close(ctx context.Context) error {
+	if b.client == nil {
+		panic(zeroBackend)
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !b.closed {
+		b.closed = true
+		close(b.closing)
+	}
+	return nil
+}
+
+// signal wakes this backend's blocked Enqueue calls, and one waiting Receive: a job may
+// have become ready, and room may have freed. Waking one receiver, not all, keeps 64 idle
+// workers from running 64 scripts for one new job.
+func (b *Backend) signal() {
+	b.mu.Lock()
+	close(b.wake)
+	b.wake = make(chan struct{})
+	b.wakeOneLocked()
+	b.mu.Unlock()
+}
+
+// wakeOneLocked hands a token to the oldest waiting receiver that has none.
+func (b *Backend) wakeOneLocked() {
+	for _, ch := range b.idle {
+		select {
+		case ch <- struct{}{}:
+			return
+		default:
+		}
+	}
+}
+
+// idleJoin registers a receiver, before it looks for a job, so that no signal sent while it
+// looks is missed: the token waits in its channel.
+func (b *Backend) idleJoin() chan struct{} {
+	ch := make(chan struct{}, 1)
+	b.mu.Lock()
+	b.idle = append(b.idle, ch)
+	b.mu.Unlock()
+	return ch
+}
+
+// idleLeave unregisters a receiver; a token it holds unused goes on to another receiver, so
+// that a wake-up meant for a new job is never lost with a receiver that took another one.
+func (b *Backend) idleLeave(ch chan struct{}) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for i, c := range b.idle {
+		if c == ch {
+			b.idle = append(b.idle[:i], b.idle[i+1:]...)
+			break
+		}
+	}
+	select {
+	case <-ch:
+		b.wakeOneLocked()
+	default:
+	}
+}
+
+// waiter returns the channel the next signal closes.
+func (b *Backend) waiter() <-chan struct{} {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.wake
+}
+
+// wait waits for a signal, d, Close or ctx.
+func (b *Backend) wait(ctx context.Context, w <-chan struct{}, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-w:
+		return nil
+	case <-t.C:
+		return nil
+	case <-b.closing:
+		return queue.ErrClosed
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+}
+
+// strs returns a script's array reply as strings.
+func strs(v any) []string {
+	a, _ := v.([]any)
+	out := make([]string, len(a))
+	for i, x := range a {
+		switch x := x.(type) {
+		case string:
+			out[i] = x
+		case int64:
+			out[i] = strconv.FormatInt(x, 10)
+		}
+	}
+	return out
+}
+
+// msString returns a number of milliseconds as a time.Duration's string.
+func msString(ms string) string {
+	n, err := strconv.ParseInt(ms, 10, 64)
+	if err != nil {
+		return ms
+	}
+	return (time.Duration(n) * time.Millisecond).String()
+}

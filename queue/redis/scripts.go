@@ -1,0 +1,331 @@
+package redis
+
+import goredis "github.com/redis/go-redis/v9"
+
+// Every step that touches more than one key is one of these Lua scripts, run atomically by
+// the server. Every key a script touches starts with KEYS[1], the queue's prefix
+// "corral:{name}:", so all of them hash to one slot (the {name} tag) and a script works on a
+// cluster node. The keys under the prefix:
+//
+//	s        the stream of ready jobs (one field: the job's ID), read by the group "g"
+//	j:<id>   a stored job: key, body, enq, nb (ms), nbn, sb, att, hist, gen, sid, st, dlv, seq
+//	n        the number of stored jobs (capacity is counted here, never with MAXLEN)
+//	o        stored jobs by enqueue order (score: a sequence), for DropOldest and Oldest
+//	d        delayed jobs by due time (ms): NotBefore or a retry delay
+//	k:<key>  the IDs of an ordering key's stored jobs in enqueue order; only the first is ever
+//	         in s, d or leased, so a failing job holds its key
+//	kw       waiting keyed jobs (not first of their key) with a NotBefore, by due time (Stats)
+//	u        IDs taken by the dedup horizon, by expiry time (ms)
+//	x        the dead-letter stream; xi maps an ID to its entry
+//	cfg      the shared settings; c:<name> counters
+//
+// Times are the server's (TIME) in milliseconds, but for the times a job carries, which are
+// the client's, in nanoseconds, as strings.
+
+// luaCommon are the functions the scripts share.
+const luaCommon = `
+local P = KEYS[1]
+local function now()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+-- ready puts job id, first of its key or keyless, into the stream or the delayed set.
+local function ready(id, t)
+  local nb = tonumber(redis.call('HGET', P .. 'j:' .. id, 'nb') or '0')
+  if nb > t then
+    redis.call('ZADD', P .. 'd', nb, id)
+  else
+    local sid = redis.call('XADD', P .. 's', '*', 'id', id)
+    redis.call('HSET', P .. 'j:' .. id, 'sid', sid)
+  end
+end
+-- store stores a new job and makes it ready unless its key is busy.
+local function store(id, key, body, enq, nb, nbn, sb, t)
+  local seq = redis.call('INCR', P .. 'seq')
+  redis.call('HSET', P .. 'j:' .. id, 'key', key, 'body', body, 'enq', enq, 'nb', nb, 'nbn', nbn,
+    'sb', sb, 'att', 0, 'hist', '', 'gen', 0, 'sid', '', 'st', -1, 'dlv', 0, 'seq', seq)
+  redis.call('ZADD', P .. 'o', seq, id)
+  redis.call('INCR', P .. 'n')
+  if key ~= '' then
+    local n = redis.call('RPUSH', P .. 'k:' .. key, id)
+    if n > 1 then
+      if tonumber(nb) > t then redis.call('ZADD', P .. 'kw', nb, id) end
+      return
+    end
+  end
+  ready(id, t)
+end
+-- unstore removes job id from every structure and hands its key to the next job.
+local function unstore(id, t)
+  local jk = P .. 'j:' .. id
+  local key, sid = unpack(redis.call('HMGET', jk, 'key', 'sid'))
+  if sid and sid ~= '' then
+    redis.call('XACK', P .. 's', 'g', sid)
+    redis.call('XDEL', P .. 's', sid)
+  end
+  redis.call('ZREM', P .. 'd', id)
+  redis.call('ZREM', P .. 'o', id)
+  redis.call('ZREM', P .. 'kw', id)
+  redis.call('DEL', jk)
+  redis.call('DECR', P .. 'n')
+  if key and key ~= '' then
+    local kk = P .. 'k:' .. key
+    local head = redis.call('LINDEX', kk, 0)
+    redis.call('LREM', kk, 1, id)
+    if head == id then
+      local nxt = redis.call('LINDEX', kk, 0)
+      if nxt then
+        redis.call('ZREM', P .. 'kw', nxt)
+        ready(nxt, t)
+      end
+    end
+  end
+end
+-- bury moves job id to the dead letters with reason, keeping them within limit; it returns
+-- the IDs of the dead letters evicted.
+local function bury(id, reason, at, limit, t)
+  local jk = P .. 'j:' .. id
+  local f = redis.call('HGETALL', jk)
+  local old = redis.call('HGET', P .. 'xi', id)
+  if old then redis.call('XDEL', P .. 'x', old) end
+  table.insert(f, 'id'); table.insert(f, id)
+  table.insert(f, 'reason'); table.insert(f, reason)
+  table.insert(f, 'at'); table.insert(f, at)
+  local eid = redis.call('XADD', P .. 'x', '*', unpack(f))
+  redis.call('HSET', P .. 'xi', id, eid)
+  unstore(id, t)
+  local ev = {}
+  while redis.call('XLEN', P .. 'x') > limit do
+    local e = redis.call('XRANGE', P .. 'x', '-', '+', 'COUNT', 1)[1]
+    redis.call('XDEL', P .. 'x', e[1])
+    local fs = e[2]
+    for i = 1, #fs, 2 do
+      if fs[i] == 'id' then
+        if redis.call('HGET', P .. 'xi', fs[i+1]) == e[1] then redis.call('HDEL', P .. 'xi', fs[i+1]) end
+        table.insert(ev, fs[i+1])
+      end
+    end
+  end
+  return ev
+end
+-- promote moves due delayed jobs to the stream, 100 at most.
+local function promote(t)
+  local due = redis.call('ZRANGEBYSCORE', P .. 'd', '-inf', t, 'LIMIT', 0, 100)
+  for _, id in ipairs(due) do
+    redis.call('ZREM', P .. 'd', id)
+    local sid = redis.call('XADD', P .. 's', '*', 'id', id)
+    redis.call('HSET', P .. 'j:' .. id, 'sid', sid)
+  end
+end
+-- leased returns the job's hash key if delivery gen of job id is current, else false.
+local function leased(id, gen)
+  local jk = P .. 'j:' .. id
+  local g = redis.call('HGET', jk, 'gen')
+  if not g or g ~= gen or redis.call('HGET', jk, 'sid') == '' then return false end
+  return jk
+end
+`
+
+// enqueueScript: ARGV id key body enq nb nbn sb horizon-ms capacity overflow deadlimit at.
+// Returns {status, evicted, deadEvicted}: status "ok", "dup", "full", "dropped".
+var enqueueScript = goredis.NewScript(luaCommon + `
+local id, key, body, enq, nb, nbn, sb = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7]
+local horizon, cap, overflow, limit, at = tonumber(ARGV[8]), tonumber(ARGV[9]), ARGV[10], tonumber(ARGV[11]), ARGV[12]
+local t = now()
+redis.call('ZREMRANGEBYSCORE', P .. 'u', '-inf', t)
+if redis.call('EXISTS', P .. 'j:' .. id) == 1 or redis.call('ZSCORE', P .. 'u', id) then
+  return {'dup', {}, {}}
+end
+local ev, dev = {}, {}
+if cap > 0 and tonumber(redis.call('GET', P .. 'n') or '0') >= cap then
+  if overflow == 'drop-newest' then
+    redis.call('INCR', P .. 'c:dropped')
+    return {'dropped', {}, {}}
+  elseif overflow ~= 'drop-oldest' then
+    return {'full', {}, {}}
+  end
+  local victim = nil
+  local cur = 0
+  while not victim do
+    local ids = redis.call('ZRANGE', P .. 'o', cur, cur + 99)
+    if #ids == 0 then break end
+    for _, v in ipairs(ids) do
+      local g, sid, dlv = unpack(redis.call('HMGET', P .. 'j:' .. v, 'gen', 'sid', 'dlv'))
+      local pend = false
+      if sid ~= '' then
+        local p = redis.call('XPENDING', P .. 's', 'g', sid, sid, 1)
+        pend = #p > 0
+      end
+      if not pend then victim = v; break end
+    end
+    cur = cur + 100
+  end
+  if not victim then return {'full', {}, {}} end
+  redis.call('INCR', P .. 'c:evicted')
+  dev = bury(victim, 'evicted', at, limit, t)
+  ev = {victim}
+end
+if horizon > 0 then redis.call('ZADD', P .. 'u', t + horizon, id) end
+store(id, key, body, enq, nb, nbn, sb, t)
+return {'ok', ev, dev}
+`)
+
+// receiveScript: ARGV consumer lease-ms. Returns false, or {id, fields..., gen, redelivered}.
+var receiveScript = goredis.NewScript(luaCommon + `
+local consumer, lease = ARGV[1], tonumber(ARGV[2])
+local t = now()
+promote(t)
+local sid, id = nil, nil
+local r = redis.call('XAUTOCLAIM', P .. 's', 'g', consumer, lease, '0-0', 'COUNT', 1)
+if r[2][1] then
+  sid, id = r[2][1][1], r[2][1][2][2]
+else
+  local rr = redis.call('XREADGROUP', 'GROUP', 'g', consumer, 'COUNT', 1, 'STREAMS', P .. 's', '>')
+  if rr and rr[1] and rr[1][2][1] then
+    sid, id = rr[1][2][1][1], rr[1][2][1][2][2]
+  end
+end
+if not sid then
+  local nxt = redis.call('ZRANGE', P .. 'd', 0, 0, 'WITHSCORES')
+  if nxt[2] then return {'', tostring(tonumber(nxt[2]) - t)} end
+  return {'', ''}
+end
+local jk = P .. 'j:' .. id
+if redis.call('EXISTS', jk) == 0 then
+  redis.call('XACK', P .. 's', 'g', sid)
+  redis.call('XDEL', P .. 's', sid)
+  return {'', '0'}
+end
+local gen = redis.call('HINCRBY', jk, 'gen', 1)
+local dlv = redis.call('HINCRBY', jk, 'dlv', 1)
+local f = redis.call('HMGET', jk, 'key', 'body', 'enq', 'nbn', 'sb', 'att')
+return {id, f[1], f[2], f[3], f[4], f[5], f[6], tostring(gen), tostring(dlv)}
+`)
+
+// startScript: ARGV id gen. Returns 1, or 0 if the lease is lost.
+var startScript = goredis.NewScript(luaCommon + `
+local jk = leased(ARGV[1], ARGV[2])
+if not jk then return 0 end
+redis.call('HINCRBY', jk, 'att', 1)
+redis.call('HSET', jk, 'st', ARGV[2])
+return 1
+`)
+
+// extendScript: ARGV id gen consumer. Resets the pending entry's idle time (XCLAIM).
+var extendScript = goredis.NewScript(luaCommon + `
+local jk = leased(ARGV[1], ARGV[2])
+if not jk then return 0 end
+local sid = redis.call('HGET', jk, 'sid')
+local r = redis.call('XCLAIM', P .. 's', 'g', ARGV[3], 0, sid, 'JUSTID')
+if #r == 0 then return 0 end
+return 1
+`)
+
+// ackScript: ARGV id gen. Returns 1, or 0 if the lease is lost.
+var ackScript = goredis.NewScript(luaCommon + `
+local jk = leased(ARGV[1], ARGV[2])
+if not jk then return 0 end
+unstore(ARGV[1], now())
+redis.call('INCR', P .. 'c:acked')
+return 1
+`)
+
+// requeueScript (Nack and Release): ARGV id gen delay-ms attempt-json release.
+var requeueScript = goredis.NewScript(luaCommon + `
+local id, gen, delay, a, release = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4], ARGV[5]
+local jk = leased(id, gen)
+if not jk then return 0 end
+local t = now()
+local sid, st, hist = unpack(redis.call('HMGET', jk, 'sid', 'st', 'hist'))
+redis.call('XACK', P .. 's', 'g', sid)
+redis.call('XDEL', P .. 's', sid)
+redis.call('HSET', jk, 'sid', '')
+redis.call('HINCRBY', jk, 'gen', 1)
+if release == '1' then
+  if st == gen then redis.call('HINCRBY', jk, 'att', -1) end
+  local s = redis.call('XADD', P .. 's', '*', 'id', id)
+  redis.call('HSET', jk, 'sid', s)
+  return 1
+end
+if hist == '' then hist = '[' .. a .. ']' else hist = string.sub(hist, 1, -2) .. ',' .. a .. ']' end
+redis.call('HSET', jk, 'hist', hist)
+if delay > 0 then
+  redis.call('ZADD', P .. 'd', t + delay, id)
+else
+  local s = redis.call('XADD', P .. 's', '*', 'id', id)
+  redis.call('HSET', jk, 'sid', s)
+end
+return 1
+`)
+
+// buryScript: ARGV id gen reason attempt-json at limit. Returns false if the lease is lost,
+// else the dead letters evicted.
+var buryScript = goredis.NewScript(luaCommon + `
+local id, gen, reason, a, at, limit = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], tonumber(ARGV[6])
+local jk = leased(id, gen)
+if not jk then return false end
+local hist = redis.call('HGET', jk, 'hist')
+if hist == '' then hist = '[' .. a .. ']' else hist = string.sub(hist, 1, -2) .. ',' .. a .. ']' end
+redis.call('HSET', jk, 'hist', hist)
+redis.call('INCR', P .. 'c:dead')
+return bury(id, reason, at, limit, now())
+`)
+
+// redriveScript: ARGV id. Returns "ok", "missing" or "dup".
+var redriveScript = goredis.NewScript(luaCommon + `
+local id = ARGV[1]
+local eid = redis.call('HGET', P .. 'xi', id)
+if not eid then return 'missing' end
+if redis.call('EXISTS', P .. 'j:' .. id) == 1 then return 'dup' end
+local e = redis.call('XRANGE', P .. 'x', eid, eid)[1]
+if not e then redis.call('HDEL', P .. 'xi', id); return 'missing' end
+local m = {}
+for i = 1, #e[2], 2 do m[e[2][i]] = e[2][i+1] end
+redis.call('XDEL', P .. 'x', eid)
+redis.call('HDEL', P .. 'xi', id)
+redis.call('ZREM', P .. 'u', id)
+store(id, m['key'] or '', m['body'] or '', m['enq'] or '0', '0', '0', m['sb'] or '0', now())
+return 'ok'
+`)
+
+// purgeScript: ARGV id. Returns 1, or 0 if there is no such dead letter.
+var purgeScript = goredis.NewScript(luaCommon + `
+local eid = redis.call('HGET', P .. 'xi', ARGV[1])
+if not eid then return 0 end
+redis.call('XDEL', P .. 'x', eid)
+redis.call('HDEL', P .. 'xi', ARGV[1])
+return 1
+`)
+
+// statsScript returns {stored, pending, delayed, waiting-delayed, dead, oldest-enq}.
+var statsScript = goredis.NewScript(luaCommon + `
+local t = now()
+local n = tonumber(redis.call('GET', P .. 'n') or '0')
+local p = redis.call('XPENDING', P .. 's', 'g')[1]
+local d = redis.call('ZCARD', P .. 'd')
+local kw = redis.call('ZCOUNT', P .. 'kw', '(' .. t, '+inf')
+local x = redis.call('XLEN', P .. 'x')
+local first = redis.call('ZRANGE', P .. 'o', 0, 0)[1]
+local enq = ''
+if first then enq = redis.call('HGET', P .. 'j:' .. first, 'enq') end
+return {n, p, d, kw, x, enq}
+`)
+
+// settingsScript: ARGV capacity overflow horizon-ms deadlimit. Records them if the queue has
+// none, and returns the queue's.
+var settingsScript = goredis.NewScript(luaCommon + `
+local k = P .. 'cfg'
+if redis.call('EXISTS', k) == 0 then
+  redis.call('HSET', k, 'capacity', ARGV[1], 'overflow', ARGV[2], 'horizon', ARGV[3], 'deadlimit', ARGV[4], 'lease', '')
+end
+pcall(redis.call, 'XGROUP', 'CREATE', P .. 's', 'g', '0', 'MKSTREAM')
+return redis.call('HMGET', k, 'capacity', 'overflow', 'horizon', 'deadlimit', 'lease')
+`)
+
+// leaseScript: ARGV lease-ms. Records the lease if the queue has none, returns the queue's.
+var leaseScript = goredis.NewScript(luaCommon + `
+local k = P .. 'cfg'
+local l = redis.call('HGET', k, 'lease')
+if not l or l == '' then redis.call('HSET', k, 'lease', ARGV[1]); return ARGV[1] end
+return l
+`)
