@@ -28,8 +28,8 @@ import (
 //     workers handle them; the clock runs from the first enqueue to the last job acked (corral:
 //     OnSuccess, after the ack's delete; River: the completed event, after its completer wrote
 //     the completion).
-//   - enqueue-batch: b.N calls that store pgBatch jobs each (corral: EnqueueTx pgBatch times in
-//     one transaction, there being no batch call; River: InsertMany).
+//   - enqueue-batch: b.N calls that store pgBatch jobs each (corral: EnqueueBatch of messages
+//     made by the queue's Message; River: InsertMany).
 //   - enqueue-tx: the latency of one job enqueued in a transaction of its own: BEGIN, the
 //     enqueue, COMMIT (corral: EnqueueTx; River: InsertTx).
 //
@@ -242,17 +242,17 @@ func (p corralPG) enqueueBatch(r *pgRun) {
 	b, pool := r.B, r.pool
 	ctx := context.Background()
 	be, q := p.open(b, pool, queue.Hooks{})
+	msgs := make([]queue.Message, pgBatch)
 	r.start()
 	for range b.N {
-		err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-			for range pgBatch {
-				if _, err := postgres.EnqueueTx(ctx, tx, be, q, pgPayload); err != nil {
-					return err
-				}
+		for i := range msgs {
+			m, err := q.Message(pgPayload)
+			if err != nil {
+				b.Fatal(err)
 			}
-			return nil
-		})
-		if err != nil {
+			msgs[i] = m
+		}
+		if _, err := postgres.EnqueueBatch(ctx, be, msgs...); err != nil {
 			b.Fatal(err)
 		}
 	}

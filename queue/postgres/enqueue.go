@@ -51,15 +51,8 @@ func (b *Backend) enqueue(ctx context.Context, q beginner, m queue.Message) (que
 			return res, err
 		}
 		// Block: poll for room.
-		t := time.NewTimer(pauses.Next())
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-			return res, context.Cause(ctx)
-		case <-b.closing:
-			t.Stop()
-			return res, queue.ErrClosed
+		if err := b.waitRoom(ctx, pauses.Next()); err != nil {
+			return res, err
 		}
 	}
 }
@@ -163,14 +156,19 @@ func (b *Backend) evictOldest(ctx context.Context, tx pgx.Tx, seq int64, res *qu
 }
 
 // countDead counts, in tx, a job that left the queue for the dead letters (a new dead letter
-// if fresh, else one that replaced the dead letter of its ID), leaving, counts leaving jobs of
-// a queue with a capacity, and deletes the dead letters beyond the limit, oldest first; their
-// IDs are appended to evicted.
+// if fresh, else one that replaced the dead letter of its ID), as countDeadN does.
 func (b *Backend) countDead(ctx context.Context, tx pgx.Tx, fresh bool, leaving int, evicted []string) ([]string, error) {
 	added := 0
 	if fresh {
 		added = 1
 	}
+	return b.countDeadN(ctx, tx, added, leaving, evicted)
+}
+
+// countDeadN counts, in tx, added new dead letters, and leaving jobs that left a queue with a
+// capacity, and deletes the dead letters beyond the limit, oldest first; their IDs are
+// appended to evicted.
+func (b *Backend) countDeadN(ctx context.Context, tx pgx.Tx, added, leaving int, evicted []string) ([]string, error) {
 	var over int64
 	if err := tx.QueryRow(ctx, b.sql.buryCount, b.name, added, leaving).Scan(&over); err != nil {
 		return evicted, fail(ctx, "count the dead letters", err)

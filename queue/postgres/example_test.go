@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -101,6 +102,45 @@ func ExampleEnqueueTx() {
 	}
 	fmt.Println("jobs ready:", s.Ready)
 	// Output: jobs ready: 1
+}
+
+// Many jobs stored with one INSERT, all of them or none: each message is built by the queue's
+// Message method, with the same options as Enqueue.
+func ExampleEnqueueBatch() {
+	ctx := context.Background()
+	pool, name := examplePool()
+	defer pool.Close()
+	b := postgres.New(pool, name)
+	q, err := queue.New[string](ctx, queue.WithBackend(b))
+	if err != nil {
+		panic(err)
+	}
+	defer q.Close(ctx)
+
+	var msgs []queue.Message
+	for _, to := range []string{"ada", "grace", "edsger"} {
+		m, err := q.Message("hello, "+to, queue.WithID("hello:"+to))
+		if err != nil {
+			panic(err)
+		}
+		msgs = append(msgs, m)
+	}
+	if _, err := postgres.EnqueueBatch(ctx, b, msgs...); err != nil {
+		panic(err)
+	}
+	// The same IDs again: nothing is stored, and the error lists every taken ID.
+	_, err = postgres.EnqueueBatch(ctx, b, msgs[1:]...)
+	var dup *postgres.DuplicateError
+	fmt.Println(errors.Is(err, queue.ErrDuplicate), errors.As(err, &dup) && len(dup.IDs) == 2)
+
+	s, err := q.Stats(ctx)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("jobs ready:", s.Ready)
+	// Output:
+	// true true
+	// jobs ready: 3
 }
 
 // A handler that writes its result and acks its job in one transaction: the result is

@@ -32,3 +32,6 @@ func SettleSQL(b *Backend) (start, ack string) { return b.sql.start, b.sql.ack }
 // OnClaimQueued makes b call f when a receiver's request waits for the claimer (a claim being
 // under way). Call it before b is used.
 func OnClaimQueued(b *Backend, f func()) { b.onQueued = f }
+
+// Name returns the name of b's queue.
+func Name(b *Backend) string { return b.name }

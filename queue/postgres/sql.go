@@ -8,6 +8,8 @@ import "strings"
 // statements holds the rendered SQL of one Backend.
 type statements struct {
 	insert, insertDedup, insertKeyed, insertKeyedDedup string
+	insertBatch, insertBatchDedup, reserveBatch        string
+	evictBatch                                         string
 	reserve, evict                                     string
 	claim, unclaim, rescue                             string
 	start, startMany, startOne, extend, leaseOf        string
@@ -70,12 +72,77 @@ func insertSQL(dedup, keyed bool) string {
 	return b.String()
 }
 
+// insertBatchSQL returns the statement that stores a batch of jobs (arrays, one element a job,
+// no ID twice: $2 ids, $3 keys, ” for none, $4 bodies, $5 enqueued at, $6 not before or NULL,
+// $7 start by or NULL) but those whose ID is stored, notifies the channel $8 (at commit) if
+// it stored any, and returns the IDs it did not store, in the batch's order. With dedup, $9 is
+// the horizon, as in insertSQL. The keys' advisory locks (as insertSQL's) are taken first, in
+// the order of their numbers, so that two batches never wait for each other in a cycle; the
+// jobs are numbered in the batch's order.
+func insertBatchSQL(dedup bool) string {
+	var b strings.Builder
+	b.WriteString(`WITH b AS (
+	SELECT * FROM unnest($2::text[], $3::text[], $4::bytea[], $5::timestamptz[], $6::timestamptz[], $7::timestamptz[])
+		WITH ORDINALITY AS b (id, key, body, enqueued_at, not_before, start_by, ord)
+), l AS (
+	SELECT pg_advisory_xact_lock(hashtext('corral ' || $1::text), h)
+	FROM (SELECT DISTINCT hashtext(key) AS h FROM b WHERE key <> '' ORDER BY 1) AS k
+), `)
+	if dedup {
+		b.WriteString(`h AS (
+	INSERT INTO {{schema}}.ids (queue, id, at)
+	SELECT $1::text, b.id, now() FROM b
+	WHERE NOT EXISTS (SELECT 1 FROM {{schema}}.jobs WHERE queue = $1 AND id = b.id)
+	ON CONFLICT (queue, id) DO UPDATE SET at = EXCLUDED.at
+		WHERE {{schema}}.ids.at <= now() - $9::float8` + usInterval + `
+	RETURNING id
+), `)
+	}
+	b.WriteString(`j AS (
+	INSERT INTO {{schema}}.jobs (queue, id, key, body, enqueued_at, not_before, start_by, ready_at)
+	SELECT $1::text, id, nullif(key, ''), body, enqueued_at, not_before, start_by, greatest(not_before, now())
+	FROM b WHERE (SELECT count(*) FROM l) >= 0`)
+	if dedup {
+		b.WriteString(" AND id IN (SELECT id FROM h)")
+	}
+	b.WriteString(`
+	ORDER BY ord
+	ON CONFLICT (queue, id) DO NOTHING
+	RETURNING id
+)
+SELECT coalesce((SELECT array_agg(b.id ORDER BY b.ord) FROM b WHERE b.id NOT IN (SELECT id FROM j)), '{}'),
+	(SELECT count(pg_notify($8, $1)) FROM (SELECT 1 FROM j LIMIT 1) AS n)`)
+	return b.String()
+}
+
 func newStatements(schema string) statements {
 	s := statements{
 		insert:           insertSQL(false, false),
 		insertDedup:      insertSQL(true, false),
 		insertKeyed:      insertSQL(false, true),
 		insertKeyedDedup: insertSQL(true, true),
+		insertBatch:      insertBatchSQL(false),
+		insertBatchDedup: insertBatchSQL(true),
+
+		// A batch's room: $2 jobs counted in, and how many too many that makes (not
+		// positive: none).
+		reserveBatch: `UPDATE {{schema}}.queues SET stored = stored + $2 WHERE name = $1 RETURNING stored - capacity`,
+		// DropOldest for a batch: evict for $4 jobs, none of the batch's ($2 IDs).
+		evictBatch: `WITH v AS (
+	DELETE FROM {{schema}}.jobs WHERE seq IN (
+		SELECT seq FROM {{schema}}.jobs
+		WHERE queue = $1 AND lease_until IS NULL AND id <> ALL ($2::text[])
+		ORDER BY seq LIMIT $4 FOR UPDATE SKIP LOCKED)
+	RETURNING *
+)
+INSERT INTO {{schema}}.dead AS d (queue, id, key, body, enqueued_at, not_before, start_by, attempts, reason, history, at)
+SELECT queue, id, key, body, enqueued_at, not_before, start_by, attempts, 'evicted',
+	history || jsonb_build_array(jsonb_build_object('n', attempts, 's', now(), 'e', now(), 'err', $3::text)), now()
+FROM v ORDER BY seq
+ON CONFLICT (queue, id) DO UPDATE SET dseq = nextval('{{schema}}.dead_seq'), key = EXCLUDED.key, body = EXCLUDED.body,
+	enqueued_at = EXCLUDED.enqueued_at, not_before = EXCLUDED.not_before, start_by = EXCLUDED.start_by,
+	attempts = EXCLUDED.attempts, reason = EXCLUDED.reason, history = EXCLUDED.history, at = EXCLUDED.at
+RETURNING d.id, (d.xmax = 0)`,
 
 		// Capacity: take room for one job ($2 the jobs to take it for), or none if full.
 		reserve: `UPDATE {{schema}}.queues SET stored = stored + $2 WHERE name = $1 AND stored + $2 <= capacity RETURNING stored`,
@@ -258,7 +325,7 @@ VALUES ($1, $2, $3, $4, $5) ON CONFLICT (name) DO NOTHING`,
 WHERE name = $1`,
 		setLease: `UPDATE {{schema}}.queues SET lease_us = $2 WHERE name = $1 AND lease_us = 0`,
 	}
-	for _, p := range []*string{&s.insert, &s.insertDedup, &s.insertKeyed, &s.insertKeyedDedup,
+	for _, p := range []*string{&s.insert, &s.insertDedup, &s.insertKeyed, &s.insertKeyedDedup, &s.insertBatch, &s.insertBatchDedup, &s.reserveBatch, &s.evictBatch,
 		&s.reserve, &s.evict, &s.claim, &s.unclaim, &s.rescue, &s.start, &s.startMany, &s.startOne, &s.extend, &s.leaseOf, &s.ack, &s.ackMany, &s.ackOne, &s.ackCounted, &s.ackTx, &s.ackTxCounted, &s.txStatus,
 		&s.nack, &s.release, &s.bury, &s.buryCount, &s.evictDead, &s.deadPage, &s.redriveTake, &s.redriveInsert,
 		&s.redriveCount, &s.purge, &s.stats, &s.prune, &s.agreeInsert, &s.agreeSelect, &s.reconfigure, &s.setLease} {
