@@ -67,7 +67,7 @@ func wantDuplicates(t *testing.T, err error, ids ...string) {
 // TestEnqueueBatchFields: every field of a queue.Message is stored, each job in the batch's
 // order, and the jobs are delivered as enqueued.
 func TestEnqueueBatchFields(t *testing.T) {
-	_, pool := startDB(t)
+	pool := db(t)
 	ctx := context.Background()
 	q, b := openQueue(t, pool, nil)
 	notBefore := time.Now().Add(time.Hour).Truncate(time.Microsecond)
@@ -140,7 +140,7 @@ FROM corral.jobs WHERE queue = $1 ORDER BY seq`, postgres.Name(b))
 // TestEnqueueBatchBadInput: an empty batch is a no-op; a message without ID or with a Value
 // is refused before anything is stored.
 func TestEnqueueBatchBadInput(t *testing.T) {
-	_, pool := startDB(t)
+	pool := db(t)
 	ctx := context.Background()
 	q, b := openQueue(t, pool, nil)
 	if _, err := postgres.EnqueueBatch(ctx, b); err != nil {
@@ -162,7 +162,7 @@ func TestEnqueueBatchBadInput(t *testing.T) {
 // dedup horizon refuses the whole batch, naming every duplicate; the refused batch leaves no
 // record in the horizon.
 func TestEnqueueBatchDuplicates(t *testing.T) {
-	_, pool := startDB(t)
+	pool := db(t)
 	ctx := context.Background()
 	q, b := openQueue(t, pool, nil, queue.WithDedupHorizon(time.Hour))
 
@@ -206,7 +206,7 @@ func TestEnqueueBatchDuplicates(t *testing.T) {
 // TestEnqueueBatchTx: a batch in the caller's transaction is invisible until the commit and
 // gone on rollback; a refused batch leaves the transaction usable and nothing of itself in it.
 func TestEnqueueBatchTx(t *testing.T) {
-	_, pool := startDB(t)
+	pool := db(t)
 	ctx := context.Background()
 	if _, err := pool.Exec(ctx, `CREATE TABLE orders (id text PRIMARY KEY)`); err != nil {
 		t.Fatal(err)
@@ -267,7 +267,7 @@ func TestEnqueueBatchTx(t *testing.T) {
 // TestEnqueueBatchOrder: the jobs of a key are numbered and delivered in the batch's order,
 // after the key's jobs stored before, with several workers.
 func TestEnqueueBatchOrder(t *testing.T) {
-	_, pool := startDB(t)
+	pool := db(t)
 	ctx := context.Background()
 	q, b := openQueue(t, pool, nil)
 	if _, err := q.Enqueue(ctx, "first", queue.WithID("k1-first"), queue.WithKey("k1")); err != nil {
@@ -315,7 +315,7 @@ func TestEnqueueBatchOrder(t *testing.T) {
 
 // TestEnqueueBatchCapacity: the overflow policy applies to the batch as a whole.
 func TestEnqueueBatchCapacity(t *testing.T) {
-	_, pool := startDB(t)
+	pool := db(t)
 	ctx := context.Background()
 	open := func(t *testing.T, p queue.Overflow) (*queue.Queue[string], *postgres.Backend) {
 		q, b := openQueue(t, pool, nil, queue.WithCapacity(4), queue.WithOverflow(p))
@@ -437,7 +437,7 @@ func TestEnqueueBatchCapacity(t *testing.T) {
 // stores the IDs, the others are refused naming all of them; batches that lock keys in
 // opposite orders do not deadlock.
 func TestEnqueueBatchConcurrent(t *testing.T) {
-	_, pool := startDB(t)
+	pool := db(t)
 	ctx := context.Background()
 	q, b := openQueue(t, pool, nil, queue.WithDedupHorizon(time.Hour), queue.WithCapacity(1000))
 	const racers = 6

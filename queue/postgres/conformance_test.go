@@ -13,7 +13,7 @@ import (
 // TestConformance runs queuetest's suite, every capability, against a throwaway server: each
 // subtest has a queue of its own on one pool.
 func TestConformance(t *testing.T) {
-	_, pool := startDB(t)
+	pool := db(t)
 	queuetest.Run(t, func(t *testing.T) queue.Backend {
 		b := postgres.New(pool, queueName(t), postgres.WithPollInterval(time.Second))
 		t.Cleanup(func() { _ = b.Close(context.Background()) })

@@ -60,7 +60,7 @@ func TestOpenUnreachable(t *testing.T) {
 // TestBackendDirectUse: a backend driven without a queue refuses calls before Open, and a
 // second Open.
 func TestBackendDirectUse(t *testing.T) {
-	_, pool := startDB(t)
+	pool := db(t)
 	ctx := context.Background()
 	b := postgres.New(pool, queueName(t))
 	var d queue.Delivery

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"os"
 	"sync"
 	"testing"
 	"time"
@@ -63,6 +64,43 @@ func exampleDSN() string {
 		panic(exampleErr)
 	}
 	return exampleServer.DSN()
+}
+
+// envURL names the environment variable of a server that the tests which need only a database
+// use instead of a throwaway one (postgres://user:pass@host/db). Each such test has queues of its
+// own and a schema of its own first in its search_path, for the tables it makes, so that a run
+// leaves them behind but never meets an earlier run's. The tests that stop, kill or reconfigure
+// a server, or name schemas, always start their own.
+const envURL = "CORRAL_POSTGRES_URL"
+
+// db returns a pool on a migrated database: the server envURL names, or else a throwaway one.
+func db(t testing.TB) *pgxpool.Pool {
+	t.Helper()
+	url := os.Getenv(envURL)
+	if url == "" {
+		_, pool := startDB(t)
+		return pool
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		t.Fatalf("%s: %v", envURL, err)
+	}
+	schema := "test_" + queueName(t)
+	cfg.ConnConfig.RuntimeParams["search_path"] = schema
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		t.Fatalf("pgxpool on %s: %v", envURL, err)
+	}
+	t.Cleanup(pool.Close)
+	if _, err := pool.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
+		t.Fatalf("a schema for the test on %s: %v", envURL, err)
+	}
+	if err := postgres.Migrate(ctx, pool); err != nil {
+		t.Fatalf("Migrate on %s: %v", envURL, err)
+	}
+	return pool
 }
 
 // startDB starts a throwaway server, migrated, and returns it with a pool on it, closed when

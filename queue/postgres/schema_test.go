@@ -148,7 +148,7 @@ func TestSchema(t *testing.T) {
 // TestSettingsShared: a second process opening a queue with other settings is refused, naming
 // the setting and both values; WithReconfigure changes them.
 func TestSettingsShared(t *testing.T) {
-	_, pool := startDB(t)
+	pool := db(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	name := queueName(t)

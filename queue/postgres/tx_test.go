@@ -40,7 +40,7 @@ func stored(t *testing.T, q *queue.Queue[string]) int {
 // TestEnqueueTx: a job enqueued in the caller's transaction is invisible until the commit,
 // and gone on rollback; a taken ID is ErrDuplicate and leaves the transaction usable.
 func TestEnqueueTx(t *testing.T) {
-	_, pool := startDB(t)
+	pool := db(t)
 	ctx := context.Background()
 	if _, err := pool.Exec(ctx, `CREATE TABLE orders (id text PRIMARY KEY)`); err != nil {
 		t.Fatal(err)
@@ -148,7 +148,7 @@ func TestEnqueueTx(t *testing.T) {
 // TestEnqueueTxCapacity: at capacity, Reject refuses a job in the transaction with ErrFull and
 // leaves the transaction usable; the count of stored jobs follows the commit or rollback.
 func TestEnqueueTxCapacity(t *testing.T) {
-	_, pool := startDB(t)
+	pool := db(t)
 	ctx := context.Background()
 	q, b := openQueue(t, pool, nil, queue.WithCapacity(2), queue.WithOverflow(queue.Reject))
 	tx, err := pool.Begin(ctx)
@@ -179,7 +179,7 @@ func TestEnqueueTxCapacity(t *testing.T) {
 
 // TestAckTx: a handler's writes and its job's ack commit together or not at all.
 func TestAckTx(t *testing.T) {
-	_, pool := startDB(t)
+	pool := db(t)
 	ctx := context.Background()
 	if _, err := pool.Exec(ctx, `CREATE TABLE effects (job text, attempt int)`); err != nil {
 		t.Fatal(err)
@@ -290,7 +290,7 @@ func TestAckTx(t *testing.T) {
 // the job is gone and the delivery's Ack succeeds. A stale delivery's AckTx fails with
 // ErrLeaseLost.
 func TestAckTxHoldsTheJob(t *testing.T) {
-	_, pool := startDB(t)
+	pool := db(t)
 	ctx := context.Background()
 	b := postgres.New(pool, queueName(t), postgres.WithPollInterval(50*time.Millisecond))
 	if err := b.Open(ctx, queue.Config{}); err != nil {
@@ -371,7 +371,7 @@ func TestAckTxHoldsTheJob(t *testing.T) {
 // TestAckTxExactlyOnce: many jobs, handlers whose transactions fail at random before or
 // after AckTx: every job's effect is committed exactly once, and every job is acked.
 func TestAckTxExactlyOnce(t *testing.T) {
-	_, pool := startDB(t)
+	pool := db(t)
 	ctx := context.Background()
 	if _, err := pool.Exec(ctx, `CREATE TABLE effects (job text)`); err != nil {
 		t.Fatal(err)
