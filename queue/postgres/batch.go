@@ -184,16 +184,7 @@ func (b *Backend) enqueueBatch(ctx context.Context, q beginner, op string, msgs 
 		return queue.EnqueueResult{}, fmt.Errorf("postgres: %s: a batch of %d jobs is larger than the capacity, %d: %w",
 			op, len(msgs), b.cfg.Capacity, queue.ErrFull)
 	}
-	pauses := roomPolls.Sequence()
-	for {
-		res, full, err := b.enqueueBatchOnce(ctx, q, c)
-		if !full || err != nil {
-			return res, err
-		}
-		if err := b.waitRoom(ctx, pauses.Next()); err != nil {
-			return res, err
-		}
-	}
+	return b.untilRoom(ctx, func() (queue.EnqueueResult, bool, error) { return b.enqueueBatchOnce(ctx, q, c) })
 }
 
 // enqueueBatchOnce is one try of enqueueBatch, in a transaction (or a savepoint) of its own. It
@@ -273,18 +264,4 @@ func (b *Backend) reserveBatch(ctx context.Context, tx pgx.Tx, c *batch, res *qu
 	res.Evicted = evicted
 	res.DeadEvicted, err = b.countDeadN(ctx, tx, fresh, len(evicted), nil)
 	return false, err
-}
-
-// waitRoom waits d for room at capacity (Block), or until ctx ends or the backend closes.
-func (b *Backend) waitRoom(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return context.Cause(ctx)
-	case <-b.closing:
-		return queue.ErrClosed
-	}
 }

@@ -44,15 +44,28 @@ func (b *Backend) enqueue(ctx context.Context, q beginner, m queue.Message) (que
 		}
 		return queue.EnqueueResult{}, err
 	}
+	return b.untilRoom(ctx, func() (queue.EnqueueResult, bool, error) { return b.enqueueCounted(ctx, q, m) })
+}
+
+// untilRoom runs try, an enqueue into a queue with a capacity, until it stores or fails: while
+// it reports full (Block), untilRoom polls for room, spaced by roomPolls, until ctx ends or the
+// backend closes.
+func (b *Backend) untilRoom(ctx context.Context, try func() (res queue.EnqueueResult, full bool, err error)) (queue.EnqueueResult, error) {
 	pauses := roomPolls.Sequence()
 	for {
-		res, full, err := b.enqueueCounted(ctx, q, m)
+		res, full, err := try()
 		if !full || err != nil {
 			return res, err
 		}
-		// Block: poll for room.
-		if err := b.waitRoom(ctx, pauses.Next()); err != nil {
-			return res, err
+		t := time.NewTimer(pauses.Next())
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return res, context.Cause(ctx)
+		case <-b.closing:
+			t.Stop()
+			return res, queue.ErrClosed
 		}
 	}
 }
