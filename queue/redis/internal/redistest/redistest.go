@@ -33,6 +33,10 @@ const EnvBin = "CORRAL_REDIS_SERVER"
 // Binary returns the path of redis-server, or an error naming the package to install.
 func Binary() (string, error) {
 	if p := os.Getenv(EnvBin); p != "" {
+		if fi, err := os.Stat(p); err != nil || fi.IsDir() || fi.Mode()&0o111 == 0 {
+			return "", errors.New("redistest: " + EnvBin + "=" + p + " is not an executable redis-server: " +
+				"install it with `apt-get install redis-server`, or point " + EnvBin + " at its path")
+		}
 		return p, nil
 	}
 	if p, err := exec.LookPath("redis-server"); err == nil {
