@@ -408,8 +408,9 @@ func TestEnqueueBatchCapacity(t *testing.T) {
 	t.Run("Block", func(t *testing.T) {
 		q, b := open(t, queue.Block)
 		errc := make(chan error, 1)
+		batch := msgs(t, q, []string{"n1", "n2"}) // in the test's goroutine: msgs may call t.Fatal
 		go func() {
-			_, err := postgres.EnqueueBatch(ctx, b, msgs(t, q, []string{"n1", "n2"})...)
+			_, err := postgres.EnqueueBatch(ctx, b, batch...)
 			errc <- err
 		}()
 		quiet(t, errc, 300*time.Millisecond, "batch return at capacity")
