@@ -114,7 +114,7 @@ func (w *worker[T]) settle(ctx context.Context, counted bool, o op, delay time.D
 		if err != nil {
 			c.report.Abandoned++
 		} else {
-			*s.report(&c.report)++
+			*opMeanings[o].report(&c.report)++
 		}
 		c.mu.Unlock()
 	}
@@ -128,7 +128,7 @@ func (w *worker[T]) settle(ctx context.Context, counted bool, o op, delay time.D
 		s.counter.Add(1)
 	}
 	if s.hook != nil {
-		callHook(ctx, c, s.hookName, s.hook, *ev)
+		callHook(ctx, c, opMeanings[o].hookName, s.hook, *ev)
 	}
 	if dead.DeadEvicted != nil {
 		c.q.deadEvicted(c.bg, dead.DeadEvicted, c)
@@ -136,13 +136,27 @@ func (w *worker[T]) settle(ctx context.Context, counted bool, o op, delay time.D
 }
 
 // settlement is what settling a job with one op means besides the backend
-// call: the Report field it counts in, the queue's counter (nil if none)
-// and the hook that reports it (nil if none, or unset).
+// call, where that depends on the queue: the queue's counter (nil if none)
+// and the hook that reports it (nil if none, or unset). What it means for
+// every queue alike is in opMeanings. (settleCall returns a settlement on
+// every job's path: two words, not four, measured.)
 type settlement struct {
+	counter *atomic.Uint64
+	hook    func(context.Context, Event)
+}
+
+// opMeaning is what settling a job with an op means for every queue alike:
+// the Report field it counts in and the name of its hook.
+type opMeaning struct {
 	report   func(*Report) *int
-	counter  *atomic.Uint64
-	hook     func(context.Context, Event)
 	hookName string
+}
+
+var opMeanings = [...]opMeaning{
+	opAck:     {reportAcked, "OnSuccess"},
+	opNack:    {reportReturned, "OnRetry"},
+	opRelease: {reportReturned, ""},
+	opBury:    {reportDeadLettered, "OnDead"},
 }
 
 func reportAcked(r *Report) *int        { return &r.Acked }
@@ -151,8 +165,8 @@ func reportDeadLettered(r *Report) *int { return &r.DeadLettered }
 
 // settleCall makes the backend call that settles the job in w.d with o
 // (reason: the dead-letter reason of opBury), and returns what o means for
-// the report, the counters and the hooks (see settlement). It is the one
-// switch over the ops.
+// the queue's counters and hooks (see settlement). It is the one switch
+// over the ops; opMeanings is the one table of them.
 func (w *worker[T]) settleCall(o op, delay time.Duration, a *Attempt, reason Reason) (s settlement, dead BuryResult, err error) {
 	c := w.c
 	b := c.q.backend
@@ -170,19 +184,18 @@ func (w *worker[T]) settleCall(o op, delay time.Duration, a *Attempt, reason Rea
 		} else {
 			err = b.Ack(c.bg, d)
 		}
-		s = settlement{reportAcked, &c.q.c.acked, hooks.OnSuccess, "OnSuccess"}
+		s = settlement{&c.q.c.acked, hooks.OnSuccess}
 	case opNack:
 		w.in = callNack
 		err = b.Nack(c.bg, d, delay, *a)
-		s = settlement{reportReturned, &c.q.c.retried, hooks.OnRetry, "OnRetry"}
+		s = settlement{&c.q.c.retried, hooks.OnRetry}
 	case opRelease:
 		w.in = callRelease
 		err = b.Release(c.bg, d)
-		s = settlement{report: reportReturned}
 	case opBury:
 		w.in = callBury
 		dead, err = b.Bury(c.bg, d, reason, *a)
-		s = settlement{reportDeadLettered, &c.q.c.dead[reasonIndex(reason)], hooks.OnDead, "OnDead"}
+		s = settlement{&c.q.c.dead[reasonIndex(reason)], hooks.OnDead}
 	}
 	w.in = callNone
 	return s, dead, err
