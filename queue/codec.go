@@ -42,10 +42,11 @@ func (q *Queue[T]) unmarshal(data []byte) (v T, err error) {
 // returns the decode error (j holds the rest of m all the same).
 func (q *Queue[T]) job(m *Message, j *Job[T]) error {
 	p, err := q.decode(m)
-	*j = Job[T]{
-		ID: m.ID, Payload: p, Key: m.Key, NotBefore: m.NotBefore, StartBy: m.StartBy,
-		Attempt: m.Attempt, EnqueuedAt: m.EnqueuedAt,
-	}
+	// Field by field, every field of Job: a composite literal is built on
+	// the stack and then copied to *j, which measured on every job's path.
+	j.ID, j.Payload, j.Key = m.ID, p, m.Key
+	j.NotBefore, j.StartBy, j.EnqueuedAt = m.NotBefore, m.StartBy, m.EnqueuedAt
+	j.Attempt = m.Attempt
 	return err
 }
 
