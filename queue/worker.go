@@ -202,7 +202,7 @@ func (w *worker[T]) handle() {
 		now = q.clk.Now()
 	}
 	var job Job[T]
-	if !w.admit(&job, now, startBy) || !w.start() {
+	if !w.admit(&job, now, startBy) {
 		return
 	}
 	hctx := w.startLease()
@@ -226,11 +226,14 @@ func (w *worker[T]) handle() {
 	catch.Returned()
 }
 
-// admit decodes the job in w.d, or dead-letters it (and reports false) if
-// its handler must not run: its payload cannot be decoded, it has no
-// attempt left, or it missed its start-by deadline (checked if startBy).
-// now is the time of its start. The decoded job is put in *job (a pointer:
-// a Job is large, and this is every job's path).
+// admit decodes the job in w.d and records in the backend that its handler
+// starts (Backend.Start), and reports whether the handler may run. It
+// dead-letters the job (and reports false) if its handler must not run:
+// its payload cannot be decoded, it has no attempt left, or it missed its
+// start-by deadline (checked if startBy); it gives the job back if the
+// backend fails Start (see startFailed). now is the time of its start. The
+// decoded job is put in *job (a pointer: a Job is large, and this is every
+// job's path; so is the Start call here, not in a function of its own).
 func (w *worker[T]) admit(job *Job[T], now time.Time, startBy bool) bool {
 	c := w.c
 	d := &w.d
@@ -248,6 +251,13 @@ func (w *worker[T]) admit(job *Job[T], now time.Time, startBy bool) bool {
 		err = errors.New("queue: not started by " + d.StartBy.Format(time.RFC3339Nano))
 		reason = ReasonExpired
 	default:
+		w.in = callStart
+		err = c.q.backend.Start(c.bg, d)
+		w.in = callNone
+		if err != nil {
+			w.startFailed(err)
+			return false
+		}
 		return true
 	}
 	w.settle(c.base, c.counting.Load(), opBury, 0, &Attempt{Number: d.Attempt, Start: now, End: now, Error: err.Error()},
@@ -255,18 +265,11 @@ func (w *worker[T]) admit(job *Job[T], now time.Time, startBy bool) bool {
 	return false
 }
 
-// start records in the backend that the handler starts on the job in w.d
-// (Backend.Start), and reports whether it may run. If the backend fails,
-// the job goes back unattempted, or to its lease if the backend cannot
-// take it back either.
-func (w *worker[T]) start() bool {
+// startFailed handles the error err of Backend.Start for the job in w.d,
+// whose handler then does not run: the job goes back unattempted, or to its
+// lease if the backend cannot take it back either.
+func (w *worker[T]) startFailed(err error) {
 	c := w.c
-	w.in = callStart
-	err := c.q.backend.Start(c.bg, &w.d)
-	w.in = callNone
-	if err == nil {
-		return true
-	}
 	c.observe(c.bg, err)
 	if c.bg.Err() == nil {
 		c.q.c.backendErrors.Add(1)
@@ -278,10 +281,9 @@ func (w *worker[T]) start() bool {
 			c.report.Abandoned++
 			c.mu.Unlock()
 		}
-		return false
+		return
 	}
 	w.settle(c.base, c.counting.Load(), opRelease, 0, &Attempt{}, &Event{})
-	return false
 }
 
 // finish settles the job in w.d once its handler, started at now (its
