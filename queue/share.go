@@ -22,11 +22,13 @@ import (
 //
 // A consumer's worker receives a job first and then waits for a slot, so a
 // consumer with no work holds no slot and leaves its turns to the others
-// (the Share is work-conserving), and each consumer holds at most its
-// WithWorkers jobs leased while they wait for a turn (their leases are
-// renewed meanwhile). A consumer whose queue was empty comes back with no
-// credit for the turns it did not use: it cannot crowd the others out to
-// catch up.
+// (the Share is work-conserving). So that a consumer with a backlog always
+// has a job in hand when a slot frees, it runs as many receiving loops
+// again as its WithWorkers: besides the jobs it handles, it holds up to
+// that many leased, waiting for a turn (their leases renewed meanwhile, no
+// attempt spent; Close gives them back). A consumer whose queue was empty
+// comes back with no credit for the turns it did not use: it cannot crowd
+// the others out to catch up.
 //
 // A Share starts no goroutine and needs no Close: its consumers own their
 // workers. It is safe for concurrent use. Make one with [NewShare]: a zero
