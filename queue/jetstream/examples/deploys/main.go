@@ -5,12 +5,13 @@
 //     and a v2 consumer serve one queue while the producers move from v1 to v2; then the v1
 //     consumer stops. The v1 consumer hands back the v2 orders it cannot read, without
 //     spending an attempt; the v2 consumer upgrades v1 orders. Every order is handled once.
+//
 //   - Priorities. A user-facing queue and a bulk backfill share four workers: the users get
 //     six turns for each of the backfill's while both have work, and the backfill never holds
 //     more than one worker.
 //
-//	cd queue/jetstream && go run ./examples/deploys            # embedded server
-//	cd queue/jetstream && go run ./examples/deploys -url nats://127.0.0.1:4222
+//     cd queue/jetstream && go run ./examples/deploys            # embedded server
+//     cd queue/jetstream && go run ./examples/deploys -url nats://127.0.0.1:4222
 //
 // Each party has its own connection, backend and queue, as separate processes would.
 package main
