@@ -58,7 +58,8 @@ const (
 	Weighted Sharing = iota
 	// Strict gives a free slot to the waiting consumer of the highest
 	// weight (its priority), and to a lower one only when no higher one has
-	// a job waiting; consumers of equal weight take turns.
+	// a job waiting (or those that have are at their cap); consumers of
+	// equal weight take turns.
 	Strict
 )
 
