@@ -314,3 +314,21 @@ func TestShareMisuse(t *testing.T) {
 		})
 	}
 }
+
+// Under Strict, a higher consumer at its cap does not hold back a lower one:
+// the slots it may not take go to the lower.
+func TestShareStrictCap(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sh := queue.NewShare(3, queue.Strict)
+		tr := newTurns()
+		high, low := filled(t, 10), filled(t, 20)
+		consumeShared(t, high, tr.handler("high", time.Second), queue.WithShare(sh, "high", 2), queue.WithWorkers(1))
+		synctest.Wait()
+		consumeShared(t, low, tr.handler("low", time.Second), queue.WithShare(sh, "low", 1))
+		time.Sleep(10*time.Second - time.Millisecond)
+		if h, l := tr.count("high", 100), tr.count("low", 100); h != 10 || l != 20 || tr.peakOf("high") != 1 || tr.peakOf("low") != 2 {
+			t.Errorf("in 10s high ran %d (%d at once), low %d (%d at once): want 10 one at a time, 20 two at a time",
+				h, tr.peakOf("high"), l, tr.peakOf("low"))
+		}
+	})
+}
