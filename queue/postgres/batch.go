@@ -171,6 +171,12 @@ func (c *batch) duplicates(taken []string) error {
 	return e
 }
 
+// beginner is what a batch runs on: the pool, whose Begin starts a transaction, or the
+// caller's pgx.Tx (EnqueueBatchTx), whose Begin starts a savepoint.
+type beginner interface {
+	Begin(ctx context.Context) (pgx.Tx, error)
+}
+
 // enqueueBatch stores msgs through q, as EnqueueBatch says; op names the caller in errors.
 func (b *Backend) enqueueBatch(ctx context.Context, q beginner, op string, msgs []queue.Message) (queue.EnqueueResult, error) {
 	if len(msgs) == 0 {

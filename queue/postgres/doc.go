@@ -13,12 +13,17 @@
 // This package lives in its own module, so that users of corral's core never download a
 // database driver.
 //
+// EnqueueTx and AckTx take a Tx: a pgx.Tx, or a database/sql transaction wrapped by SQLTx,
+// with the same guarantees (see SQLTx for what a database/sql driver must carry). The backend
+// itself always runs on a pgxpool.Pool.
+//
 // # Files
 //
 // postgres.go holds the Backend, its options, Open and Close; schema.go and migrations/ the
 // schema; sql.go every statement; enqueue.go, receive.go, settle.go and dead.go the queue
-// contract; listen.go the notifications; tx.go EnqueueTx and AckTx; settings.go the settings
-// the processes of a queue share; errors.go how errors map to queue.ErrUnavailable.
+// contract; listen.go the notifications; tx.go Tx, SQLTx, EnqueueTx and AckTx; batch.go
+// EnqueueBatch and EnqueueBatchTx; settings.go the settings the processes of a queue share;
+// errors.go how errors map to queue.ErrUnavailable.
 //
 // # How the queue maps onto tables
 //

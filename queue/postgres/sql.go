@@ -282,13 +282,13 @@ RETURNING (d.xmax = 0), CASE WHEN d.key IS NOT NULL THEN pg_notify($7, $1)::text
 		// left a queue with a capacity. It returns the dead letters beyond the limit.
 		buryCount: `UPDATE {{schema}}.queues SET dead = dead + $2, stored = stored - $3 WHERE name = $1
 RETURNING greatest(dead - dead_letter_limit, 0)`,
-		// The oldest $2 dead letters, deleted, their IDs oldest first.
+		// The oldest $2 dead letters, deleted, their IDs oldest first, as a JSON array.
 		evictDead: `WITH v AS (
 	DELETE FROM {{schema}}.dead WHERE queue = $1 AND dseq IN (
 		SELECT dseq FROM {{schema}}.dead WHERE queue = $1 ORDER BY dseq LIMIT $2)
 	RETURNING id, dseq
 ), u AS (UPDATE {{schema}}.queues SET dead = dead - (SELECT count(*) FROM v) WHERE name = $1)
-SELECT id FROM v ORDER BY dseq`,
+SELECT coalesce(json_agg(id ORDER BY dseq), '[]')::text FROM v`,
 
 		// A page of dead letters after burial number $2.
 		deadPage: `SELECT dseq, id, coalesce(key, ''), body, enqueued_at, not_before, start_by, attempts, reason, history, at
