@@ -21,6 +21,10 @@ type options struct {
 	hooks   Hooks
 	maxWait time.Duration
 	codec   any
+
+	version     int
+	upgrades    []upgradeOption
+	versionWait time.Duration
 }
 
 type optionFunc func(*options)

@@ -177,7 +177,7 @@ func (w *worker[T]) settleCall(o op, delay time.Duration, a *Attempt, reason Rea
 		s = settlement{reportReturned, &c.q.c.retried, hooks.OnRetry, "OnRetry"}
 	case opRelease:
 		w.in = callRelease
-		err = b.Release(c.bg, d)
+		err = b.Release(c.bg, d, delay)
 		s = settlement{report: reportReturned}
 	case opBury:
 		w.in = callBury

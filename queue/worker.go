@@ -226,19 +226,19 @@ func (w *worker[T]) handle() {
 	catch.Returned()
 }
 
-// admit decodes the job in w.d, or dead-letters it (and reports false) if
-// its handler must not run: its payload cannot be decoded, it has no
-// attempt left, or it missed its start-by deadline (checked if startBy).
-// now is the time of its start. The decoded job is put in *job (a pointer:
-// a Job is large, and this is every job's path).
+// admit decodes the job in w.d, and reports whether its handler may run.
+// If not, it settles the job: it dead-letters a job with no attempt left, a
+// job that missed its start-by deadline (checked if startBy), and one whose
+// payload cannot be decoded; it hands back one of a payload version the
+// queue does not understand (see handBack). now is the time of its start.
+// The decoded job is put in *job (a pointer: a Job is large, and this is
+// every job's path).
 func (w *worker[T]) admit(job *Job[T], now time.Time, startBy bool) bool {
 	c := w.c
 	d := &w.d
 	err := c.q.job(&d.Message, job)
 	var reason Reason
 	switch {
-	case err != nil:
-		reason = ReasonPermanent
 	case d.Attempt > c.opts.maxAttempts:
 		// The last attempt's lease expired in the backend (its consumer
 		// was gone): no attempt left.
@@ -247,11 +247,35 @@ func (w *worker[T]) admit(job *Job[T], now time.Time, startBy bool) bool {
 	case startBy && now.After(d.StartBy):
 		err = errors.New("queue: not started by " + d.StartBy.Format(time.RFC3339Nano))
 		reason = ReasonExpired
-	default:
+	case err == nil:
 		return true
+	case !c.q.vers.understands(d.Version):
+		return w.handBack(now, err)
+	default:
+		reason = ReasonDecode
 	}
 	w.settle(c.base, c.counting.Load(), opBury, 0, &Attempt{Number: d.Attempt, Start: now, End: now, Error: err.Error()},
 		&Event{Reason: reason, Err: err})
+	return false
+}
+
+// handBack gives the job in w.d, of a payload version the queue does not
+// understand (err says so), back to the backend at now, without spending an
+// attempt, for a consumer that understands it; or dead-letters it with
+// ReasonVersion once it has waited for one for the version wait (see
+// WithVersionWait). It reports false: the handler does not run.
+func (w *worker[T]) handBack(now time.Time, err error) bool {
+	c := w.c
+	d := &w.d
+	waits := &c.q.vers.waits
+	delay, bury := waits.handBack(d.ID, now)
+	if !bury {
+		w.settle(c.base, c.counting.Load(), opRelease, delay, &Attempt{}, &Event{})
+		return false
+	}
+	err = fmt.Errorf("%w: no consumer that does took the job within %v", err, waits.wait)
+	w.settle(c.base, c.counting.Load(), opBury, 0, &Attempt{Number: d.Attempt, Start: now, End: now, Error: err.Error()},
+		&Event{Reason: ReasonVersion, Err: err})
 	return false
 }
 
