@@ -36,10 +36,12 @@
 //     queue and checked by every other (a difference fails Open, naming the setting and both
 //     values, unless WithReconfigure), and the counts of stored jobs (kept while there is a
 //     capacity) and of dead letters.
-//   - jobs: a row per stored job, numbered in enqueue order, with its lease (number, end),
-//     its attempts (handler runs, counted by Start) and its history of failed attempts.
+//   - jobs: a row per stored job, numbered in enqueue order, with its payload version
+//     (queue.Message.Version), its lease (number, end), its attempts (handler runs, counted by
+//     Start) and its history of failed attempts.
 //   - ids: the IDs enqueued within the dedup horizon, of a queue that has one.
-//   - dead: the dead letters, one per ID, in burial order, with reason and history.
+//   - dead: the dead letters, one per ID, in burial order, with their payload version (which
+//     Redrive keeps), reason and history.
 //
 // Receive leases the first job, in enqueue order, that is due and is the first stored job of
 // its ordering key, with SELECT ... FOR UPDATE SKIP LOCKED: any number of receivers, in any

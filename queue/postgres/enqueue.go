@@ -137,7 +137,8 @@ func (b *Backend) insert(ctx context.Context, q Tx, m queue.Message, dedup bool)
 	if body == nil {
 		body = []byte{} // the column is NOT NULL
 	}
-	args := []any{b.name, m.ID, nullString(m.Key), body, m.EnqueuedAt, nullTime(m.NotBefore), nullTime(m.StartBy), b.channel}
+	args := []any{b.name, m.ID, nullString(m.Key), body, m.EnqueuedAt, nullTime(m.NotBefore), nullTime(m.StartBy), b.channel,
+		int64(m.Version)}
 	dedup = dedup && b.cfg.DedupHorizon > 0
 	switch {
 	case dedup && m.Key != "":

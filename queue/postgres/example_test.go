@@ -280,4 +280,5 @@ func ExampleMigrationSQL() {
 	// CREATE TABLE "billing".ids (
 	// -- 0002_dead_letters
 	// CREATE TABLE "billing".dead (
+	// -- 0003_versions
 }

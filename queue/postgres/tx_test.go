@@ -152,6 +152,32 @@ func testEnqueueTx(t *testing.T, pool *pgxpool.Pool, kind txKind) {
 	})
 }
 
+// TestEnqueueTxVersion: a job enqueued in a transaction keeps the queue's payload version.
+func TestEnqueueTxVersion(t *testing.T) {
+	pool := db(t)
+	for _, kind := range txKinds(t, pool) {
+		t.Run(kind.name, func(t *testing.T) {
+			ctx := context.Background()
+			q, b := openQueue(t, pool, nil, queue.WithVersion(7))
+			tx, err := kind.begin(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer tx.Rollback(ctx)
+			if _, err := postgres.EnqueueTx(ctx, tx, b, q, "v7", queue.WithID("v7")); err != nil {
+				t.Fatal(err)
+			}
+			if err := tx.Commit(ctx); err != nil {
+				t.Fatal(err)
+			}
+			var d queue.Delivery
+			if err := b.Receive(ctx, time.Minute, &d); err != nil || d.ID != "v7" || d.Version != 7 {
+				t.Fatalf("Receive: %q at version %d, %v; want v7 at version 7", d.ID, d.Version, err)
+			}
+		})
+	}
+}
+
 // TestEnqueueTxCapacity: at capacity, Reject refuses a job in the transaction with ErrFull and
 // leaves the transaction usable; the count of stored jobs follows the commit or rollback.
 func TestEnqueueTxCapacity(t *testing.T) {
@@ -230,7 +256,8 @@ func testEnqueueTxCapacityRefused(t *testing.T, pool *pgxpool.Pool, kind txKind)
 // letters, and deletes the dead letters beyond the limit, all at the commit.
 func testEnqueueTxDropOldest(t *testing.T, pool *pgxpool.Pool, kind txKind) {
 	ctx := context.Background()
-	q, b := openQueue(t, pool, nil, queue.WithCapacity(2), queue.WithOverflow(queue.DropOldest), queue.WithDeadLetterLimit(1))
+	q, b := openQueue(t, pool, nil, queue.WithCapacity(2), queue.WithOverflow(queue.DropOldest), queue.WithDeadLetterLimit(1),
+		queue.WithVersion(2))
 	tx, err := kind.begin(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -252,10 +279,10 @@ func testEnqueueTxDropOldest(t *testing.T, pool *pgxpool.Pool, kind txKind) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		dead = append(dead, dl.Job.ID+":"+string(dl.Reason))
+		dead = append(dead, fmt.Sprintf("%s:%s:v%d", dl.Job.ID, dl.Reason, dl.Job.Version))
 	}
-	if fmt.Sprint(dead) != "[b:evicted]" {
-		t.Errorf("dead letters %v, want [b:evicted]", dead)
+	if fmt.Sprint(dead) != "[b:evicted:v2]" {
+		t.Errorf("dead letters %v, want [b:evicted:v2]", dead)
 	}
 }
 
