@@ -4,11 +4,13 @@ import (
 	"context"
 	"database/sql"
 	"database/sql/driver"
+	"errors"
 	"testing"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
 
+	"github.com/corral-go/corral/queue"
 	"github.com/corral-go/corral/queue/postgres"
 )
 
@@ -125,5 +127,37 @@ func TestPlainConnectorConverts(t *testing.T) {
 	}
 	if err := plainDB.QueryRowContext(ctx, `SELECT length($1::text)::bigint`, "abc").Scan(&n); err != nil || n != 3 {
 		t.Fatalf("plainConnector with a string: %d, %v; want 3, nil", n, err)
+	}
+}
+
+// TestTxUnavailable: when the server drops the connection of the caller's transaction,
+// EnqueueTx fails with an error matching queue.ErrUnavailable with every kind of transaction:
+// the call that meets the drop, and the calls after it (pgx's database/sql driver reports a
+// connection known to be gone as driver.ErrBadConn).
+func TestTxUnavailable(t *testing.T) {
+	pool := db(t)
+	for _, kind := range txKinds(t, pool) {
+		t.Run(kind.name, func(t *testing.T) {
+			ctx := context.Background()
+			q, b := openQueue(t, pool, nil)
+			tx, err := kind.begin(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer tx.Rollback(ctx)
+			var pid int64
+			if err := tx.QueryRow(ctx, `SELECT pg_backend_pid()::bigint`).Scan(&pid); err != nil {
+				t.Fatal(err)
+			}
+			var ok bool
+			if err := pool.QueryRow(ctx, `SELECT pg_terminate_backend($1::int, 5000)`, pid).Scan(&ok); err != nil || !ok {
+				t.Fatalf("pg_terminate_backend: %v, %v", ok, err)
+			}
+			for i := range 2 {
+				if _, err := postgres.EnqueueTx(ctx, tx, b, q, "x"); !errors.Is(err, queue.ErrUnavailable) {
+					t.Errorf("EnqueueTx %d on a dropped connection: %v, want ErrUnavailable", i+1, err)
+				}
+			}
+		})
 	}
 }
