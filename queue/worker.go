@@ -42,6 +42,10 @@ type worker[T any] struct {
 	seenGen uint64
 	seenAt  time.Duration
 
+	// grant hands the worker a slot of the consumer's Share (capacity 1),
+	// nil without one.
+	grant chan struct{}
+
 	mu     sync.Mutex // serialises the claims on st, and guards the fields below
 	ctx    context.Context
 	cancel context.CancelCauseFunc
@@ -169,8 +173,47 @@ func (w *worker[T]) serve() {
 			w.settle(c.base, c.counting.Load(), opRelease, 0, &Attempt{}, &Event{})
 			return
 		}
+		if c.lane != nil {
+			if !w.handleShared() {
+				return
+			}
+			continue
+		}
 		w.handle()
 	}
+}
+
+// handleShared waits for a slot of the consumer's Share for the job in
+// w.d, then handles it (see handle) and gives the slot back. While it
+// waits, it renews the job's lease. It reports false if intake stopped
+// meanwhile: the job was given back.
+func (w *worker[T]) handleShared() bool {
+	c := w.c
+	renew := func() bool {
+		w.in = callExtend
+		err := c.q.backend.Extend(c.bg, &w.d, c.backendLease())
+		w.in = callNone
+		if err != nil && !errors.Is(err, ErrLeaseLost) {
+			c.observe(c.bg, err)
+			if c.bg.Err() == nil {
+				c.q.c.backendErrors.Add(1)
+			}
+			return true // the broker may answer the next renewal
+		}
+		return err == nil
+	}
+	if !c.opts.share.acquire(c.recv, c.lane, w.grant, c.renewEvery(), renew) {
+		if c.recv.Err() != nil {
+			w.settle(c.base, c.counting.Load(), opRelease, 0, &Attempt{}, &Event{})
+			return false
+		}
+		w.dropLost() // the lease was lost while the job waited
+		return true
+	}
+	start := time.Now()
+	defer func() { c.opts.share.release(c.lane, time.Since(start)) }()
+	w.handle()
+	return true
 }
 
 // receive receives a job into d, and returns when the backend leased it if
@@ -296,16 +339,23 @@ func (w *worker[T]) start() bool {
 		c.q.c.backendErrors.Add(1)
 	}
 	if errors.Is(err, ErrLeaseLost) {
-		w.d = Delivery{}
-		if c.counting.Load() {
-			c.mu.Lock()
-			c.report.Abandoned++
-			c.mu.Unlock()
-		}
+		w.dropLost()
 		return false
 	}
 	w.settle(c.base, c.counting.Load(), opRelease, 0, &Attempt{}, &Event{})
 	return false
+}
+
+// dropLost forgets the job in w.d, whose lease was lost: the backend has
+// it back. It counts in the report as abandoned.
+func (w *worker[T]) dropLost() {
+	c := w.c
+	w.d = Delivery{}
+	if c.counting.Load() {
+		c.mu.Lock()
+		c.report.Abandoned++
+		c.mu.Unlock()
+	}
 }
 
 // finish settles the job in w.d once its handler, started at now (its
