@@ -185,14 +185,17 @@ func TestEnqueueTxCapacity(t *testing.T) {
 	for _, kind := range txKinds(t, pool) {
 		t.Run(kind.name, func(t *testing.T) {
 			t.Run("Rollback", func(t *testing.T) { testEnqueueTxCapacityRollback(t, pool, kind) })
-			t.Run("Refused", func(t *testing.T) { testEnqueueTxCapacityRefused(t, pool, kind) })
+			t.Run("RefusedReject", func(t *testing.T) { testEnqueueTxCapacityRefused(t, pool, kind, queue.Reject, queue.ErrFull) })
+			t.Run("RefusedDropNewest", func(t *testing.T) {
+				testEnqueueTxCapacityRefused(t, pool, kind, queue.DropNewest, queue.ErrDropped)
+			})
 			t.Run("DropOldest", func(t *testing.T) { testEnqueueTxDropOldest(t, pool, kind) })
 		})
 	}
 }
 
-// fillTx enqueues a and b in tx, then c, which the full queue refuses with ErrFull.
-func fillTx(t *testing.T, tx postgres.Tx, b *postgres.Backend, q *queue.Queue[string]) {
+// fillTx enqueues a and b in tx, then c, which the full queue refuses with refusal.
+func fillTx(t *testing.T, tx postgres.Tx, b *postgres.Backend, q *queue.Queue[string], refusal error) {
 	t.Helper()
 	ctx := context.Background()
 	for _, id := range []string{"a", "b"} {
@@ -200,8 +203,8 @@ func fillTx(t *testing.T, tx postgres.Tx, b *postgres.Backend, q *queue.Queue[st
 			t.Fatal(err)
 		}
 	}
-	if _, err := postgres.EnqueueTx(ctx, tx, b, q, "c", queue.WithID("c")); !errors.Is(err, queue.ErrFull) {
-		t.Errorf("EnqueueTx at capacity: %v, want ErrFull", err)
+	if _, err := postgres.EnqueueTx(ctx, tx, b, q, "c", queue.WithID("c")); !errors.Is(err, refusal) {
+		t.Errorf("EnqueueTx at capacity: %v, want %v", err, refusal)
 	}
 }
 
@@ -213,7 +216,7 @@ func testEnqueueTxCapacityRollback(t *testing.T, pool *pgxpool.Pool, kind txKind
 	if err != nil {
 		t.Fatal(err)
 	}
-	fillTx(t, tx, b, q)
+	fillTx(t, tx, b, q, queue.ErrFull)
 	if err := tx.Rollback(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -227,19 +230,19 @@ func testEnqueueTxCapacityRollback(t *testing.T, pool *pgxpool.Pool, kind txKind
 	}
 }
 
-// testEnqueueTxCapacityRefused: the refused job leaves nothing in the transaction, which
-// stays usable and commits the others.
-func testEnqueueTxCapacityRefused(t *testing.T, pool *pgxpool.Pool, kind txKind) {
+// testEnqueueTxCapacityRefused: the job that the overflow policy refuses (with refusal)
+// leaves nothing in the transaction, which stays usable and commits the others.
+func testEnqueueTxCapacityRefused(t *testing.T, pool *pgxpool.Pool, kind txKind, policy queue.Overflow, refusal error) {
 	ctx := context.Background()
-	q, b := openQueue(t, pool, nil, queue.WithCapacity(2), queue.WithOverflow(queue.Reject))
+	q, b := openQueue(t, pool, nil, queue.WithCapacity(2), queue.WithOverflow(policy))
 	tx, err := kind.begin(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer tx.Rollback(ctx)
-	fillTx(t, tx, b, q)
+	fillTx(t, tx, b, q, refusal)
 	if _, err := tx.Exec(ctx, `SELECT 1`); err != nil {
-		t.Fatalf("the transaction after ErrFull: %v", err)
+		t.Fatalf("the transaction after %v: %v", refusal, err)
 	}
 	if err := tx.Commit(ctx); err != nil {
 		t.Fatal(err)
@@ -247,8 +250,8 @@ func testEnqueueTxCapacityRefused(t *testing.T, pool *pgxpool.Pool, kind txKind)
 	if n := stored(t, q); n != 2 {
 		t.Errorf("%d jobs stored after the commit, want 2 (a, b)", n)
 	}
-	if _, err := q.Enqueue(ctx, "d", queue.WithID("d")); !errors.Is(err, queue.ErrFull) {
-		t.Errorf("Enqueue at capacity after the commit: %v, want ErrFull", err)
+	if _, err := q.Enqueue(ctx, "d", queue.WithID("d")); !errors.Is(err, refusal) {
+		t.Errorf("Enqueue at capacity after the commit: %v, want %v", err, refusal)
 	}
 }
 
