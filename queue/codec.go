@@ -38,13 +38,26 @@ func (q *Queue[T]) unmarshal(data []byte) (v T, err error) {
 	return v, err
 }
 
-// job fills *j with the job that m carries, its payload decoded, and
-// returns the decode error (j holds the rest of m all the same).
+// job fills *j with the job that m carries, its payload decoded (upgraded,
+// if of an older version: see WithUpgrade), and returns the decode error (j
+// holds the rest of m all the same). A payload of a version the queue does
+// not understand is not decoded: the error says so.
 func (q *Queue[T]) job(m *Message, j *Job[T]) error {
-	p, err := q.decode(m)
+	var (
+		p   T
+		err error
+	)
+	switch {
+	case m.Version == q.vers.current:
+		p, err = q.decode(m)
+	case q.vers.understands(m.Version):
+		p, err = q.vers.upgrade(m.Version, m)
+	default:
+		err = q.vers.notUnderstood(m.Version)
+	}
 	// Field by field, every field of Job: a composite literal is built on
 	// the stack and then copied to *j, which measured on every job's path.
-	j.ID, j.Payload, j.Key = m.ID, p, m.Key
+	j.ID, j.Payload, j.Key, j.Version = m.ID, p, m.Key, m.Version
 	j.NotBefore, j.StartBy, j.EnqueuedAt = m.NotBefore, m.StartBy, m.EnqueuedAt
 	j.Attempt = m.Attempt
 	return err

@@ -118,10 +118,7 @@ func (w *worker[T]) settle(ctx context.Context, counted bool, o op, delay time.D
 	switch o {
 	case opAck:
 		w.in = callAck
-		// Taking the next job with the ack holds it while the OnSuccess
-		// hook runs: with a hook, a slow hook would keep the job from the
-		// other workers.
-		if c.quick != nil && hooks.OnSuccess == nil && c.recv.Err() == nil {
+		if acksNext(c.quick, hooks.OnSuccess, c.lane, c.recv) {
 			w.at = c.now()
 			w.hasNext, err = c.quick.ackNext(d, w.at)
 		} else {
@@ -134,7 +131,7 @@ func (w *worker[T]) settle(ctx context.Context, counted bool, o op, delay time.D
 		counter, hook = &c.q.c.retried, hooks.OnRetry
 	case opRelease:
 		w.in = callRelease
-		err = b.Release(c.bg, d)
+		err = b.Release(c.bg, d, delay)
 	default: // opBury
 		w.in = callBury
 		dead, err = b.Bury(c.bg, d, ev.Reason, *a)
@@ -158,6 +155,19 @@ func (w *worker[T]) settle(ctx context.Context, counted bool, o op, delay time.D
 	if dead.DeadEvicted != nil {
 		c.q.deadEvicted(c.bg, dead.DeadEvicted, c)
 	}
+}
+
+// acksNext reports whether a worker's ack takes the next ready job with it
+// (quickConsumer.ackNext), given the consumer's quick, OnSuccess hook, lane
+// and recv. It needs a quickConsumer backend. Taking the next job with the
+// ack holds it while the OnSuccess hook runs: with a hook, a slow hook
+// would keep the job from the other workers. A consumer of a Share waits
+// for a slot with the job in hand, which needs a lease end: it receives.
+// And intake must not have stopped. (A function of the fields, not a
+// method of the generic Consumer: so it is inlined in settle, which it
+// keeps within gocyclo 15.)
+func acksNext(quick quickConsumer, onSuccess func(context.Context, Event), share *lane, recv context.Context) bool {
+	return quick != nil && onSuccess == nil && share == nil && recv.Err() == nil
 }
 
 // account is settle's path for any outcome but a quickConsumer's success
