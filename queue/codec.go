@@ -55,10 +55,11 @@ func (q *Queue[T]) job(m *Message, j *Job[T]) error {
 	default:
 		err = q.vers.notUnderstood(m.Version)
 	}
-	*j = Job[T]{
-		ID: m.ID, Payload: p, Key: m.Key, Version: m.Version, NotBefore: m.NotBefore, StartBy: m.StartBy,
-		Attempt: m.Attempt, EnqueuedAt: m.EnqueuedAt,
-	}
+	// Field by field, every field of Job: a composite literal is built on
+	// the stack and then copied to *j, which measured on every job's path.
+	j.ID, j.Payload, j.Key, j.Version = m.ID, p, m.Key, m.Version
+	j.NotBefore, j.StartBy, j.EnqueuedAt = m.NotBefore, m.StartBy, m.EnqueuedAt
+	j.Attempt = m.Attempt
 	return err
 }
 

@@ -32,7 +32,23 @@ func (m *Memory) broadcast(l *waitList) {
 
 // signal wakes the oldest waiter of l, unless one is already on its way.
 // m.mu held.
+//
+// Most signals wake no one (every job signals roomWait as it leaves, and
+// recvWait as it becomes ready): signal is small enough to be inlined, and
+// so is Wakeable in it, where WakeOldest, a generic method, is a call.
 func (m *Memory) signal(l *waitList) {
+	if l.Wakeable() {
+		m.wakeOldest(l)
+	}
+}
+
+// wakeOldest is signal once l is Wakeable. m.mu held.
+//
+// It is not inlined: inlined in signal, it would make signal too large to
+// be inlined in turn.
+//
+//go:noinline
+func (m *Memory) wakeOldest(l *waitList) {
 	if w, ok := l.WakeOldest(); ok {
 		select {
 		case w.c <- struct{}{}:

@@ -184,11 +184,8 @@ func (q *Queue[T]) Enqueue(ctx context.Context, payload T, opts ...EnqueueOption
 		return "", ErrClosed
 	}
 	var m Message
-	fresh, err := q.message(&m, opts)
+	fresh, err := q.message(&m, payload, opts)
 	if err != nil {
-		return m.ID, err
-	}
-	if err := q.encode(&m, payload); err != nil {
 		return m.ID, err
 	}
 	var res EnqueueResult
@@ -225,22 +222,21 @@ func (q *Queue[T]) Message(payload T, opts ...EnqueueOption) (Message, error) {
 		return Message{}, ErrClosed
 	}
 	var m Message
-	if _, err := q.message(&m, opts); err != nil {
-		return m, err
-	}
-	if err := q.encode(&m, payload); err != nil {
+	if _, err := q.message(&m, payload, opts); err != nil {
 		return m, err
 	}
 	return m, nil
 }
 
 // message fills m, a zero Message, with the message of a job enqueued with
-// opts, but for its payload: its ID (generated if opts give none), its
-// enqueue time and its start-by deadline (from the queue's, if opts give
-// none); fresh says the queue generated the ID. It refuses an ID the queue
-// has yet to generate. m is the caller's, filled in place: the hot path
-// copies the Message no more than it must.
-func (q *Queue[T]) message(m *Message, opts []EnqueueOption) (fresh bool, err error) {
+// payload and opts: its ID (generated if opts give none), its enqueue time,
+// its start-by deadline (from the queue's, if opts give none) and its
+// payload (see encode); fresh says the queue generated the ID. It refuses
+// an ID the queue has yet to generate, and a payload the codec cannot
+// encode. m is the caller's, filled in place: the hot path copies the
+// Message no more than it must. (The payload is put in here, not by a call
+// of Enqueue's own: a call more on every job's path measured.)
+func (q *Queue[T]) message(m *Message, payload T, opts []EnqueueOption) (fresh bool, err error) {
 	if len(opts) > 0 {
 		// Options get a pointer through an interface, which escapes: give
 		// them a copy only when there are any.
@@ -269,16 +265,15 @@ func (q *Queue[T]) message(m *Message, opts []EnqueueOption) (fresh bool, err er
 		}
 		m.StartBy = from.Add(q.maxWait)
 	}
-	return fresh, nil
-}
-
-// encode puts payload in m: the value itself for a backend that keeps
-// values, else its encoding by the codec.
-func (q *Queue[T]) encode(m *Message, payload T) error {
 	if q.values {
 		m.Value = payload
-		return nil
+		return fresh, nil
 	}
+	return fresh, q.encode(m, payload)
+}
+
+// encode puts the encoding of payload by the codec in m.
+func (q *Queue[T]) encode(m *Message, payload T) error {
 	b, err := q.codec.Marshal(payload)
 	if err != nil {
 		return fmt.Errorf("queue: encode payload: %w", err)
