@@ -163,3 +163,65 @@ func TestCluster(t *testing.T) {
 
 // master returns the index of the master that StartCluster(tb, 3) gives slot.
 func master(slot int64) int64 { return min(slot/(16384/3), 2) }
+
+// TestReplicatedClusterFailover: StartReplicatedCluster's six nodes serve every slot with a
+// replica behind each master; a write confirmed by WAIT 1 survives a SIGKILL of its master,
+// whose replica the cluster promotes by itself within a bound (NodeTimeout, the election, and
+// slack for a loaded machine); the killed master restarted on its store comes back as a
+// replica.
+func TestReplicatedClusterFailover(t *testing.T) {
+	cl := redistest.StartReplicatedCluster(t, 3)
+	if len(cl.Masters) != 3 || len(cl.Replicas) != 3 || len(cl.Nodes()) != 6 || len(cl.Addrs()) != 6 {
+		t.Fatalf("%d masters, %d replicas, %d nodes; want 3, 3, 6", len(cl.Masters), len(cl.Replicas), len(cl.Nodes()))
+	}
+	const key = "{q}:k"
+	m := cl.MasterOf(t, key)
+	if m > 2 {
+		t.Fatalf("MasterOf(%q) = node %d, want a master (0-2) before any failover", key, m)
+	}
+	c := goredis.NewClusterClient(&goredis.ClusterOptions{Addrs: cl.Addrs()})
+	t.Cleanup(func() { _ = c.Close() })
+	ctx := ctxFor(t, time.Minute)
+	mc := client(t, cl.Masters[m])
+	if err := mc.Set(ctx, key, "v", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := mc.Wait(ctx, 1, 10*time.Second).Result(); err != nil || n != 1 {
+		t.Fatalf("WAIT 1 on the master: %d, %v; want 1", n, err)
+	}
+	cl.Masters[m].Kill(t)
+	killed := time.Now()
+	var now int
+	for now = cl.MasterOf(t, key); now == m; now = cl.MasterOf(t, key) {
+		if time.Since(killed) > 10*redistest.NodeTimeout {
+			t.Fatalf("no failover within %v of the kill", 10*redistest.NodeTimeout)
+		}
+		time.Sleep(50 * time.Millisecond) // a polling pace: the cluster gives no other sign
+	}
+	t.Logf("failover to node %d after %v", now, time.Since(killed).Round(time.Millisecond))
+	if now != m+3 {
+		t.Errorf("the slot went to node %d, want %d, the killed master's replica", now, m+3)
+	}
+	c.ReloadState(ctx)
+	var v string
+	var err error
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); {
+		if v, err = c.Get(ctx, key).Result(); err == nil {
+			break
+		}
+		time.Sleep(50 * time.Millisecond) // the client learns the new master on its own pace
+	}
+	if err != nil || v != "v" {
+		t.Fatalf("GET after the failover = %q, %v; want \"v\"", v, err)
+	}
+	cl.Masters[m].Restart(t)
+	info := ""
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); {
+		info, err = client(t, cl.Masters[m]).Info(ctx, "replication").Result()
+		if err == nil && strings.Contains(info, "role:slave") && strings.Contains(info, "master_link_status:up") {
+			return
+		}
+		time.Sleep(50 * time.Millisecond) // a polling pace
+	}
+	t.Errorf("the restarted master is not a replica in sync: %v\n%s", err, info)
+}
