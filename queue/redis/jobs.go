@@ -221,6 +221,7 @@ func (b *Backend) DeadLetters(ctx context.Context) iter.Seq2[queue.DeadMessage, 
 			cctx, cancel := b.call(ctx)
 			es, err := b.client.XRangeN(cctx, b.prefix+"x", start, "+", 100).Result()
 			if err != nil {
+				b.reloadIfGone(cctx, err)
 				err = fail(ctx, cctx, "dead letters", err)
 			}
 			cancel()

@@ -143,32 +143,82 @@ func (b *Backend) run(ctx context.Context, op string, s *goredis.Script, args ..
 	}
 	v, err := s.Run(cctx, b.client, []string{b.prefix}, args...).Result()
 	if err != nil && !errors.Is(err, goredis.Nil) {
+		b.reloadIfGone(cctx, err)
 		return nil, fail(ctx, cctx, op, err)
 	}
 	return v, nil
 }
 
+// reloadIfGone makes a ClusterClient reload the cluster's slots when err says the node it
+// sent a command to could not be reached: the slot's master may have been failed over, which
+// the client would otherwise learn only at its next periodic reload (a minute, by default),
+// since a dead node sends no MOVED.
+func (b *Backend) reloadIfGone(ctx context.Context, err error) {
+	if cc, ok := b.client.(*goredis.ClusterClient); ok && unreachable(err) {
+		cc.ReloadState(ctx)
+	}
+}
+
 // runReplicated runs script s and WAIT in one pipeline, on one connection, and fails if
-// fewer replicas than WithReplicas asks confirmed the write.
+// fewer replicas than WithReplicas asks confirmed the write. On a ClusterClient the pipeline
+// goes to the client of the master serving the queue's slot: a cluster pipeline would send
+// WAIT, which names no key, to any node. A master that moved (MOVED, or gone) makes the
+// cluster client reload the slots and the call fail with ErrUnavailable, to be tried again.
 func (b *Backend) runReplicated(ctx, cctx context.Context, op string, s *goredis.Script, args []any) (any, error) {
+	var c goredis.Cmdable = b.client
+	cc, cluster := b.client.(*goredis.ClusterClient)
+	if cluster {
+		m, err := cc.MasterForKey(cctx, b.prefix)
+		if err != nil {
+			cc.ReloadState(cctx)
+			return nil, fail(ctx, cctx, op, err)
+		}
+		c = m
+	}
+	v, err := b.evalWait(cctx, c, s, args)
+	if err != nil {
+		if cluster && moved(err) {
+			cc.ReloadState(cctx)
+			return nil, fmt.Errorf("redis: %s: %w: the queue's master moved: %w", op, queue.ErrUnavailable, err)
+		}
+		b.reloadIfGone(cctx, err)
+		if errors.Is(err, errFewReplicas) {
+			return nil, fmt.Errorf("redis: %s: %w", op, err)
+		}
+		return nil, fail(ctx, cctx, op, err)
+	}
+	return v, nil
+}
+
+// errFewReplicas wraps queue.ErrUnavailable: the write took effect on the master, and fewer
+// replicas than asked confirmed it in time.
+var errFewReplicas = fmt.Errorf("%w: written on the master", queue.ErrUnavailable)
+
+// moved reports whether err is a cluster redirection: the write did not happen there.
+func moved(err error) bool {
+	s := err.Error()
+	return strings.HasPrefix(s, "MOVED ") || strings.HasPrefix(s, "ASK ")
+}
+
+// evalWait sends EVAL of s and WAIT in one pipeline on c.
+func (b *Backend) evalWait(cctx context.Context, c goredis.Cmdable, s *goredis.Script, args []any) (any, error) {
 	var ev *goredis.Cmd
 	var wait *goredis.Cmd
-	_, err := b.client.Pipelined(cctx, func(p goredis.Pipeliner) error {
+	_, err := c.Pipelined(cctx, func(p goredis.Pipeliner) error {
 		ev = s.Eval(cctx, p, []string{b.prefix}, args...)
 		wait = p.Do(cctx, "WAIT", b.o.replicas, b.o.replicaWait.Milliseconds())
 		return nil
 	})
 	v, evErr := ev.Result()
 	if evErr != nil && !errors.Is(evErr, goredis.Nil) {
-		return nil, fail(ctx, cctx, op, evErr)
+		return nil, evErr
 	}
 	if err != nil && !errors.Is(err, goredis.Nil) {
-		return nil, fail(ctx, cctx, op, err)
+		return nil, err
 	}
 	n, _ := wait.Int()
 	if n < b.o.replicas {
-		return nil, fmt.Errorf("redis: %s: %w: written on the master, confirmed by %d of %d replicas within %v",
-			op, queue.ErrUnavailable, n, b.o.replicas, b.o.replicaWait)
+		return nil, fmt.Errorf("%w, confirmed by %d of %d replicas within %v", errFewReplicas, n, b.o.replicas, b.o.replicaWait)
 	}
 	return v, nil
 }

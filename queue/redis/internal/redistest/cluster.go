@@ -18,9 +18,9 @@ import (
 const NodeTimeout = 2 * time.Second
 
 // Cluster is a Redis Cluster on loopback, each node a Server. Masters are the nodes started
-// as masters, the 16384 slots split between them; Replicas[i], if any, started as the replica
-// of Masters[i]. A failover swaps the roles: ask the cluster (MasterOf) which node serves a
-// slot now.
+// as masters, the 16384 slots split between them; Replicas[j*len(Masters)+i], if any, started
+// as replica j of Masters[i]. A failover swaps the roles: ask the cluster (MasterOf) which
+// node serves a slot now.
 type Cluster struct {
 	Masters  []*Server
 	Replicas []*Server
@@ -31,19 +31,20 @@ type Cluster struct {
 // servers are stopped when tb ends.
 func StartCluster(tb testing.TB, n int) *Cluster {
 	tb.Helper()
-	return startCluster(tb, n, false)
+	return startCluster(tb, n, 0)
 }
 
-// StartReplicatedCluster is StartCluster with a replica for each master (CLUSTER REPLICATE):
-// 2n nodes. It returns once every node reports cluster_state:ok and every replica's link to
-// its master is up, so that a master SIGKILLed from then on is failed over to its replica
-// by the cluster itself, about NodeTimeout later.
-func StartReplicatedCluster(tb testing.TB, n int) *Cluster {
+// StartReplicatedCluster is StartCluster with r replicas for each master (CLUSTER
+// REPLICATE): n*(1+r) nodes. It returns once every node reports cluster_state:ok and every
+// replica's link to its master is up, so that a master SIGKILLed from then on is failed over
+// to one of its replicas by the cluster itself, a few seconds later (NodeTimeout and an
+// election); its other replicas then follow the new master.
+func StartReplicatedCluster(tb testing.TB, n, r int) *Cluster {
 	tb.Helper()
-	return startCluster(tb, n, true)
+	return startCluster(tb, n, r)
 }
 
-func startCluster(tb testing.TB, n int, replicas bool) *Cluster {
+func startCluster(tb testing.TB, n, replicas int) *Cluster {
 	tb.Helper()
 	c := &Cluster{}
 	launch := func() *Server {
@@ -58,10 +59,8 @@ func startCluster(tb testing.TB, n int, replicas bool) *Cluster {
 	for range n {
 		c.Masters = append(c.Masters, launch())
 	}
-	if replicas {
-		for range n {
-			c.Replicas = append(c.Replicas, launch())
-		}
+	for range n * replicas {
+		c.Replicas = append(c.Replicas, launch())
 	}
 	ctx := context.Background()
 	per := 16384 / n
@@ -81,7 +80,7 @@ func startCluster(tb testing.TB, n int, replicas bool) *Cluster {
 		}
 	}
 	for i, r := range c.Replicas {
-		id, err := do(ctx, c.Masters[i], "CLUSTER", "MYID").Text()
+		id, err := do(ctx, c.Masters[i%n], "CLUSTER", "MYID").Text()
 		if err != nil {
 			tb.Fatal(err)
 		}
@@ -206,4 +205,17 @@ func masterPort(ctx context.Context, s *Server, key string) (int, error) {
 		return int(p), nil
 	}
 	return 0, fmt.Errorf("redistest: %s serves no master for slot %d", s.Addr(), slot)
+}
+
+// Describe returns CLUSTER NODES as the first node that answers sees it, for a test's
+// diagnosis.
+func (c *Cluster) Describe() string {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for _, s := range c.Nodes() {
+		if v, err := do(ctx, s, "CLUSTER", "NODES").Text(); err == nil {
+			return v
+		}
+	}
+	return "no node answers"
 }
