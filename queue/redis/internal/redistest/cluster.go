@@ -48,8 +48,11 @@ func startCluster(tb testing.TB, n, replicas int) *Cluster {
 	tb.Helper()
 	c := &Cluster{}
 	launch := func() *Server {
+		// A replica whose elections keep failing (two replicas of one master splitting the
+		// votes) would give up after 30s without cluster-replica-validity-factor 0.
 		s, err := Launch("always", "--cluster-enabled", "yes",
-			"--cluster-node-timeout", strconv.FormatInt(NodeTimeout.Milliseconds(), 10))
+			"--cluster-node-timeout", strconv.FormatInt(NodeTimeout.Milliseconds(), 10),
+			"--cluster-replica-validity-factor", "0")
 		if err != nil {
 			tb.Fatal(err)
 		}
@@ -207,15 +210,20 @@ func masterPort(ctx context.Context, s *Server, key string) (int, error) {
 	return 0, fmt.Errorf("redistest: %s serves no master for slot %d", s.Addr(), slot)
 }
 
-// Describe returns CLUSTER NODES as the first node that answers sees it, for a test's
-// diagnosis.
+// Describe returns CLUSTER NODES as the first node that answers sees it, and the last lines
+// of every node's log, for a test's diagnosis.
 func (c *Cluster) Describe() string {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
+	var b strings.Builder
 	for _, s := range c.Nodes() {
 		if v, err := do(ctx, s, "CLUSTER", "NODES").Text(); err == nil {
-			return v
+			b.WriteString(v)
+			break
 		}
 	}
-	return "no node answers"
+	for i, s := range c.Nodes() {
+		fmt.Fprintf(&b, "node %d (%s) log:\n%s\n", i, s.Addr(), s.LogTail(15))
+	}
+	return b.String()
 }

@@ -208,6 +208,13 @@ func (s *Server) waitReady() error {
 	}
 }
 
+// LogTail returns the last n lines of the server's log.
+func (s *Server) LogTail(n int) string {
+	b, _ := os.ReadFile(filepath.Join(s.dir, "server.log"))
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	return strings.Join(lines[max(len(lines)-n, 0):], "\n")
+}
+
 // Stop kills the server (if it runs) and removes its directory.
 func (s *Server) Stop() {
 	if s.cmd != nil {
