@@ -78,44 +78,10 @@ func nilIfEmpty(s []string) []string {
 	return s
 }
 
-// Receive implements queue.Backend: one script promotes the delayed jobs that are due, takes
-// a pending entry idle for longer than lease (XAUTOCLAIM: a lease that ended) or else a new
-// entry (XREADGROUP), and stamps the job with a new delivery generation. With nothing ready it
-// waits for a local enqueue or settle, the next delayed job, or the poll interval.
-func (b *Backend) Receive(ctx context.Context, lease time.Duration, d *queue.Delivery) error {
-	w := b.idleJoin()
-	defer b.idleLeave(w)
-	for {
-		if err := b.checkOpen(); err != nil {
-			return err
-		}
-		select { // a token now is for a job this look will find
-		case <-w:
-		default:
-		}
-		v, err := b.run(ctx, "receive", receiveScript, b.consumer, max(lease.Milliseconds(), 1))
-		if err != nil {
-			return err
-		}
-		r := strs(v)
-		if r[0] != "" {
-			return fill(d, r)
-		}
-		wait := b.o.pollInterval
-		if r[1] != "" {
-			if ms, _ := strconv.ParseInt(r[1], 10, 64); time.Duration(ms)*time.Millisecond < wait {
-				wait = max(time.Duration(ms)*time.Millisecond, time.Millisecond)
-			}
-		}
-		if err := b.wait(ctx, w, wait); err != nil {
-			return err
-		}
-	}
-}
-
-// fill fills d from the receive script's reply {id, key, body, enq, nbn, sb, att, gen, dlv}.
+// fill fills d from the receive script's reply {id, key, body, enq, nbn, sb, att, gen, dlv,
+// due, more}.
 func fill(d *queue.Delivery, r []string) error {
-	if len(r) < 9 {
+	if len(r) < 11 {
 		return errors.New("redis: receive: short reply")
 	}
 	att, _ := strconv.Atoi(r[6])
@@ -157,13 +123,20 @@ func (b *Backend) Extend(ctx context.Context, d *queue.Delivery, lease time.Dura
 }
 
 // Ack implements queue.Backend: XACK, XDEL and the job's deletion, in one script, which also
-// hands the job's ordering key to its next job.
+// hands the job's ordering key to its next job. It wakes a waiting Receive only if that made
+// a job ready: an ack alone gives a receiver nothing to find, and the acking worker asks
+// again itself.
 func (b *Backend) Ack(ctx context.Context, d *queue.Delivery) error {
-	err := settled(b.run(ctx, "ack", ackScript, d.ID, gen(d)))
-	if err == nil {
-		b.signal()
+	v, err := b.run(ctx, "ack", ackScript, d.ID, gen(d))
+	if err = settled(v, err); err != nil {
+		return err
 	}
-	return err
+	if v == int64(2) {
+		b.signal()
+	} else {
+		b.roomFreed()
+	}
+	return nil
 }
 
 // Nack implements queue.Backend: the entry is acked and deleted, the attempt appended to the

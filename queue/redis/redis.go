@@ -35,9 +35,9 @@ type Backend struct {
 	opened  bool
 	closed  bool
 	cfg     queue.Config
-	wake    chan struct{}   // closed and replaced when room freed (wakes every blocked Enqueue)
-	idle    []chan struct{} // the waiting receivers' channels (buffer 1), oldest first
-	closing chan struct{}   // closed by Close
+	wake    chan struct{} // closed and replaced when room freed (wakes every blocked Enqueue)
+	rcv     receivers     // the waiting receivers and what the looks saw (receivers.go)
+	closing chan struct{} // closed by Close
 }
 
 // Option configures a Backend in New. An option given a setting no backend can honour panics
@@ -65,10 +65,12 @@ func WithCallTimeout(d time.Duration) Option {
 	return optionFunc(func(o *options) { o.callTimeout = d })
 }
 
-// WithPollInterval bounds how long a waiting Receive (or an Enqueue blocked on a full queue)
-// goes without asking the server again (100ms by default). Calls of the same Backend wake it
-// at once; the poll is how it learns of jobs enqueued or settled by other processes, and of
-// leases that ended. It panics if d is not positive.
+// WithPollInterval bounds how long the Backend's waiting Receive calls go without one of them
+// asking the server again after a look that found no job, and how long an Enqueue blocked on
+// a full queue waits before it asks again (100ms by default). Calls of the same Backend wake
+// a waiting Receive at once; the poll is how it learns of jobs enqueued or settled by other
+// processes, and of leases that ended. One waiting Receive asks per interval, not each of
+// them. It panics if d is not positive.
 func WithPollInterval(d time.Duration) Option {
 	if d <= 0 {
 		panic("redis: WithPollInterval(" + d.String() + "): need a positive interval")
@@ -349,56 +351,6 @@ func (b *Backend) Close(ctx context.Context) error {
 		close(b.closing)
 	}
 	return nil
-}
-
-// signal wakes this backend's blocked Enqueue calls, and one waiting Receive: a job may
-// have become ready, and room may have freed. Waking one receiver, not all, keeps 64 idle
-// workers from running 64 scripts for one new job.
-func (b *Backend) signal() {
-	b.mu.Lock()
-	close(b.wake)
-	b.wake = make(chan struct{})
-	b.wakeOneLocked()
-	b.mu.Unlock()
-}
-
-// wakeOneLocked hands a token to the oldest waiting receiver that has none.
-func (b *Backend) wakeOneLocked() {
-	for _, ch := range b.idle {
-		select {
-		case ch <- struct{}{}:
-			return
-		default:
-		}
-	}
-}
-
-// idleJoin registers a receiver, before it looks for a job, so that no signal sent while it
-// looks is missed: the token waits in its channel.
-func (b *Backend) idleJoin() chan struct{} {
-	ch := make(chan struct{}, 1)
-	b.mu.Lock()
-	b.idle = append(b.idle, ch)
-	b.mu.Unlock()
-	return ch
-}
-
-// idleLeave unregisters a receiver; a token it holds unused goes on to another receiver, so
-// that a wake-up meant for a new job is never lost with a receiver that took another one.
-func (b *Backend) idleLeave(ch chan struct{}) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	for i, c := range b.idle {
-		if c == ch {
-			b.idle = append(b.idle[:i], b.idle[i+1:]...)
-			break
-		}
-	}
-	select {
-	case <-ch:
-		b.wakeOneLocked()
-	default:
-	}
 }
 
 // waiter returns the channel the next signal closes.

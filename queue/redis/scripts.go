@@ -55,7 +55,8 @@ local function store(id, key, body, enq, nb, nbn, sb, t)
   end
   ready(id, t)
 end
--- unstore removes job id from every structure and hands its key to the next job.
+-- unstore removes job id from every structure and hands its key to the next job; it returns
+-- true if that made a job ready (or delayed).
 local function unstore(id, t)
   local jk = P .. 'j:' .. id
   local key, sid = unpack(redis.call('HMGET', jk, 'key', 'sid'))
@@ -77,9 +78,11 @@ local function unstore(id, t)
       if nxt then
         redis.call('ZREM', P .. 'kw', nxt)
         ready(nxt, t)
+        return true
       end
     end
   end
+  return false
 end
 -- bury moves job id to the dead letters with reason, keeping them within limit; it returns
 -- the IDs of the dead letters evicted.
@@ -170,12 +173,15 @@ store(id, key, body, enq, nb, nbn, sb, t)
 return {'ok', ev, dev}
 `)
 
-// receiveScript: ARGV consumer lease-ms. Returns false, or {id, fields..., gen, redelivered}.
+// receiveScript: ARGV consumer lease-ms. Returns {”, due, more}, or {id, fields..., gen,
+// dlv, due, more}: due is the time (ms) until the first delayed job is due (” if none), and
+// more is '1' if a job may be ready besides the one taken ('0' if none is: no entry after it
+// in the stream, which a new one joins at its end, and it was not a reclaimed lease).
 var receiveScript = goredis.NewScript(luaCommon + `
 local consumer, lease = ARGV[1], tonumber(ARGV[2])
 local t = now()
 promote(t)
-local sid, id = nil, nil
+local sid, id, more = nil, nil, '1'
 local r = redis.call('XAUTOCLAIM', P .. 's', 'g', consumer, lease, '0-0', 'COUNT', 1)
 if r[2][1] then
   sid, id = r[2][1][1], r[2][1][2][2]
@@ -183,23 +189,23 @@ else
   local rr = redis.call('XREADGROUP', 'GROUP', 'g', consumer, 'COUNT', 1, 'STREAMS', P .. 's', '>')
   if rr and rr[1] and rr[1][2][1] then
     sid, id = rr[1][2][1][1], rr[1][2][1][2][2]
+    if #redis.call('XRANGE', P .. 's', '(' .. sid, '+', 'COUNT', 1) == 0 then more = '0' end
   end
 end
-if not sid then
-  local nxt = redis.call('ZRANGE', P .. 'd', 0, 0, 'WITHSCORES')
-  if nxt[2] then return {'', tostring(tonumber(nxt[2]) - t)} end
-  return {'', ''}
-end
+local due = ''
+local nxt = redis.call('ZRANGE', P .. 'd', 0, 0, 'WITHSCORES')
+if nxt[2] then due = tostring(tonumber(nxt[2]) - t) end
+if not sid then return {'', due, '0'} end
 local jk = P .. 'j:' .. id
 if redis.call('EXISTS', jk) == 0 then
   redis.call('XACK', P .. 's', 'g', sid)
   redis.call('XDEL', P .. 's', sid)
-  return {'', '0'}
+  return {'', due, '1'}
 end
 local gen = redis.call('HINCRBY', jk, 'gen', 1)
 local dlv = redis.call('HINCRBY', jk, 'dlv', 1)
 local f = redis.call('HMGET', jk, 'key', 'body', 'enq', 'nbn', 'sb', 'att')
-return {id, f[1], f[2], f[3], f[4], f[5], f[6], tostring(gen), tostring(dlv)}
+return {id, f[1], f[2], f[3], f[4], f[5], f[6], tostring(gen), tostring(dlv), due, more}
 `)
 
 // startScript: ARGV id gen. Returns 1, or 0 if the lease is lost.
@@ -221,12 +227,14 @@ if #r == 0 then return 0 end
 return 1
 `)
 
-// ackScript: ARGV id gen. Returns 1, or 0 if the lease is lost.
+// ackScript: ARGV id gen. Returns 1, 2 if the ack made the next job of its key ready, or 0
+// if the lease is lost.
 var ackScript = goredis.NewScript(luaCommon + `
 local jk = leased(ARGV[1], ARGV[2])
 if not jk then return 0 end
-unstore(ARGV[1], now())
+local readied = unstore(ARGV[1], now())
 redis.call('INCR', P .. 'c:acked')
+if readied then return 2 end
 return 1
 `)
 
