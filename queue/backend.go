@@ -82,11 +82,15 @@ type Backend interface {
 	// ordering key blocked while delayed.
 	Nack(ctx context.Context, d *Delivery, delay time.Duration, a Attempt) error
 
-	// Release returns the job of d ready at once, used when a consumer
-	// shuts down before or while handling it. A released delivery spends
-	// no attempt, even if Start was called on it: its handler was cancelled
-	// by the shutdown, not failed.
-	Release(ctx context.Context, d *Delivery) error
+	// Release returns the job of d, ready again after delay (at once if
+	// delay is zero or less). A consumer releases a job when it shuts down
+	// before or while handling it (delay 0), and a job whose payload
+	// version it does not understand, for another consumer to take (see
+	// [WithVersion]). A released delivery spends no attempt, even if Start
+	// was called on it: its handler was cancelled by the shutdown, not
+	// failed. As after Nack, the job keeps its ordering key blocked while
+	// delayed.
+	Release(ctx context.Context, d *Delivery, delay time.Duration) error
 
 	// Bury moves the job of d to the dead letters with reason, recording
 	// the final attempt a (JetStream: publish to the dead-letter subject,
@@ -223,6 +227,11 @@ type Message struct {
 	ID string
 	// Key is the job's ordering key, "" for none (see [Job.Key]).
 	Key string
+	// Version is the version of the payload's schema, as the enqueuing
+	// queue declared it ([WithVersion]; 0 if it declared none). A backend
+	// stores it with the job and returns it unchanged from Receive and
+	// DeadLetters, and Redrive keeps it.
+	Version int
 	// Body is the encoded payload.
 	Body []byte
 	// Value is the payload value; only set for in-process backends of this
@@ -365,7 +374,7 @@ type Codec[T any] interface {
 	// Enqueue, and nothing is stored.
 	Marshal(v T) ([]byte, error)
 	// Unmarshal decodes data for a delivery. An error (or a panic)
-	// dead-letters the job with [ReasonPermanent] without running a
+	// dead-letters the job with [ReasonDecode] without running a
 	// handler.
 	Unmarshal(data []byte) (T, error)
 }

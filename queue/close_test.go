@@ -107,11 +107,11 @@ func (b *gatedBackend) Nack(ctx context.Context, d *Delivery, delay time.Duratio
 	return b.Memory.Nack(ctx, d, delay, a)
 }
 
-func (b *gatedBackend) Release(ctx context.Context, d *Delivery) error {
+func (b *gatedBackend) Release(ctx context.Context, d *Delivery, delay time.Duration) error {
 	if b.fail != nil {
 		return b.fail
 	}
-	return b.Memory.Release(ctx, d)
+	return b.Memory.Release(ctx, d, delay)
 }
 
 // Regression: a job acked in the backend just before Close was called (its

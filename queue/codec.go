@@ -38,12 +38,25 @@ func (q *Queue[T]) unmarshal(data []byte) (v T, err error) {
 	return v, err
 }
 
-// job fills *j with the job that m carries, its payload decoded, and
-// returns the decode error (j holds the rest of m all the same).
+// job fills *j with the job that m carries, its payload decoded (upgraded,
+// if of an older version: see WithUpgrade), and returns the decode error (j
+// holds the rest of m all the same). A payload of a version the queue does
+// not understand is not decoded: the error says so.
 func (q *Queue[T]) job(m *Message, j *Job[T]) error {
-	p, err := q.decode(m)
+	var (
+		p   T
+		err error
+	)
+	switch {
+	case m.Version == q.vers.current:
+		p, err = q.decode(m)
+	case q.vers.understands(m.Version):
+		p, err = q.vers.upgrade(m.Version, m)
+	default:
+		err = q.vers.notUnderstood(m.Version)
+	}
 	*j = Job[T]{
-		ID: m.ID, Payload: p, Key: m.Key, NotBefore: m.NotBefore, StartBy: m.StartBy,
+		ID: m.ID, Payload: p, Key: m.Key, Version: m.Version, NotBefore: m.NotBefore, StartBy: m.StartBy,
 		Attempt: m.Attempt, EnqueuedAt: m.EnqueuedAt,
 	}
 	return err

@@ -112,9 +112,9 @@ func TestCodecPanicDeadLettersTheJob(t *testing.T) {
 			t.Fatalf("handled %v, stats %+v: want ok1 and ok2 acked, poison dead, nothing left", handled, s)
 		}
 		for dl, err := range q.DeadLetters(ctx) {
-			if err == nil || dl.Job.ID != "poison" || dl.Reason != queue.ReasonPermanent ||
+			if err == nil || dl.Job.ID != "poison" || dl.Reason != queue.ReasonDecode ||
 				len(dl.History) != 1 || !strings.Contains(dl.History[0].Error, "codec panicked") {
-				t.Errorf("dead letter %+v (%v): want poison, permanent, one attempt naming the codec's panic, and the decode error", dl, err)
+				t.Errorf("dead letter %+v (%v): want poison, decode, one attempt naming the codec's panic, and the decode error", dl, err)
 			}
 		}
 	})

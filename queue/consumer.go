@@ -74,6 +74,7 @@ type Consumer[T any] struct {
 	recvCancel context.CancelCauseFunc
 
 	workers []*worker[T]
+	lane    *lane          // the consumer's place in its Share (WithShare), nil if none
 	loops   sync.WaitGroup // the worker goroutines (see worker.run)
 	quick   quickConsumer  // the backend, if it is one (see fastpath.go)
 	keepers sync.WaitGroup // keep and renewLoop
@@ -156,7 +157,7 @@ func (q *Queue[T]) Consume(ctx context.Context, h Handler[T], opts ...ConsumerOp
 		idle:    make(chan struct{}, 1),
 		closing: make(chan struct{}, 1),
 		drained: make(chan struct{}),
-		running: o.workers,
+		running: o.loops(),
 		timed:   hk.OnSuccess != nil || hk.OnRetry != nil || hk.OnDead != nil,
 	}
 	c.healthHook = c.healthChanged
@@ -164,9 +165,12 @@ func (q *Queue[T]) Consume(ctx context.Context, h Handler[T], opts ...ConsumerOp
 	c.bg, c.bgCancel = context.WithCancelCause(context.WithoutCancel(ctx))
 	c.base, c.baseCancel = context.WithCancelCause(ctx)
 	c.recv, c.recvCancel = context.WithCancelCause(c.base)
-	c.workers = make([]*worker[T], o.workers)
+	c.workers = make([]*worker[T], o.loops())
 	for i := range c.workers {
 		w := &worker[T]{c: c}
+		if o.share != nil {
+			w.grant = make(chan struct{}, 1)
+		}
 		w.ctx, w.cancel = context.WithCancelCause(c.base)
 		c.workers[i] = w
 	}
@@ -180,6 +184,9 @@ func (q *Queue[T]) Consume(ctx context.Context, h Handler[T], opts ...ConsumerOp
 		return nil, ErrClosed
 	}
 	q.consumers[c] = struct{}{}
+	if o.share != nil {
+		c.lane = o.share.join(o.shareName, o.shareWeight, o.workers, q.Stats)
+	}
 	for _, w := range c.workers {
 		c.loops.Go(w.run)
 	}
@@ -204,7 +211,25 @@ func newConsumerOptions(opts []ConsumerOption) consumerOptions {
 		}
 		opt.applyConsumer(&o)
 	}
+	switch {
+	case o.share != nil && o.share.size == 0:
+		panic("queue: zero Share: use queue.NewShare")
+	case o.share != nil && !o.workersSet:
+		o.workers = o.share.size
+	}
 	return o
+}
+
+// loops returns the number of worker loops o asks for: the workers, and
+// with a Share as many more, which wait for a slot with a job in hand, so
+// that a consumer with a backlog always has a job waiting when a slot frees
+// (else a consumer whose every worker runs would miss the turn its next job
+// was due, to one that happened to have a job waiting).
+func (o *consumerOptions) loops() int {
+	if o.share != nil {
+		return 2 * o.workers
+	}
+	return o.workers
 }
 
 // observe records the outcome of a backend call a goroutine of c made (see
@@ -318,6 +343,9 @@ func (c *Consumer[T]) closeLocked(ctx context.Context) (Report, error) {
 	// Every worker loop has counted itself out (drained): wait for their
 	// goroutines to return.
 	c.loops.Wait()
+	if c.lane != nil {
+		c.opts.share.leave(c.lane)
+	}
 	c.q.forget(c)
 	if p := c.loopPanic.Load(); p != nil {
 		panic(p)

@@ -61,6 +61,15 @@
 //     stored in the backend. [Consumer.Drain] and [Consumer.Close] report
 //     what happened to the jobs they handled; jobs they did not finish stay
 //     in the backend for the next consumer of the same queue.
+//   - Deploys keep jobs: a job records its payload's version
+//     ([WithVersion]); a consumer upgrades older versions it knows
+//     ([WithUpgrade]) and hands back, without spending an attempt, a job of
+//     a version it does not understand, for a consumer that does, until the
+//     version wait ends ([WithVersionWait], then [ReasonVersion]). A
+//     payload that does not decode is dead-lettered with [ReasonDecode].
+//   - Consumers can share workers ([Share]): by weight or strict priority,
+//     each capped by its [WithWorkers], so that user-facing work does not
+//     wait behind a backfill and a backfill never takes every worker.
 //   - Panics have one shape: a recovered panic is a *[PanicError] (Where,
 //     Value, Stack), whether a handler, a hook or the backend panicked.
 //   - Misuse panics at once, in the caller's goroutine, with a "queue:"
@@ -88,7 +97,9 @@ package queue
 // Stats, id.go generated IDs, codec.go payload encoding, options.go every option, hooks.go
 // Hooks, Event and PanicError, backend.go the Backend interface and what crosses it;
 // consumer.go the Consumer, worker.go its worker loops, settle.go how a job is settled,
-// lease.go the keeper (lease timing and renewal), drain.go Consumer.Drain, health.go Health.
+// lease.go the keeper (lease timing and renewal), drain.go Consumer.Drain, health.go Health,
+// version.go payload versions (WithVersion, WithUpgrade, the hand-back of jobs not understood),
+// share.go Share (workers shared by consumers, by weight or priority).
 // The in-memory backend: memory.go (Memory, Open, Close, Stats, trim), memory_enqueue.go,
 // memory_receive.go (receive and settle), memory_dead.go, memory_entry.go (entries, their
 // lists and heaps), memory_wait.go (wake-one waiter lists), memory_dedup.go. fastpath.go

@@ -37,8 +37,11 @@ import (
 // The backlog is the backend's, not this consumer's: with a backend that
 // other consumers share (another Consumer of the queue, or other processes
 // on a broker), Drain also waits for the jobs they hold, and for those
-// their producers add. With a broker backend, which keeps every stored job
-// across processes, Close is usually enough.
+// their producers add, and for the jobs of a payload version this consumer
+// does not understand, which it hands back for a consumer that does (see
+// [WithVersion]) until they are handled or dead-lettered. With a broker
+// backend, which keeps every stored job across processes, Close is usually
+// enough.
 //
 // Drain, like Close, must not be called from a handler of the same
 // consumer, and returns ErrClosed if the consumer was already drained or

@@ -22,6 +22,11 @@ type Job[T any] struct {
 	// Key is the ordering key ("" for none). Jobs with the same key are
 	// handled one at a time, in enqueue order.
 	Key string
+	// Version is the version of the payload's schema the job was enqueued
+	// with ([WithVersion]). A payload of an older version reaches the
+	// handler upgraded to the queue's type ([WithUpgrade]), and its Job
+	// keeps the version it was enqueued with.
+	Version int
 	// NotBefore is the earliest time the job may start (zero: at once).
 	NotBefore time.Time
 	// StartBy is the start-by deadline (zero: none). A job first delivered
@@ -47,9 +52,15 @@ const (
 	// ReasonAttempts: the last allowed attempt failed (or its lease expired).
 	ReasonAttempts Reason = "attempts"
 	// ReasonPermanent: the handler returned an error marked permanent
-	// (retry.Permanent), or the payload could not be decoded (the codec
-	// failed or panicked).
+	// (retry.Permanent).
 	ReasonPermanent Reason = "permanent"
+	// ReasonDecode: the payload could not be decoded at its version (a
+	// poison job): the codec or the version's upgrade ([WithUpgrade])
+	// failed or panicked. The error is in the job's history.
+	ReasonDecode Reason = "decode"
+	// ReasonVersion: no consumer that understands the job's payload
+	// version took it within the version wait ([WithVersionWait]).
+	ReasonVersion Reason = "version"
 	// ReasonPanic: the handler panicked (a poison job).
 	ReasonPanic Reason = "panic"
 	// ReasonEvicted: the job was evicted by the DropOldest overflow policy.

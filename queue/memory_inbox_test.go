@@ -39,7 +39,7 @@ func TestMemoryKickedReceiverPassesInboxOn(t *testing.T) {
 			go recv()
 			synctest.Wait()
 			go func() { _, _ = m.enqueueFresh(ctx, Message{ID: freshID(1)}) }()
-			go func() { _ = m.Release(ctx, &dl) }()
+			go func() { _ = m.Release(ctx, &dl, 0) }()
 			synctest.Wait()
 			if n := len(got); n != 2 {
 				t.Fatalf("received %d of 2 jobs with no time passing; %d in the inbox (lost wake-up)", n, m.inboxLen.Load())

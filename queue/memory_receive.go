@@ -278,7 +278,7 @@ func (m *Memory) Nack(ctx context.Context, d *Delivery, delay time.Duration, a A
 }
 
 // Release implements Backend.
-func (m *Memory) Release(ctx context.Context, d *Delivery) error {
+func (m *Memory) Release(ctx context.Context, d *Delivery, delay time.Duration) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	e, err := m.unlease(d)
@@ -288,7 +288,11 @@ func (m *Memory) Release(ctx context.Context, d *Delivery) error {
 	e.gen++
 	e.attempt--
 	now := m.clk.Now()
-	m.schedule(e, time.Time{}, now)
+	var at time.Time
+	if delay > 0 {
+		at = now.Add(delay)
+	}
+	m.schedule(e, at, now)
 	return nil
 }
 

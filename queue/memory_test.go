@@ -251,7 +251,7 @@ func TestMemoryReleaseExtendRedrive(t *testing.T) {
 		m := open(t, Config{Capacity: 2, Overflow: Reject, DedupHorizon: time.Hour})
 		mustEnqueue(t, m, Message{ID: "a"})
 		d := receive(t, m)
-		if err := m.Release(ctx, &d); err != nil {
+		if err := m.Release(ctx, &d, 0); err != nil {
 			t.Fatal(err)
 		}
 		if d = receive(t, m); d.Attempt != 1 {

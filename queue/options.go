@@ -21,6 +21,10 @@ type options struct {
 	hooks   Hooks
 	maxWait time.Duration
 	codec   any
+
+	version     int
+	upgrades    []upgradeOption
+	versionWait time.Duration
 }
 
 type optionFunc func(*options)
@@ -176,6 +180,10 @@ type ConsumerOption interface{ applyConsumer(*consumerOptions) }
 
 type consumerOptions struct {
 	workers     int
+	workersSet  bool // WithWorkers was given
+	share       *Share
+	shareName   string
+	shareWeight int
 	lease       time.Duration
 	maxAttempts int
 	backoff     backoff.Schedule
@@ -186,12 +194,14 @@ type consumerOptionFunc func(*consumerOptions)
 func (f consumerOptionFunc) applyConsumer(o *consumerOptions) { f(o) }
 
 // WithWorkers sets how many jobs are handled at once. The default is
-// runtime.GOMAXPROCS(0). It panics if n < 1.
+// runtime.GOMAXPROCS(0), or with [WithShare] the size of the Share, of
+// whose slots n is then the most the consumer holds at once. It panics if
+// n < 1.
 func WithWorkers(n int) ConsumerOption {
 	if n < 1 {
 		panic("queue: WithWorkers(" + strconv.Itoa(n) + "): need at least 1")
 	}
-	return consumerOptionFunc(func(o *consumerOptions) { o.workers = n })
+	return consumerOptionFunc(func(o *consumerOptions) { o.workers, o.workersSet = n, true })
 }
 
 // WithLease sets how long a handler may run before its ctx is cancelled (with

@@ -29,6 +29,7 @@ type Queue[T any] struct {
 	fresher freshEnqueuer // the backend, if it is one
 	quick   quickConsumer // the backend, if it is one
 	codec   Codec[T]
+	vers    versions[T] // set once by New
 	hooks   Hooks
 	maxWait time.Duration
 	closed  atomic.Bool // set once by Close, never reset
@@ -72,6 +73,7 @@ func New[T any](ctx context.Context, opts ...Option) (*Queue[T], error) {
 	}
 	q := &Queue[T]{backend: o.backend, hooks: o.hooks, maxWait: o.maxWait, codec: codecFor[T](&o),
 		consumers: make(map[*Consumer[T]]struct{})}
+	q.vers.init(&o)
 	q.onHealth = q.healthChanged
 	q.hl.init(time.Now())
 	// The backend's fast paths (see fastpath.go), looked for once.
@@ -210,7 +212,7 @@ func (q *Queue[T]) Enqueue(ctx context.Context, payload T, opts ...EnqueueOption
 // without storing it: its ID (generated if opts give none), key, NotBefore and start-by
 // deadline (the queue's [WithMaxWait] if opts give none), its enqueue time, and the payload
 // encoded by the queue's [Codec] (in Value instead, for a backend of this package that keeps
-// values). It is for backends that store a job by a path of their own, such as an enqueue in
+// values), with the queue's payload version ([WithVersion]). It is for backends that store a job by a path of their own, such as an enqueue in
 // the caller's database transaction: such a job is not counted in [Stats.Enqueued] and no hook is
 // called for it (the transaction may roll back). It fails as Enqueue does before the backend
 // is called: ErrClosed once the queue is closed, an ID the queue has yet to generate, a
@@ -255,6 +257,7 @@ func (q *Queue[T]) message(m *Message, opts []EnqueueOption) (fresh bool, err er
 		}
 	}
 	m.EnqueuedAt = q.clk.Now()
+	m.Version = q.vers.current
 	if m.ID == "" {
 		m.ID = q.newID()
 		fresh = true

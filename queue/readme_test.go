@@ -65,3 +65,46 @@ func TestREADMESnippet(t *testing.T) {
 		t.Errorf("err %v, id %q, sent %v, logged %q, report %+v", err, id, sent, logged, report)
 	}
 }
+
+// The README's "Deploys and priorities" snippets, as written there, with stubs for what they
+// call.
+func TestREADMEDeploysSnippets(t *testing.T) {
+	type OrderV1 struct{ N, Amount int }
+	type Order struct {
+		N     int
+		Cents int64
+	}
+	ctx := context.Background()
+	b := queue.NewMemory()
+	q, err := queue.New[Order](ctx, queue.WithBackend(b),
+		queue.WithVersion(2), // Order is v2: amounts in cents
+		queue.WithUpgrade(1, func(o OrderV1) (Order, error) { return Order{N: o.N, Cents: int64(o.Amount) * 100}, nil }),
+		queue.WithVersionWait(time.Hour)) // the default: then ReasonVersion, redrive once fixed
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.Close(ctx)
+
+	userQ, _ := queue.New[string](ctx)
+	defer userQ.Close(ctx)
+	bulkQ, _ := queue.New[int](ctx)
+	defer bulkQ.Close(ctx)
+	serve := func(context.Context, queue.Job[string]) error { return nil }
+	copyRow := func(context.Context, queue.Job[int]) error { return nil }
+
+	sh := queue.NewShare(8, queue.Weighted) // or queue.Strict: a lower weight runs only when higher ones are empty
+	users, err := userQ.Consume(ctx, serve, queue.WithShare(sh, "users", 6))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bulk, err := bulkQ.Consume(ctx, copyRow, queue.WithShare(sh, "backfill", 1), queue.WithWorkers(2)) // at most 2 of the 8
+	if err != nil {
+		t.Fatal(err)
+	}
+	stats, err := sh.Stats(ctx) // per consumer: turns, worker time and its share, queue depth and lag
+	if err != nil || len(stats) != 2 || stats[0].Cap != 8 || stats[1].Cap != 2 || stats[1].Weight != 1 {
+		t.Errorf("stats %+v (%v): want users capped at 8, backfill at 2 with weight 1", stats, err)
+	}
+	_, _ = users.Close(ctx)
+	_, _ = bulk.Close(ctx)
+}

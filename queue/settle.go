@@ -164,7 +164,9 @@ func (w *worker[T]) settleCall(o op, delay time.Duration, a *Attempt, reason Rea
 		// Taking the next job with the ack holds it while the OnSuccess
 		// hook runs: with a hook, a slow hook would keep the job from the
 		// other workers.
-		if c.quick != nil && hooks.OnSuccess == nil && c.recv.Err() == nil {
+		// A consumer of a Share waits for a slot with the job in hand,
+		// which needs a lease end: it receives.
+		if c.quick != nil && hooks.OnSuccess == nil && c.lane == nil && c.recv.Err() == nil {
 			w.at = c.now()
 			w.hasNext, err = c.quick.ackNext(d, w.at)
 		} else {
@@ -177,7 +179,7 @@ func (w *worker[T]) settleCall(o op, delay time.Duration, a *Attempt, reason Rea
 		s = settlement{reportReturned, &c.q.c.retried, hooks.OnRetry, "OnRetry"}
 	case opRelease:
 		w.in = callRelease
-		err = b.Release(c.bg, d)
+		err = b.Release(c.bg, d, delay)
 		s = settlement{report: reportReturned}
 	case opBury:
 		w.in = callBury

@@ -19,7 +19,8 @@ type counters struct {
 
 // reasons lists the dead-letter reasons; counters.dead counts each at its
 // index here.
-var reasons = [...]Reason{ReasonAttempts, ReasonPermanent, ReasonPanic, ReasonEvicted, ReasonExpired}
+var reasons = [...]Reason{ReasonAttempts, ReasonPermanent, ReasonPanic, ReasonEvicted, ReasonExpired,
+	ReasonDecode, ReasonVersion}
 
 const numReasons = len(reasons)
 
@@ -51,6 +52,13 @@ type Stats struct {
 	Dead int
 	// Lag is the age of the oldest stored job (0 if none).
 	Lag time.Duration
+	// AwaitingVersion counts the jobs that this process's consumers handed
+	// back because they do not understand their payload version (see
+	// [WithVersion]), and that wait for a consumer that does: those that
+	// came back to this process since, or will. A job another process took
+	// drops out of the count once it has not come back for twice its last
+	// hand-back delay and 10s more.
+	AwaitingVersion int
 
 	// Enqueued counts accepted jobs (redriven ones included).
 	Enqueued uint64
@@ -109,15 +117,16 @@ func (q *Queue[T]) Stats(ctx context.Context) (Stats, error) {
 	}
 	s := Stats{
 		Ready: bs.Ready, InFlight: bs.InFlight, Delayed: bs.Delayed, Dead: bs.Dead,
-		DeadEvicted:   q.c.deadEvicted.Load(),
-		Enqueued:      q.c.enqueued.Load(),
-		Duplicates:    q.c.duplicates.Load(),
-		Rejected:      q.c.rejected.Load(),
-		Dropped:       q.c.dropped.Load(),
-		Acked:         q.c.acked.Load(),
-		Retried:       q.c.retried.Load(),
-		BackendErrors: q.c.backendErrors.Load(),
-		DeadLettered:  make(map[Reason]uint64, numReasons),
+		DeadEvicted:     q.c.deadEvicted.Load(),
+		AwaitingVersion: q.vers.waits.count(q.clk.Now()),
+		Enqueued:        q.c.enqueued.Load(),
+		Duplicates:      q.c.duplicates.Load(),
+		Rejected:        q.c.rejected.Load(),
+		Dropped:         q.c.dropped.Load(),
+		Acked:           q.c.acked.Load(),
+		Retried:         q.c.retried.Load(),
+		BackendErrors:   q.c.backendErrors.Load(),
+		DeadLettered:    make(map[Reason]uint64, numReasons),
 	}
 	for i, r := range reasons {
 		s.DeadLettered[r] = q.c.dead[i].Load()

@@ -42,6 +42,10 @@ type worker[T any] struct {
 	seenGen uint64
 	seenAt  time.Duration
 
+	// grant hands the worker a slot of the consumer's Share (capacity 1),
+	// nil without one.
+	grant chan struct{}
+
 	mu     sync.Mutex // serialises the claims on st, and guards the fields below
 	ctx    context.Context
 	cancel context.CancelCauseFunc
@@ -169,8 +173,47 @@ func (w *worker[T]) serve() {
 			w.settle(c.base, c.counting.Load(), opRelease, 0, &Attempt{}, &Event{})
 			return
 		}
+		if c.lane != nil {
+			if !w.handleShared() {
+				return
+			}
+			continue
+		}
 		w.handle()
 	}
+}
+
+// handleShared waits for a slot of the consumer's Share for the job in
+// w.d, then handles it (see handle) and gives the slot back. While it
+// waits, it renews the job's lease. It reports false if intake stopped
+// meanwhile: the job was given back.
+func (w *worker[T]) handleShared() bool {
+	c := w.c
+	renew := func() bool {
+		w.in = callExtend
+		err := c.q.backend.Extend(c.bg, &w.d, c.backendLease())
+		w.in = callNone
+		if err != nil && !errors.Is(err, ErrLeaseLost) {
+			c.observe(c.bg, err)
+			if c.bg.Err() == nil {
+				c.q.c.backendErrors.Add(1)
+			}
+			return true // the broker may answer the next renewal
+		}
+		return err == nil
+	}
+	if !c.opts.share.acquire(c.recv, c.lane, w.grant, c.renewEvery(), renew) {
+		if c.recv.Err() != nil {
+			w.settle(c.base, c.counting.Load(), opRelease, 0, &Attempt{}, &Event{})
+			return false
+		}
+		w.dropLost() // the lease was lost while the job waited
+		return true
+	}
+	start := time.Now()
+	defer func() { c.opts.share.release(c.lane, time.Since(start)) }()
+	w.handle()
+	return true
 }
 
 // receive receives a job into d, and returns when the backend leased it if
@@ -226,19 +269,19 @@ func (w *worker[T]) handle() {
 	catch.Returned()
 }
 
-// admit decodes the job in w.d, or dead-letters it (and reports false) if
-// its handler must not run: its payload cannot be decoded, it has no
-// attempt left, or it missed its start-by deadline (checked if startBy).
-// now is the time of its start. The decoded job is put in *job (a pointer:
-// a Job is large, and this is every job's path).
+// admit decodes the job in w.d, and reports whether its handler may run.
+// If not, it settles the job: it dead-letters a job with no attempt left, a
+// job that missed its start-by deadline (checked if startBy), and one whose
+// payload cannot be decoded; it hands back one of a payload version the
+// queue does not understand (see handBack). now is the time of its start.
+// The decoded job is put in *job (a pointer: a Job is large, and this is
+// every job's path).
 func (w *worker[T]) admit(job *Job[T], now time.Time, startBy bool) bool {
 	c := w.c
 	d := &w.d
 	err := c.q.job(&d.Message, job)
 	var reason Reason
 	switch {
-	case err != nil:
-		reason = ReasonPermanent
 	case d.Attempt > c.opts.maxAttempts:
 		// The last attempt's lease expired in the backend (its consumer
 		// was gone): no attempt left.
@@ -247,11 +290,35 @@ func (w *worker[T]) admit(job *Job[T], now time.Time, startBy bool) bool {
 	case startBy && now.After(d.StartBy):
 		err = errors.New("queue: not started by " + d.StartBy.Format(time.RFC3339Nano))
 		reason = ReasonExpired
-	default:
+	case err == nil:
 		return true
+	case !c.q.vers.understands(d.Version):
+		return w.handBack(now, err)
+	default:
+		reason = ReasonDecode
 	}
 	w.settle(c.base, c.counting.Load(), opBury, 0, &Attempt{Number: d.Attempt, Start: now, End: now, Error: err.Error()},
 		&Event{Reason: reason, Err: err})
+	return false
+}
+
+// handBack gives the job in w.d, of a payload version the queue does not
+// understand (err says so), back to the backend at now, without spending an
+// attempt, for a consumer that understands it; or dead-letters it with
+// ReasonVersion once it has waited for one for the version wait (see
+// WithVersionWait). It reports false: the handler does not run.
+func (w *worker[T]) handBack(now time.Time, err error) bool {
+	c := w.c
+	d := &w.d
+	waits := &c.q.vers.waits
+	delay, bury := waits.handBack(d.ID, now)
+	if !bury {
+		w.settle(c.base, c.counting.Load(), opRelease, delay, &Attempt{}, &Event{})
+		return false
+	}
+	err = fmt.Errorf("%w: no consumer that does took the job within %v", err, waits.wait)
+	w.settle(c.base, c.counting.Load(), opBury, 0, &Attempt{Number: d.Attempt, Start: now, End: now, Error: err.Error()},
+		&Event{Reason: ReasonVersion, Err: err})
 	return false
 }
 
@@ -272,16 +339,23 @@ func (w *worker[T]) start() bool {
 		c.q.c.backendErrors.Add(1)
 	}
 	if errors.Is(err, ErrLeaseLost) {
-		w.d = Delivery{}
-		if c.counting.Load() {
-			c.mu.Lock()
-			c.report.Abandoned++
-			c.mu.Unlock()
-		}
+		w.dropLost()
 		return false
 	}
 	w.settle(c.base, c.counting.Load(), opRelease, 0, &Attempt{}, &Event{})
 	return false
+}
+
+// dropLost forgets the job in w.d, whose lease was lost: the backend has
+// it back. It counts in the report as abandoned.
+func (w *worker[T]) dropLost() {
+	c := w.c
+	w.d = Delivery{}
+	if c.counting.Load() {
+		c.mu.Lock()
+		c.report.Abandoned++
+		c.mu.Unlock()
+	}
 }
 
 // finish settles the job in w.d once its handler, started at now (its

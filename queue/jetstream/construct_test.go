@@ -55,7 +55,7 @@ func TestZeroBackendPanicsSayingWhatToUse(t *testing.T) {
 	wantPanic(t, want, func() { _ = b.Extend(ctx, d, time.Second) })
 	wantPanic(t, want, func() { _ = b.Ack(ctx, d) })
 	wantPanic(t, want, func() { _ = b.Nack(ctx, d, 0, queue.Attempt{}) })
-	wantPanic(t, want, func() { _ = b.Release(ctx, d) })
+	wantPanic(t, want, func() { _ = b.Release(ctx, d, 0) })
 	wantPanic(t, want, func() { _, _ = b.Bury(ctx, d, queue.ReasonPanic, queue.Attempt{}) })
 	wantPanic(t, want, func() { _ = b.DeadLetters(ctx) })
 	wantPanic(t, want, func() { _ = b.Redrive(ctx, "x") })

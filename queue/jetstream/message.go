@@ -13,6 +13,7 @@ import (
 const (
 	hdrID        = "Corral-Id"
 	hdrKey       = "Corral-Key"
+	hdrVersion   = "Corral-Version"
 	hdrEnqueued  = "Corral-Enqueued-At"
 	hdrNotBefore = "Corral-Not-Before"
 	hdrStartBy   = "Corral-Start-By"
@@ -40,11 +41,21 @@ func getTime(h nats.Header, k string) time.Time {
 	return time.Unix(0, n)
 }
 
+// getInt reads an integer header: 0 if it is absent (a job enqueued before payload versions) or
+// not a number.
+func getInt(h nats.Header, k string) int {
+	n, _ := strconv.Atoi(h.Get(k))
+	return n
+}
+
 func jobHeader(m *queue.Message) nats.Header {
 	h := nats.Header{}
 	h.Set(hdrID, m.ID)
 	if m.Key != "" {
 		h.Set(hdrKey, m.Key)
+	}
+	if m.Version != 0 {
+		h.Set(hdrVersion, strconv.Itoa(m.Version))
 	}
 	putTime(h, hdrEnqueued, m.EnqueuedAt)
 	putTime(h, hdrNotBefore, m.NotBefore)
@@ -56,6 +67,7 @@ func messageFrom(h nats.Header, body []byte) queue.Message {
 	return queue.Message{
 		ID:         h.Get(hdrID),
 		Key:        h.Get(hdrKey),
+		Version:    getInt(h, hdrVersion),
 		Body:       body,
 		EnqueuedAt: getTime(h, hdrEnqueued),
 		NotBefore:  getTime(h, hdrNotBefore),

@@ -207,8 +207,8 @@ func fillHistory(h []queue.Attempt, attempt int) []queue.Attempt {
 }
 
 // Release implements queue.Backend: the delivery's attempt, if Start counted one, is given back,
-// the job is recorded as started in time, and it is ready again at once.
-func (b *Backend) Release(ctx context.Context, d *queue.Delivery) error {
+// the job is recorded as started in time, and it is ready again after delay (NakWithDelay).
+func (b *Backend) Release(ctx context.Context, d *queue.Delivery, delay time.Duration) error {
 	tok, err := b.leased(d)
 	if err != nil {
 		return err
@@ -228,6 +228,9 @@ func (b *Backend) Release(ctx context.Context, d *queue.Delivery) error {
 			return queue.ErrLeaseLost
 		}
 		return err
+	}
+	if delay > 0 {
+		return b.skip(ctx, d, delay, markDelayed)
 	}
 	return b.skip(ctx, d, 0, markReady)
 }

@@ -181,9 +181,9 @@ func (b *Backend) Nack(ctx context.Context, d *queue.Delivery, delay time.Durati
 	return nil
 }
 
-// Release implements queue.Backend: the job is ready again at once, and an attempt its
+// Release implements queue.Backend: the job is ready again after delay, and an attempt its
 // delivery spent (Start) is given back.
-func (b *Backend) Release(ctx context.Context, d *queue.Delivery) error {
+func (b *Backend) Release(ctx context.Context, d *queue.Delivery, delay time.Duration) error {
 	seq, err := seqOf(d)
 	if err != nil {
 		return err
@@ -191,7 +191,7 @@ func (b *Backend) Release(ctx context.Context, d *queue.Delivery) error {
 	defer b.running.remove(d)
 	cctx, cancel := b.call(ctx)
 	defer cancel()
-	tag, err := b.pool.Exec(cctx, b.sql.release, b.name, seq, int64(d.Seq), b.channel)
+	tag, err := b.pool.Exec(cctx, b.sql.release, b.name, seq, int64(d.Seq), b.channel, micros(delay))
 	if err != nil {
 		return fail(cctx, "release", err)
 	}

@@ -262,8 +262,9 @@ SELECT (SELECT count(*) FROM d), (SELECT count(pg_notify($4, $1)) FROM d WHERE k
 	ready_at = now() + $4::float8` + usInterval + `, history = history || $5::jsonb
 WHERE seq = $2 AND lease = $3
 RETURNING pg_notify($6, $1)::text`,
-		// Release: ready at once, the attempt of a started lease given back.
-		release: `UPDATE {{schema}}.jobs SET lease = lease + 1, lease_until = NULL, ready_at = now(),
+		// Release: ready again after $5 µs, the attempt of a started lease given back.
+		release: `UPDATE {{schema}}.jobs SET lease = lease + 1, lease_until = NULL,
+	ready_at = now() + $5::float8` + usInterval + `,
 	attempts = attempts - CASE WHEN started = lease THEN 1 ELSE 0 END, started = 0
 WHERE seq = $2 AND lease = $3
 RETURNING pg_notify($4, $1)::text`,

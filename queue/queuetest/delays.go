@@ -101,7 +101,7 @@ func testStartByAfterRelease(e *env) {
 	if err := b.Receive(bg, 150*e.unit, &d); err != nil || d.ID != id {
 		e.Fatalf("Receive: %v, %q; want %s", err, d.ID, id)
 	}
-	if err := b.Release(bg, &d); err != nil {
+	if err := b.Release(bg, &d, 0); err != nil {
 		e.Fatalf("Release: %v", err)
 	}
 	time.Sleep(6 * e.unit) // past the start-by deadline

@@ -59,6 +59,8 @@ func Run(t *testing.T, newBackend func(t *testing.T) queue.Backend, caps Capabil
 		{"DropOldestSparesLeased", testDropOldestSparesLeased},
 		{"StartByExpired", testStartBy},
 		{"StartByNotAfterRelease", testStartByAfterRelease},
+		{"ReleaseDelay", testReleaseDelay},
+		{"VersionRoundTrip", testVersionRoundTrip},
 		{"RedriveAndPurge", testRedrive},
 		{"DeadLetterIDReplaced", testDeadLetterIDReplaced},
 		{"DeadLetterLimit", testDeadLetterLimit},

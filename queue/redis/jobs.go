@@ -146,21 +146,26 @@ func (b *Backend) Nack(ctx context.Context, d *queue.Delivery, delay time.Durati
 	if err != nil {
 		return err
 	}
-	ms := delay.Milliseconds()
-	if delay > 0 && ms == 0 {
-		ms = 1
-	}
-	err = settled(b.run(ctx, "nack", requeueScript, d.ID, gen(d), ms, aj, "0"))
+	err = settled(b.run(ctx, "nack", requeueScript, d.ID, gen(d), millis(delay), aj, "0"))
 	if err == nil {
 		b.signal()
 	}
 	return err
 }
 
-// Release implements queue.Backend: the job goes back to the stream, its attempt un-counted
-// if Start was called on this delivery.
-func (b *Backend) Release(ctx context.Context, d *queue.Delivery) error {
-	err := settled(b.run(ctx, "release", requeueScript, d.ID, gen(d), 0, "", "1"))
+// millis is delay in whole milliseconds for the scripts, at least 1 for a positive delay.
+func millis(delay time.Duration) int64 {
+	ms := delay.Milliseconds()
+	if delay > 0 && ms == 0 {
+		ms = 1
+	}
+	return ms
+}
+
+// Release implements queue.Backend: the job goes back to the stream (or, after a delay, to the
+// delayed set), its attempt un-counted if Start was called on this delivery.
+func (b *Backend) Release(ctx context.Context, d *queue.Delivery, delay time.Duration) error {
+	err := settled(b.run(ctx, "release", requeueScript, d.ID, gen(d), millis(delay), "", "1"))
 	if err == nil {
 		b.signal()
 	}

@@ -251,12 +251,10 @@ redis.call('HSET', jk, 'sid', '')
 redis.call('HINCRBY', jk, 'gen', 1)
 if release == '1' then
   if st == gen then redis.call('HINCRBY', jk, 'att', -1) end
-  local s = redis.call('XADD', P .. 's', '*', 'id', id)
-  redis.call('HSET', jk, 'sid', s)
-  return 1
+else
+  if hist == '' then hist = '[' .. a .. ']' else hist = string.sub(hist, 1, -2) .. ',' .. a .. ']' end
+  redis.call('HSET', jk, 'hist', hist)
 end
-if hist == '' then hist = '[' .. a .. ']' else hist = string.sub(hist, 1, -2) .. ',' .. a .. ']' end
-redis.call('HSET', jk, 'hist', hist)
 if delay > 0 then
   redis.call('ZADD', P .. 'd', t + delay, id)
 else
