@@ -47,7 +47,7 @@ func (b *Backend) Enqueue(ctx context.Context, m queue.Message) (queue.EnqueueRe
 		w := b.waiter()
 		v, err := b.run(ctx, "enqueue", enqueueScript, m.ID, m.Key, m.Body, nanos(m.EnqueuedAt), nb,
 			nanos(m.NotBefore), nanos(m.StartBy), b.cfg.DedupHorizon.Milliseconds(), b.cfg.Capacity,
-			b.cfg.Overflow.String(), b.cfg.DeadLetterLimit, nanos(time.Now()))
+			b.cfg.Overflow.String(), b.cfg.DeadLetterLimit, nanos(time.Now()), m.Version)
 		if err != nil {
 			return queue.EnqueueResult{}, err
 		}
@@ -79,18 +79,19 @@ func nilIfEmpty(s []string) []string {
 }
 
 // fill fills d from the receive script's reply {id, key, body, enq, nbn, sb, att, gen, dlv,
-// due, more}.
+// ver, due, more}.
 func fill(d *queue.Delivery, r []string) error {
-	if len(r) < 11 {
+	if len(r) < 12 {
 		return errors.New("redis: receive: short reply")
 	}
 	att, _ := strconv.Atoi(r[6])
 	gen, _ := strconv.ParseUint(r[7], 10, 64)
 	dlv, _ := strconv.Atoi(r[8])
+	ver, _ := strconv.Atoi(r[9])
 	*d = queue.Delivery{
 		Message: queue.Message{
 			ID: r[0], Key: r[1], Body: []byte(r[2]), EnqueuedAt: parseNanos(r[3]),
-			NotBefore: parseNanos(r[4]), StartBy: parseNanos(r[5]), Attempt: att + 1,
+			NotBefore: parseNanos(r[4]), StartBy: parseNanos(r[5]), Attempt: att + 1, Version: ver,
 		},
 		Seq: gen, Redelivered: dlv > 1,
 	}
@@ -223,10 +224,11 @@ func (b *Backend) DeadLetters(ctx context.Context) iter.Seq2[queue.DeadMessage, 
 func deadMessage(f map[string]any) queue.DeadMessage {
 	s := func(k string) string { v, _ := f[k].(string); return v }
 	att, _ := strconv.Atoi(s("att"))
+	ver, _ := strconv.Atoi(s("ver")) // 0 for a job stored before versions
 	dm := queue.DeadMessage{
 		Message: queue.Message{
 			ID: s("id"), Key: s("key"), Body: []byte(s("body")), EnqueuedAt: parseNanos(s("enq")),
-			NotBefore: parseNanos(s("nbn")), StartBy: parseNanos(s("sb")), Attempt: att,
+			NotBefore: parseNanos(s("nbn")), StartBy: parseNanos(s("sb")), Attempt: att, Version: ver,
 		},
 		Reason: queue.Reason(s("reason")), At: parseNanos(s("at")),
 	}
