@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"iter"
 	"strconv"
 	"time"
@@ -118,8 +119,18 @@ func (b *Backend) Start(ctx context.Context, d *queue.Delivery) error {
 }
 
 // Extend implements queue.Backend: XCLAIM to this consumer resets the pending entry's idle
-// time, which is the lease.
+// time, which is the lease: it is renewed to the queue's lease, the idle time after which
+// another receiver reclaims the entry (XAUTOCLAIM), one setting shared by every consumer,
+// not a property of a delivery. A consumer's lease is the queue's (CheckLease saw to it), so
+// Extend honours it; a lease other than the one this Backend's CheckLease agreed is an error
+// naming both, and nothing is renewed.
 func (b *Backend) Extend(ctx context.Context, d *queue.Delivery, lease time.Duration) error {
+	b.mu.Lock()
+	agreed := b.lease
+	b.mu.Unlock()
+	if agreed != 0 && lease.Milliseconds() != agreed.Milliseconds() {
+		return fmt.Errorf("redis: extend %s: lease %v differs from the queue's %v: a lease is one setting of the queue", d.ID, lease, agreed)
+	}
 	return settled(b.run(ctx, "extend", extendScript, d.ID, gen(d), b.consumer))
 }
 

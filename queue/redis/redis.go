@@ -35,6 +35,7 @@ type Backend struct {
 	opened  bool
 	closed  bool
 	cfg     queue.Config
+	lease   time.Duration // the queue's lease, once CheckLease agreed it
 	wake    chan struct{} // closed and replaced when room freed (wakes every blocked Enqueue)
 	rcv     receivers     // the waiting receivers and what the looks saw (receivers.go)
 	closing chan struct{} // closed by Close
@@ -318,6 +319,9 @@ func (b *Backend) CheckLease(ctx context.Context, lease time.Duration) error {
 	if s != strconv.FormatInt(lease.Milliseconds(), 10) {
 		return fmt.Errorf("redis: queue %s: lease %v differs from the queue's %s, set by another process", b.name, lease, msString(s))
 	}
+	b.mu.Lock()
+	b.lease = lease
+	b.mu.Unlock()
 	return nil
 }
 
