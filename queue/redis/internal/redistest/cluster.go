@@ -65,7 +65,19 @@ func startCluster(tb testing.TB, n, replicas int) *Cluster {
 	for range n * replicas {
 		c.Replicas = append(c.Replicas, launch())
 	}
-	ctx := context.Background()
+	if err := c.join(context.Background()); err != nil {
+		tb.Fatal(err)
+	}
+	if err := c.waitReady(); err != nil {
+		tb.Fatalf("redistest: cluster not ready within a minute: %v", err)
+	}
+	return c
+}
+
+// join gives each master its share of the slots, introduces every node to the first
+// (CLUSTER MEET) and makes each replica follow its master (CLUSTER REPLICATE).
+func (c *Cluster) join(ctx context.Context) error {
+	n := len(c.Masters)
 	per := 16384 / n
 	for i, s := range c.Masters {
 		hi := (i+1)*per - 1
@@ -73,38 +85,44 @@ func startCluster(tb testing.TB, n, replicas int) *Cluster {
 			hi = 16383
 		}
 		if err := do(ctx, s, "CLUSTER", "ADDSLOTSRANGE", i*per, hi).Err(); err != nil {
-			tb.Fatal(err)
+			return err
 		}
 	}
 	all := c.Nodes()
 	for _, s := range all[1:] {
 		if err := do(ctx, s, "CLUSTER", "MEET", "127.0.0.1", all[0].Port).Err(); err != nil {
-			tb.Fatal(err)
+			return err
 		}
 	}
 	for i, r := range c.Replicas {
 		id, err := do(ctx, c.Masters[i%n], "CLUSTER", "MYID").Text()
 		if err != nil {
-			tb.Fatal(err)
+			return err
 		}
 		// The replica must know its master before it can follow it: retry until gossip told it.
 		if err := until(func() error { return do(ctx, r, "CLUSTER", "REPLICATE", id).Err() }); err != nil {
-			tb.Fatalf("redistest: CLUSTER REPLICATE on %s: %v", r.Addr(), err)
+			return fmt.Errorf("redistest: CLUSTER REPLICATE on %s: %w", r.Addr(), err)
 		}
 	}
+	return nil
+}
+
+// waitReady waits until every node reports cluster_state:ok and knows every other, and every
+// replica's link to its master is up.
+func (c *Cluster) waitReady() error {
+	ctx := context.Background()
+	all := c.Nodes()
+	known := "cluster_known_nodes:" + strconv.Itoa(len(all)) + "\r"
 	for _, s := range all {
 		err := until(func() error {
 			info, err := do(ctx, s, "CLUSTER", "INFO").Text()
-			switch {
-			case err != nil:
-				return err
-			case !strings.Contains(info, "cluster_state:ok") || !strings.Contains(info, "cluster_known_nodes:"+strconv.Itoa(len(all))+"\r"):
-				return errors.New("not ok yet:\n" + info)
+			if err == nil && (!strings.Contains(info, "cluster_state:ok") || !strings.Contains(info, known)) {
+				err = errors.New("not ok yet:\n" + info)
 			}
-			return nil
+			return err
 		})
 		if err != nil {
-			tb.Fatalf("redistest: cluster not ok within a minute: %v", err)
+			return err
 		}
 	}
 	for _, r := range c.Replicas {
@@ -116,10 +134,10 @@ func startCluster(tb testing.TB, n, replicas int) *Cluster {
 			return err
 		})
 		if err != nil {
-			tb.Fatalf("redistest: %v", err)
+			return err
 		}
 	}
-	return c
+	return nil
 }
 
 // do runs one command on s on a connection of its own.
