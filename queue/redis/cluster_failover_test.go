@@ -47,7 +47,7 @@ type failoverResult struct {
 // was stored). Then every job is received and acked, and the jobs acknowledged but not
 // received are the lost ones; each job is received once at most.
 func clusterFailover(t *testing.T, opts ...redis.Option) failoverResult {
-	cl := redistest.StartReplicatedCluster(t, 3, 2)
+	cl := redistest.StartReplicatedCluster(t, 3, 2, redistest.NodeTimeout)
 	c := goredis.NewClusterClient(&goredis.ClusterOptions{Addrs: cl.Addrs(), PoolSize: 20, MaxRetries: -1,
 		DialTimeout: time.Second, ReadTimeout: faultCallTimeout, WriteTimeout: faultCallTimeout})
 	t.Cleanup(func() { _ = c.Close() })
@@ -173,7 +173,7 @@ func TestClusterFailover(t *testing.T) {
 // for a replica too); then writes are acknowledged again, a retry of each failed enqueue finds
 // it kept (ErrDuplicate), and nothing is lost.
 func TestFailoverLastReplica(t *testing.T) {
-	cl := redistest.StartReplicatedCluster(t, 3, 1)
+	cl := redistest.StartReplicatedCluster(t, 3, 1, redistest.NodeTimeout)
 	c := goredis.NewClusterClient(&goredis.ClusterOptions{Addrs: cl.Addrs(), PoolSize: 20, MaxRetries: -1,
 		DialTimeout: time.Second, ReadTimeout: faultCallTimeout, WriteTimeout: faultCallTimeout})
 	t.Cleanup(func() { _ = c.Close() })

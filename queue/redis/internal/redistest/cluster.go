@@ -12,9 +12,9 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 )
 
-// NodeTimeout is the cluster-node-timeout of the clusters started here: a master that
-// answers no other node for this long is failed over to its replica (after an election that
-// takes up to a second or so more).
+// NodeTimeout is the cluster-node-timeout of StartCluster's clusters, and the one a test
+// passes StartReplicatedCluster for quick failovers: a master that answers no other node for
+// this long is failed over to a replica (after an election that takes a second or so more).
 const NodeTimeout = 2 * time.Second
 
 // Cluster is a Redis Cluster on loopback, each node a Server. Masters are the nodes started
@@ -24,6 +24,8 @@ const NodeTimeout = 2 * time.Second
 type Cluster struct {
 	Masters  []*Server
 	Replicas []*Server
+	// NodeTimeout is the nodes' cluster-node-timeout.
+	NodeTimeout time.Duration
 }
 
 // StartCluster starts n masters with cluster-enabled yes, gives each a share of the slots,
@@ -31,27 +33,28 @@ type Cluster struct {
 // servers are stopped when tb ends.
 func StartCluster(tb testing.TB, n int) *Cluster {
 	tb.Helper()
-	return startCluster(tb, n, 0)
+	return startCluster(tb, n, 0, NodeTimeout)
 }
 
 // StartReplicatedCluster is StartCluster with r replicas for each master (CLUSTER
-// REPLICATE): n*(1+r) nodes. It returns once every node reports cluster_state:ok and every
-// replica's link to its master is up, so that a master SIGKILLed from then on is failed over
-// to one of its replicas by the cluster itself, a few seconds later (NodeTimeout and an
-// election); its other replicas then follow the new master.
-func StartReplicatedCluster(tb testing.TB, n, r int) *Cluster {
+// REPLICATE) and cluster-node-timeout nodeTimeout: n*(1+r) nodes. It returns once every node
+// reports cluster_state:ok and every replica's link to its master is up, so that a master
+// SIGKILLed (or paused) from then on is failed over to one of its replicas by the cluster
+// itself, a little over nodeTimeout later (an election); its other replicas then follow the
+// new master.
+func StartReplicatedCluster(tb testing.TB, n, r int, nodeTimeout time.Duration) *Cluster {
 	tb.Helper()
-	return startCluster(tb, n, r)
+	return startCluster(tb, n, r, nodeTimeout)
 }
 
-func startCluster(tb testing.TB, n, replicas int) *Cluster {
+func startCluster(tb testing.TB, n, replicas int, nodeTimeout time.Duration) *Cluster {
 	tb.Helper()
-	c := &Cluster{}
+	c := &Cluster{NodeTimeout: nodeTimeout}
 	launch := func() *Server {
 		// A replica whose elections keep failing (two replicas of one master splitting the
 		// votes) would give up after 30s without cluster-replica-validity-factor 0.
 		s, err := Launch("always", "--cluster-enabled", "yes",
-			"--cluster-node-timeout", strconv.FormatInt(NodeTimeout.Milliseconds(), 10),
+			"--cluster-node-timeout", strconv.FormatInt(nodeTimeout.Milliseconds(), 10),
 			"--cluster-replica-validity-factor", "0")
 		if err != nil {
 			tb.Fatal(err)

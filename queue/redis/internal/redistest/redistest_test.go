@@ -170,7 +170,7 @@ func master(slot int64) int64 { return min(slot/(16384/3), 2) }
 // the election, and slack for a loaded machine), and the other follows the new master (WAIT 1
 // answers 1); the killed master restarted on its store comes back as a replica.
 func TestReplicatedClusterFailover(t *testing.T) {
-	cl := redistest.StartReplicatedCluster(t, 3, 2)
+	cl := redistest.StartReplicatedCluster(t, 3, 2, redistest.NodeTimeout)
 	if len(cl.Masters) != 3 || len(cl.Replicas) != 6 || len(cl.Nodes()) != 9 || len(cl.Addrs()) != 9 {
 		t.Fatalf("%d masters, %d replicas, %d nodes; want 3, 6, 9", len(cl.Masters), len(cl.Replicas), len(cl.Nodes()))
 	}
