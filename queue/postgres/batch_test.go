@@ -69,28 +69,30 @@ func wantDuplicates(t *testing.T, err error, ids ...string) {
 func TestEnqueueBatchFields(t *testing.T) {
 	pool := db(t)
 	ctx := context.Background()
-	q, b := openQueue(t, pool, nil)
+	q, b := openQueue(t, pool, nil, queue.WithVersion(4))
 	notBefore := time.Now().Add(time.Hour).Truncate(time.Microsecond)
 	startBy := time.Now().Add(2 * time.Hour).Truncate(time.Microsecond)
 	batch := msgs(t, q, []string{"a", "b"}, queue.WithKey("k"))
 	batch = append(batch, msgs(t, q, []string{"c"}, queue.WithNotBefore(notBefore), queue.WithStartBy(startBy))...)
-	batch = append(batch, queue.Message{ID: "d"}) // no body, no enqueue time
+	batch[2].Version = 9                          // another producer's payload version
+	batch = append(batch, queue.Message{ID: "d"}) // no body, no enqueue time, version 0
 	if _, err := postgres.EnqueueBatch(ctx, b, batch...); err != nil {
 		t.Fatal(err)
 	}
-	rows, err := pool.Query(ctx, `SELECT id, coalesce(key, ''), body, enqueued_at, coalesce(not_before, 'epoch'), coalesce(start_by, 'epoch')
+	rows, err := pool.Query(ctx, `SELECT id, coalesce(key, ''), version, body, enqueued_at, coalesce(not_before, 'epoch'), coalesce(start_by, 'epoch')
 FROM corral.jobs WHERE queue = $1 ORDER BY seq`, postgres.Name(b))
 	if err != nil {
 		t.Fatal(err)
 	}
 	type row struct {
 		id, key                 string
+		version                 int
 		body                    []byte
 		enq, notBefore, startBy time.Time
 	}
 	got, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (row, error) {
 		var x row
-		err := r.Scan(&x.id, &x.key, &x.body, &x.enq, &x.notBefore, &x.startBy)
+		err := r.Scan(&x.id, &x.key, &x.version, &x.body, &x.enq, &x.notBefore, &x.startBy)
 		return x, err
 	})
 	if err != nil {
@@ -106,12 +108,15 @@ FROM corral.jobs WHERE queue = $1 ORDER BY seq`, postgres.Name(b))
 		if !m.NotBefore.IsZero() {
 			wantNB, wantSB = m.NotBefore, m.StartBy
 		}
-		if r.id != m.ID || r.key != m.Key || string(r.body) != string(m.Body) || !r.enq.Equal(m.EnqueuedAt.Truncate(time.Microsecond)) ||
+		if r.id != m.ID || r.key != m.Key || r.version != m.Version || string(r.body) != string(m.Body) || !r.enq.Equal(m.EnqueuedAt.Truncate(time.Microsecond)) ||
 			!r.notBefore.Equal(wantNB) || !r.startBy.Equal(wantSB) {
 			t.Errorf("job %d stored as %+v, want %+v", i, r, m)
 		}
 	}
-	if d := got[3]; d.id != "d" || len(d.body) != 0 || time.Since(d.enq) > time.Minute || !d.notBefore.Equal(epoch) {
+	if got[0].version != 4 || got[2].version != 9 {
+		t.Errorf("versions stored %d, %d; want 4 (the queue's), 9 (the message's)", got[0].version, got[2].version)
+	}
+	if d := got[3]; d.id != "d" || d.version != 0 || len(d.body) != 0 || time.Since(d.enq) > time.Minute || !d.notBefore.Equal(epoch) {
 		t.Errorf("job d stored as %+v", d)
 	}
 	s, err := q.Stats(ctx)
@@ -123,14 +128,14 @@ FROM corral.jobs WHERE queue = $1 ORDER BY seq`, postgres.Name(b))
 	}
 	handled := make(chan string, 4)
 	c, err := q.Consume(ctx, func(ctx context.Context, j queue.Job[string]) error {
-		handled <- j.ID + "=" + j.Payload + "/" + j.Key
+		handled <- fmt.Sprintf("%s=%s/%s/v%d", j.ID, j.Payload, j.Key, j.Version)
 		return nil
 	}, queue.WithWorkers(1))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close(ctx)
-	for _, want := range []string{"a=p-a/k", "b=p-b/k"} {
+	for _, want := range []string{"a=p-a/k/v4", "b=p-b/k/v4"} {
 		if got := recvWithin(t, handled, 10*time.Second, "a job of the batch"); got != want {
 			t.Errorf("handled %s, want %s", got, want)
 		}
@@ -318,7 +323,7 @@ func TestEnqueueBatchCapacity(t *testing.T) {
 	pool := db(t)
 	ctx := context.Background()
 	open := func(t *testing.T, p queue.Overflow) (*queue.Queue[string], *postgres.Backend) {
-		q, b := openQueue(t, pool, nil, queue.WithCapacity(4), queue.WithOverflow(p))
+		q, b := openQueue(t, pool, nil, queue.WithCapacity(4), queue.WithOverflow(p), queue.WithVersion(1))
 		if _, err := postgres.EnqueueBatch(ctx, b, msgs(t, q, []string{"s1", "s2", "s3"})...); err != nil {
 			t.Fatal(err)
 		}
@@ -377,8 +382,8 @@ func TestEnqueueBatchCapacity(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if d.Reason != queue.ReasonEvicted {
-				t.Errorf("dead letter %s: reason %v", d.Job.ID, d.Reason)
+			if d.Reason != queue.ReasonEvicted || d.Job.Version != 1 {
+				t.Errorf("dead letter %s: reason %v, version %d; want evicted, 1", d.Job.ID, d.Reason, d.Job.Version)
 			}
 			dead = append(dead, d.Job.ID)
 		}

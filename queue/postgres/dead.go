@@ -66,7 +66,7 @@ func (b *Backend) deadPage(ctx context.Context, after int64) ([]deadRow, error) 
 			hist               []byte
 		)
 		m := &r.dm.Message
-		if err := rows.Scan(&r.dseq, &m.ID, &m.Key, &m.Body, &m.EnqueuedAt, &notBefore, &startBy, &m.Attempt,
+		if err := rows.Scan(&r.dseq, &m.ID, &m.Key, &m.Version, &m.Body, &m.EnqueuedAt, &notBefore, &startBy, &m.Attempt,
 			&reason, &hist, &r.dm.At); err != nil {
 			return nil, fail(cctx, "list the dead letters", err)
 		}
@@ -95,17 +95,18 @@ func (b *Backend) Redrive(ctx context.Context, id string) error {
 	defer cancel()
 	err := pgx.BeginFunc(cctx, b.pool, func(tx pgx.Tx) error {
 		var (
-			key  string
-			body []byte
+			key     string
+			version int
+			body    []byte
 		)
-		err := tx.QueryRow(cctx, b.sql.redriveTake, b.name, id).Scan(&key, &body)
+		err := tx.QueryRow(cctx, b.sql.redriveTake, b.name, id).Scan(&key, &version, &body)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return queue.ErrNotFound
 		}
 		if err != nil {
 			return err
 		}
-		m := queue.Message{ID: id, Key: key, Body: body, EnqueuedAt: time.Now()}
+		m := queue.Message{ID: id, Key: key, Version: version, Body: body, EnqueuedAt: time.Now()}
 		if _, err := b.insert(cctx, tx, m, false); err != nil { // the horizon is not for a redriven job
 			return err
 		}

@@ -13,12 +13,17 @@
 // This package lives in its own module, so that users of corral's core never download a
 // database driver.
 //
+// EnqueueTx and AckTx take a Tx: a pgx.Tx, or a database/sql transaction wrapped by SQLTx,
+// with the same guarantees (see SQLTx for what a database/sql driver must carry). The backend
+// itself always runs on a pgxpool.Pool.
+//
 // # Files
 //
 // postgres.go holds the Backend, its options, Open and Close; schema.go and migrations/ the
 // schema; sql.go every statement; enqueue.go, receive.go, settle.go and dead.go the queue
-// contract; listen.go the notifications; tx.go EnqueueTx and AckTx; settings.go the settings
-// the processes of a queue share; errors.go how errors map to queue.ErrUnavailable.
+// contract; listen.go the notifications; tx.go Tx, SQLTx, EnqueueTx and AckTx; batch.go
+// EnqueueBatch and EnqueueBatchTx; settings.go the settings the processes of a queue share;
+// errors.go how errors map to queue.ErrUnavailable.
 //
 // # How the queue maps onto tables
 //
@@ -31,10 +36,12 @@
 //     queue and checked by every other (a difference fails Open, naming the setting and both
 //     values, unless WithReconfigure), and the counts of stored jobs (kept while there is a
 //     capacity) and of dead letters.
-//   - jobs: a row per stored job, numbered in enqueue order, with its lease (number, end),
-//     its attempts (handler runs, counted by Start) and its history of failed attempts.
+//   - jobs: a row per stored job, numbered in enqueue order, with its payload version
+//     (queue.Message.Version), its lease (number, end), its attempts (handler runs, counted by
+//     Start) and its history of failed attempts.
 //   - ids: the IDs enqueued within the dedup horizon, of a queue that has one.
-//   - dead: the dead letters, one per ID, in burial order, with reason and history.
+//   - dead: the dead letters, one per ID, in burial order, with their payload version (which
+//     Redrive keeps), reason and history.
 //
 // Receive leases the first job, in enqueue order, that is due and is the first stored job of
 // its ordering key, with SELECT ... FOR UPDATE SKIP LOCKED: any number of receivers, in any

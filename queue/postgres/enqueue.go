@@ -2,7 +2,10 @@ package postgres
 
 import (
 	"context"
+	"database/sql"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -20,31 +23,84 @@ func (b *Backend) Enqueue(ctx context.Context, m queue.Message) (queue.EnqueueRe
 	if err := b.checkOpen(); err != nil {
 		return queue.EnqueueResult{}, err
 	}
-	return b.enqueue(ctx, b.pool, m)
+	return b.enqueue(ctx, nil, m)
 }
 
-// beginner is what an enqueue runs on: the pool, whose Begin starts a transaction, or the
-// caller's transaction (EnqueueTx), whose Begin starts a savepoint.
-type beginner interface {
-	querier
-	Begin(ctx context.Context) (pgx.Tx, error)
-}
-
-// enqueue stores m through q, as Enqueue says.
-func (b *Backend) enqueue(ctx context.Context, q beginner, m queue.Message) (queue.EnqueueResult, error) {
+// enqueue stores m, as Enqueue says: with the pool if tx is nil, else in the caller's
+// transaction tx (EnqueueTx).
+func (b *Backend) enqueue(ctx context.Context, tx Tx, m queue.Message) (queue.EnqueueResult, error) {
 	if m.EnqueuedAt.IsZero() {
 		m.EnqueuedAt = time.Now()
 	}
 	if b.cfg.Capacity == 0 {
 		cctx, cancel := b.call(ctx)
 		defer cancel()
+		var q Tx = b.pool
+		if tx != nil {
+			q = tx
+		}
 		_, err := b.insert(cctx, q, m, true)
 		if err != nil && !errors.Is(err, queue.ErrDuplicate) {
 			err = fail(cctx, "enqueue", err)
 		}
 		return queue.EnqueueResult{}, err
 	}
-	return b.untilRoom(ctx, func() (queue.EnqueueResult, bool, error) { return b.enqueueCounted(ctx, q, m) })
+	return b.untilRoom(ctx, func() (queue.EnqueueResult, bool, error) { return b.enqueueCounted(ctx, tx, m) })
+}
+
+// span is what one try of an enqueue into a queue with a capacity runs in, so that a refused
+// try leaves nothing behind: a transaction of the backend's own, or a savepoint in the
+// caller's transaction. It is made with SQL any driver carries, so that a Tx of database/sql
+// works as one of pgx.
+type span struct {
+	Tx
+	own  pgx.Tx // the backend's own transaction, or nil: a savepoint in Tx
+	done bool   // committed or rolled back
+}
+
+// savepoint names the savepoint of a span in the caller's transaction.
+const savepoint = "corral_enqueue"
+
+// begin starts a span: a transaction of the backend's own if tx is nil, else a savepoint in tx.
+func (b *Backend) begin(ctx context.Context, tx Tx) (*span, error) {
+	if tx == nil {
+		own, err := b.pool.Begin(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return &span{Tx: own, own: own}, nil
+	}
+	if _, err := tx.Exec(ctx, "SAVEPOINT "+savepoint); err != nil {
+		return nil, err
+	}
+	return &span{Tx: tx}, nil
+}
+
+// commit commits s: its transaction, or the savepoint into the caller's transaction.
+func (s *span) commit(ctx context.Context) error {
+	s.done = true
+	if s.own != nil {
+		return s.own.Commit(ctx)
+	}
+	_, err := s.Exec(ctx, "RELEASE SAVEPOINT "+savepoint)
+	return err
+}
+
+// rollback undoes what s did, unless it was committed: a no-op then. In the caller's
+// transaction, it rolls back to the savepoint and releases it, which leaves the transaction
+// usable even after a failed statement.
+func (s *span) rollback(ctx context.Context) {
+	if s.done {
+		return
+	}
+	s.done = true
+	if s.own != nil {
+		_ = s.own.Rollback(ctx)
+		return
+	}
+	if _, err := s.Exec(ctx, "ROLLBACK TO SAVEPOINT "+savepoint); err == nil {
+		_, _ = s.Exec(ctx, "RELEASE SAVEPOINT "+savepoint)
+	}
 }
 
 // untilRoom runs try, an enqueue into a queue with a capacity, until it stores or fails: while
@@ -75,28 +131,32 @@ var roomPolls = backoff.Exponential(5*time.Millisecond, 2, 100*time.Millisecond)
 
 // insert stores m with one statement and returns its seq, or returns queue.ErrDuplicate; with
 // dedup, the queue's dedup horizon applies.
-func (b *Backend) insert(ctx context.Context, q querier, m queue.Message, dedup bool) (int64, error) {
-	sql := b.sql.insert
+func (b *Backend) insert(ctx context.Context, q Tx, m queue.Message, dedup bool) (int64, error) {
+	stmt := b.sql.insert
 	body := m.Body
 	if body == nil {
 		body = []byte{} // the column is NOT NULL
 	}
-	args := []any{b.name, m.ID, nullString(m.Key), body, m.EnqueuedAt, nullTime(m.NotBefore), nullTime(m.StartBy), b.channel}
+	args := []any{b.name, m.ID, nullString(m.Key), body, m.EnqueuedAt, nullTime(m.NotBefore), nullTime(m.StartBy), b.channel,
+		int64(m.Version)}
 	dedup = dedup && b.cfg.DedupHorizon > 0
 	switch {
 	case dedup && m.Key != "":
-		sql = b.sql.insertKeyedDedup
+		stmt = b.sql.insertKeyedDedup
 	case dedup:
-		sql = b.sql.insertDedup
+		stmt = b.sql.insertDedup
 	case m.Key != "":
-		sql = b.sql.insertKeyed
+		stmt = b.sql.insertKeyed
 	}
 	if dedup {
 		args = append(args, micros(b.cfg.DedupHorizon))
 	}
-	var seq int64
-	err := q.QueryRow(ctx, sql, args...).Scan(&seq, nil)
-	if errors.Is(err, pgx.ErrNoRows) {
+	var (
+		seq      int64
+		notified string
+	)
+	err := q.QueryRow(ctx, stmt, args...).Scan(&seq, &notified)
+	if errors.Is(err, sql.ErrNoRows) { // pgx.ErrNoRows matches it too
 		return 0, queue.ErrDuplicate
 	}
 	return seq, err
@@ -105,14 +165,14 @@ func (b *Backend) insert(ctx context.Context, q querier, m queue.Message, dedup 
 // enqueueCounted is one try of an enqueue into a queue with a capacity, in a transaction (or a
 // savepoint) of its own: the job is stored, then room is taken for it; at capacity the
 // overflow policy decides. It reports full (and no error) when Block must wait for room.
-func (b *Backend) enqueueCounted(ctx context.Context, q beginner, m queue.Message) (res queue.EnqueueResult, full bool, err error) {
+func (b *Backend) enqueueCounted(ctx context.Context, caller Tx, m queue.Message) (res queue.EnqueueResult, full bool, err error) {
 	cctx, cancel := b.call(ctx)
 	defer cancel()
-	tx, err := q.Begin(cctx)
+	tx, err := b.begin(cctx, caller)
 	if err != nil {
 		return res, false, fail(cctx, "enqueue", err)
 	}
-	defer func() { _ = tx.Rollback(context.WithoutCancel(cctx)) }() // a no-op once committed
+	defer tx.rollback(context.WithoutCancel(cctx)) // a no-op once committed
 	seq, err := b.insert(cctx, tx, m, true)
 	if errors.Is(err, queue.ErrDuplicate) {
 		return res, false, err
@@ -123,7 +183,7 @@ func (b *Backend) enqueueCounted(ctx context.Context, q beginner, m queue.Messag
 	var stored int64
 	err = tx.QueryRow(cctx, b.sql.reserve, b.name, 1).Scan(&stored)
 	switch {
-	case errors.Is(err, pgx.ErrNoRows): // full
+	case errors.Is(err, sql.ErrNoRows): // full
 		switch b.cfg.Overflow {
 		case queue.Reject:
 			return res, false, queue.ErrFull
@@ -138,7 +198,7 @@ func (b *Backend) enqueueCounted(ctx context.Context, q beginner, m queue.Messag
 	case err != nil:
 		return res, false, fail(cctx, "enqueue", err)
 	}
-	if err := tx.Commit(cctx); err != nil {
+	if err := tx.commit(cctx); err != nil {
 		return queue.EnqueueResult{}, false, fail(cctx, "enqueue", err)
 	}
 	return res, false, nil
@@ -150,13 +210,13 @@ var errEvicted = errors.New("queue: evicted by overflow (drop oldest)")
 // evictOldest moves, in tx, the oldest job not leased (but the job seq being enqueued) to the
 // dead letters with queue.ReasonEvicted, in place of the job being enqueued, and records it in
 // res; it returns queue.ErrFull if every other stored job is leased.
-func (b *Backend) evictOldest(ctx context.Context, tx pgx.Tx, seq int64, res *queue.EnqueueResult) error {
+func (b *Backend) evictOldest(ctx context.Context, tx Tx, seq int64, res *queue.EnqueueResult) error {
 	var (
 		id    string
 		fresh bool
 	)
 	err := tx.QueryRow(ctx, b.sql.evict, b.name, seq, errEvicted.Error()).Scan(&id, &fresh)
-	if errors.Is(err, pgx.ErrNoRows) {
+	if errors.Is(err, sql.ErrNoRows) {
 		return queue.ErrFull
 	}
 	if err != nil {
@@ -170,7 +230,7 @@ func (b *Backend) evictOldest(ctx context.Context, tx pgx.Tx, seq int64, res *qu
 
 // countDead counts, in tx, a job that left the queue for the dead letters (a new dead letter
 // if fresh, else one that replaced the dead letter of its ID), as countDeadN does.
-func (b *Backend) countDead(ctx context.Context, tx pgx.Tx, fresh bool, leaving int, evicted []string) ([]string, error) {
+func (b *Backend) countDead(ctx context.Context, tx Tx, fresh bool, leaving int, evicted []string) ([]string, error) {
 	added := 0
 	if fresh {
 		added = 1
@@ -181,7 +241,7 @@ func (b *Backend) countDead(ctx context.Context, tx pgx.Tx, fresh bool, leaving 
 // countDeadN counts, in tx, added new dead letters, and leaving jobs that left a queue with a
 // capacity, and deletes the dead letters beyond the limit, oldest first; their IDs are
 // appended to evicted.
-func (b *Backend) countDeadN(ctx context.Context, tx pgx.Tx, added, leaving int, evicted []string) ([]string, error) {
+func (b *Backend) countDeadN(ctx context.Context, tx Tx, added, leaving int, evicted []string) ([]string, error) {
 	var over int64
 	if err := tx.QueryRow(ctx, b.sql.buryCount, b.name, added, leaving).Scan(&over); err != nil {
 		return evicted, fail(ctx, "count the dead letters", err)
@@ -189,13 +249,13 @@ func (b *Backend) countDeadN(ctx context.Context, tx pgx.Tx, added, leaving int,
 	if over == 0 {
 		return evicted, nil
 	}
-	rows, err := tx.Query(ctx, b.sql.evictDead, b.name, over)
-	if err != nil {
+	var list string // a JSON array: text that every driver carries
+	if err := tx.QueryRow(ctx, b.sql.evictDead, b.name, over).Scan(&list); err != nil {
 		return evicted, fail(ctx, "evict dead letters", err)
 	}
-	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		return evicted, fail(ctx, "evict dead letters", err)
+	var ids []string
+	if err := json.Unmarshal([]byte(list), &ids); err != nil {
+		return evicted, fmt.Errorf("postgres: evict dead letters: %w", err)
 	}
 	return append(evicted, ids...), nil
 }

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"io"
@@ -34,8 +35,8 @@ func fail(ctx context.Context, op string, err error) error {
 }
 
 // unreachable reports whether err says that the server could not be reached or did not
-// answer: a timeout, a connection that failed or closed, or the server's own word that it is
-// going away or not accepting connections yet.
+// answer: a timeout, a connection that failed or closed (driver.ErrBadConn, from a database/sql
+// driver), or the server's own word that it is going away or not accepting connections yet.
 func unreachable(err error) bool {
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) {
@@ -53,6 +54,6 @@ func unreachable(err error) bool {
 	var ce *pgconn.ConnectError
 	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, errCallTimeout) ||
 		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed) ||
-		errors.Is(err, pgconn.ErrConnClosed) || pgconn.Timeout(err) || pgconn.SafeToRetry(err) ||
+		errors.Is(err, pgconn.ErrConnClosed) || errors.Is(err, driver.ErrBadConn) || pgconn.Timeout(err) || pgconn.SafeToRetry(err) ||
 		errors.As(err, &ne) || errors.As(err, &ce)
 }

@@ -3,12 +3,14 @@ package postgres_test
 import (
 	"context"
 	"crypto/rand"
+	"database/sql"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	_ "github.com/jackc/pgx/v5/stdlib" // database/sql's "pgx" driver
 
 	"github.com/corral-go/corral/queue"
 	"github.com/corral-go/corral/queue/postgres"
@@ -194,6 +196,75 @@ func ExampleAckTx() {
 	// Output: invoice of 42; 0 jobs stored, 1 acked
 }
 
+// A service on database/sql enqueues in its *sql.Tx, and a handler acks in its own, through
+// SQLTx. The backend itself runs on a pgxpool.Pool, made from the same connection string.
+func ExampleSQLTx() {
+	ctx := context.Background()
+	pool, name := examplePool()
+	defer pool.Close()
+	db, err := sql.Open("pgx", exampleDSN()) // the service's *sql.DB
+	if err != nil {
+		panic(err)
+	}
+	defer db.Close()
+	if _, err := db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS parcels (queue text, id text, shipped bool)`); err != nil {
+		panic(err)
+	}
+	b := postgres.New(pool, name)
+	q, err := queue.New[string](ctx, queue.WithBackend(b))
+	if err != nil {
+		panic(err)
+	}
+	defer q.Close(ctx)
+
+	// The parcel and the job to ship it, or neither.
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		panic(err)
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO parcels VALUES ($1, 'p1', false)`, name); err != nil {
+		panic(err)
+	}
+	if _, err := postgres.EnqueueTx(ctx, postgres.SQLTx(tx), b, q, "p1", queue.WithID("ship:p1")); err != nil {
+		panic(err)
+	}
+	if err := tx.Commit(); err != nil {
+		panic(err)
+	}
+
+	// The parcel shipped and the job acked, or neither.
+	done := make(chan struct{})
+	c, err := q.Consume(ctx, func(ctx context.Context, j queue.Job[string]) error {
+		tx, err := db.BeginTx(ctx, nil)
+		if err != nil {
+			return err
+		}
+		defer tx.Rollback() // sql.ErrTxDone after Commit
+		if _, err := tx.ExecContext(ctx, `UPDATE parcels SET shipped = true WHERE queue = $1 AND id = $2`, name, j.Payload); err != nil {
+			return err
+		}
+		if err := postgres.AckTx(ctx, postgres.SQLTx(tx), b, j); err != nil {
+			return err
+		}
+		defer close(done)
+		return tx.Commit()
+	})
+	if err != nil {
+		panic(err)
+	}
+	<-done
+	if _, err := c.Close(ctx); err != nil {
+		panic(err)
+	}
+	var shipped bool
+	if err := db.QueryRowContext(ctx, `SELECT shipped FROM parcels WHERE queue = $1 AND id = 'p1'`, name).Scan(&shipped); err != nil {
+		panic(err)
+	}
+	s, _ := q.Stats(ctx)
+	fmt.Printf("shipped: %v; %d jobs stored, %d acked\n", shipped, s.Ready+s.InFlight+s.Delayed, s.Acked)
+	// Output: shipped: true; 0 jobs stored, 1 acked
+}
+
 // The SQL of the migrations, for a team's own migration tool.
 func ExampleMigrationSQL() {
 	for _, line := range strings.Split(postgres.MigrationSQL(postgres.WithSchema("billing")), "\n") {
@@ -209,4 +280,5 @@ func ExampleMigrationSQL() {
 	// CREATE TABLE "billing".ids (
 	// -- 0002_dead_letters
 	// CREATE TABLE "billing".dead (
+	// -- 0003_versions
 }

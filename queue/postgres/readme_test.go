@@ -2,6 +2,9 @@ package postgres_test
 
 import (
 	"context"
+	"database/sql"
+	"errors"
+	"fmt"
 	"os"
 	"testing"
 	"time"
@@ -22,6 +25,7 @@ func TestREADMESnippets(t *testing.T) {
 	var (
 		stats queue.Stats
 		sent  int
+		users int
 	)
 	err := func() error {
 		pool, err := pgxpool.New(ctx, os.Getenv("DATABASE_URL"))
@@ -87,12 +91,43 @@ func TestREADMESnippets(t *testing.T) {
 		if _, err := c.Close(ctx); err != nil {
 			return err
 		}
+
+		// "On database/sql"
+		db, err := sql.Open("pgx", os.Getenv("DATABASE_URL"))
+		if err != nil {
+			return err
+		}
+		defer db.Close()
+		signUpSQL := func(email string) error {
+			tx, err := db.BeginTx(ctx, nil) // db: a *sql.DB, here of pgx's driver (github.com/jackc/pgx/v5/stdlib)
+			if err != nil {
+				return err
+			}
+			defer tx.Rollback() // sql.ErrTxDone after Commit
+			if _, err := tx.ExecContext(ctx, `INSERT INTO users (email) VALUES ($1)`, email); err != nil {
+				return err
+			}
+			if _, err := postgres.EnqueueTx(ctx, postgres.SQLTx(tx), b, q, Email{To: email}, queue.WithID("welcome:"+email)); err != nil {
+				return err
+			}
+			return tx.Commit()
+		}
+		if err := signUpSQL("grace@example.com"); err != nil {
+			return err
+		}
+		if err := signUpSQL("grace@example.com"); !errors.Is(err, queue.ErrDuplicate) {
+			return fmt.Errorf("the same sign-up again: %v, want ErrDuplicate", err)
+		}
+
 		if stats, err = q.Stats(ctx); err != nil {
+			return err
+		}
+		if err := pool.QueryRow(ctx, `SELECT count(*) FROM users`).Scan(&users); err != nil {
 			return err
 		}
 		return pool.QueryRow(ctx, `SELECT count(*) FROM sent`).Scan(&sent)
 	}()
-	if err != nil || stats.Acked != 1 || stats.Ready+stats.InFlight != 0 || sent != 1 {
-		t.Errorf("stats %+v, %d sent, %v; want one job acked, one email recorded", stats, sent, err)
+	if err != nil || stats.Acked != 1 || stats.Ready != 1 || stats.InFlight != 0 || sent != 1 || users != 2 {
+		t.Errorf("stats %+v, %d sent, %d users, %v; want one job acked and one ready, one email recorded, two users", stats, sent, users, err)
 	}
 }

@@ -261,7 +261,7 @@ func (b *Backend) claimQuery(ctx context.Context, lease time.Duration, n int) ([
 			secs                *float64
 		)
 		m := &d.Message
-		if err := rows.Scan(&got, &seq, &m.ID, &m.Key, &m.Body, &m.EnqueuedAt,
+		if err := rows.Scan(&got, &seq, &m.ID, &m.Key, &m.Version, &m.Body, &m.EnqueuedAt,
 			&notBefore, &startBy, &attempts, &leaseNo, &delivered, &r.more, &secs); err != nil {
 			return nil, r, err
 		}

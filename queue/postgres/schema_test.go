@@ -14,7 +14,7 @@ import (
 )
 
 func TestMigrationNames(t *testing.T) {
-	want := []string{"0001_jobs", "0002_dead_letters"}
+	want := []string{"0001_jobs", "0002_dead_letters", "0003_versions"}
 	if got := postgres.MigrationNames(); !slices.Equal(got, want) {
 		t.Errorf("migrations %v, want %v", got, want)
 	}
@@ -50,7 +50,7 @@ func TestSchema(t *testing.T) {
 		}
 		_, err := open("older", "q")
 		var se *postgres.SchemaError
-		if !errors.As(err, &se) || se.Applied != 1 || se.Want != 2 || se.Missing != "0002_dead_letters" ||
+		if !errors.As(err, &se) || se.Applied != 1 || se.Want != 3 || se.Missing != "0002_dead_letters" ||
 			!strings.Contains(err.Error(), "migration 0002_dead_letters is not applied") {
 			t.Fatalf("open on a schema at migration 1: %v; want a SchemaError naming 0002_dead_letters", err)
 		}
@@ -59,6 +59,36 @@ func TestSchema(t *testing.T) {
 		}
 		if _, err := open("older", "q"); err != nil {
 			t.Fatalf("open after Migrate: %v", err)
+		}
+	})
+
+	t.Run("BeforeVersions", func(t *testing.T) {
+		// A schema of before payload versions: Open names the migration that adds them, and
+		// a job stored before it comes back of version 0 once it is applied.
+		if err := postgres.MigrateTo(ctx, pool, "unversioned", 2); err != nil {
+			t.Fatal(err)
+		}
+		_, err := open("unversioned", "q")
+		var se *postgres.SchemaError
+		if !errors.As(err, &se) || se.Applied != 2 || se.Want != 3 || se.Missing != "0003_versions" ||
+			!strings.Contains(err.Error(), "migration 0003_versions is not applied") {
+			t.Fatalf("open on a schema at migration 2: %v; want a SchemaError naming 0003_versions", err)
+		}
+		if _, err := pool.Exec(ctx, `INSERT INTO unversioned.jobs (queue, id, body, enqueued_at, ready_at)
+			VALUES ('q', 'old', 'x', now(), now())`); err != nil {
+			t.Fatal(err)
+		}
+		if err := postgres.Migrate(ctx, pool, postgres.WithSchema("unversioned")); err != nil {
+			t.Fatal(err)
+		}
+		b := postgres.New(pool, "q", postgres.WithSchema("unversioned"))
+		if err := b.Open(ctx, queue.Config{}); err != nil {
+			t.Fatalf("open after Migrate: %v", err)
+		}
+		defer b.Close(ctx)
+		var d queue.Delivery
+		if err := b.Receive(ctx, time.Minute, &d); err != nil || d.ID != "old" || d.Version != 0 || string(d.Body) != "x" {
+			t.Fatalf("Receive of the job stored before 0003_versions: %+v, %v; want old, version 0", d.Message, err)
 		}
 	})
 
@@ -87,15 +117,16 @@ func TestSchema(t *testing.T) {
 			t.Fatalf("concurrent Migrate: %v", err)
 		}
 		var n int
-		if err := pool.QueryRow(ctx, `SELECT count(*) FROM racing.migrations`).Scan(&n); err != nil || n != 2 {
-			t.Errorf("%d migrations recorded (%v), want 2", n, err)
+		if err := pool.QueryRow(ctx, `SELECT count(*) FROM racing.migrations`).Scan(&n); err != nil || n != 3 {
+			t.Errorf("%d migrations recorded (%v), want 3", n, err)
 		}
 	})
 
 	t.Run("MigrationSQL", func(t *testing.T) {
 		sql := postgres.MigrationSQL(postgres.WithSchema("tool"))
 		for _, want := range []string{`CREATE TABLE "tool".jobs`, `CREATE TABLE "tool".dead`, "-- 0001_jobs", "-- 0002_dead_letters",
-			`INSERT INTO "tool".migrations (version, name) VALUES (2, '0002_dead_letters')`} {
+			`INSERT INTO "tool".migrations (version, name) VALUES (2, '0002_dead_letters')`, "-- 0003_versions",
+			`ALTER TABLE "tool".jobs ADD COLUMN version`, `INSERT INTO "tool".migrations (version, name) VALUES (3, '0003_versions')`} {
 			if !strings.Contains(sql, want) {
 				t.Errorf("MigrationSQL lacks %q", want)
 			}

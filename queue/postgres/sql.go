@@ -18,7 +18,7 @@ type statements struct {
 	txStatus                                           string
 	nack, release                                      string
 	bury, buryCount, evictDead                         string
-	deadPage, redriveTake, redriveInsert, redriveCount string
+	deadPage, redriveTake, redriveCount                string
 	purge                                              string
 	stats                                              string
 	prune                                              string
@@ -35,11 +35,12 @@ const dueSQL = `extract(epoch FROM least(
 	(SELECT min(lease_until) FROM {{schema}}.jobs WHERE queue = $1 AND lease_until IS NOT NULL)) - now())::float8`
 
 // The columns of a job as Receive returns them.
-const jobColumns = `j.seq, j.id, coalesce(j.key, ''), j.body, j.enqueued_at, j.not_before, j.start_by, j.attempts, j.lease, j.deliveries`
+const jobColumns = `j.seq, j.id, coalesce(j.key, ''), j.version, j.body, j.enqueued_at, j.not_before, j.start_by, j.attempts, j.lease, j.deliveries`
 
 // insertSQL returns the statement that stores a job ($2 id, $3 key or NULL, $4 body, $5
-// enqueued at, $6 not before or NULL, $7 start by or NULL) unless its ID is stored, notifies
-// the channel $8 (at commit), and returns the job's seq. With dedup, $9 is the horizon: the ID
+// enqueued at, $6 not before or NULL, $7 start by or NULL, $9 payload version) unless its ID
+// is stored, notifies the channel $8 (at commit), and returns the job's seq. With dedup, $10
+// is the horizon: the ID
 // is recorded in ids, and the job is stored only if the ID was not enqueued within the horizon
 // (nor is stored: a refused job does not refresh the ID's record). With keyed, the statement
 // takes the key's advisory lock first, held to the end of the transaction, so that the jobs of
@@ -54,13 +55,13 @@ func insertSQL(dedup, keyed bool) string {
 	SELECT $1::text, $2::text, now()
 	WHERE NOT EXISTS (SELECT 1 FROM {{schema}}.jobs WHERE queue = $1 AND id = $2)
 	ON CONFLICT (queue, id) DO UPDATE SET at = EXCLUDED.at
-		WHERE {{schema}}.ids.at <= now() - $9::float8` + usInterval + `
+		WHERE {{schema}}.ids.at <= now() - $10::float8` + usInterval + `
 	RETURNING 1
 ), `)
 	}
 	b.WriteString(`j AS (
-	INSERT INTO {{schema}}.jobs (queue, id, key, body, enqueued_at, not_before, start_by, ready_at)
-	SELECT $1::text, $2::text, $3::text, $4::bytea, $5::timestamptz, $6::timestamptz, $7::timestamptz,
+	INSERT INTO {{schema}}.jobs (queue, id, key, version, body, enqueued_at, not_before, start_by, ready_at)
+	SELECT $1::text, $2::text, $3::text, $9::bigint, $4::bytea, $5::timestamptz, $6::timestamptz, $7::timestamptz,
 		greatest($6::timestamptz, now())`)
 	if keyed {
 		b.WriteString("\n\tFROM (SELECT pg_advisory_xact_lock(hashtext('corral ' || $1::text), hashtext($3::text))) AS l")
@@ -74,16 +75,16 @@ func insertSQL(dedup, keyed bool) string {
 
 // insertBatchSQL returns the statement that stores a batch of jobs (arrays, one element a job,
 // no ID twice: $2 ids, $3 keys, ” for none, $4 bodies, $5 enqueued at, $6 not before or NULL,
-// $7 start by or NULL) but those whose ID is stored, notifies the channel $8 (at commit) if
-// it stored any, and returns the IDs it did not store, in the batch's order. With dedup, $9 is
-// the horizon, as in insertSQL. The keys' advisory locks (as insertSQL's) are taken first, in
+// $7 start by or NULL, $9 payload versions) but those whose ID is stored, notifies the channel
+// $8 (at commit) if it stored any, and returns the IDs it did not store, in the batch's order.
+// With dedup, $10 is the horizon, as in insertSQL. The keys' advisory locks (as insertSQL's) are taken first, in
 // the order of their numbers, so that two batches never wait for each other in a cycle; the
 // jobs are numbered in the batch's order.
 func insertBatchSQL(dedup bool) string {
 	var b strings.Builder
 	b.WriteString(`WITH b AS (
-	SELECT * FROM unnest($2::text[], $3::text[], $4::bytea[], $5::timestamptz[], $6::timestamptz[], $7::timestamptz[])
-		WITH ORDINALITY AS b (id, key, body, enqueued_at, not_before, start_by, ord)
+	SELECT * FROM unnest($2::text[], $3::text[], $4::bytea[], $5::timestamptz[], $6::timestamptz[], $7::timestamptz[], $9::bigint[])
+		WITH ORDINALITY AS b (id, key, body, enqueued_at, not_before, start_by, version, ord)
 ), l AS (
 	SELECT pg_advisory_xact_lock(hashtext('corral ' || $1::text), h)
 	FROM (SELECT DISTINCT hashtext(key) AS h FROM b WHERE key <> '' ORDER BY 1) AS k
@@ -94,13 +95,13 @@ func insertBatchSQL(dedup bool) string {
 	SELECT $1::text, b.id, now() FROM b
 	WHERE NOT EXISTS (SELECT 1 FROM {{schema}}.jobs WHERE queue = $1 AND id = b.id)
 	ON CONFLICT (queue, id) DO UPDATE SET at = EXCLUDED.at
-		WHERE {{schema}}.ids.at <= now() - $9::float8` + usInterval + `
+		WHERE {{schema}}.ids.at <= now() - $10::float8` + usInterval + `
 	RETURNING id
 ), `)
 	}
 	b.WriteString(`j AS (
-	INSERT INTO {{schema}}.jobs (queue, id, key, body, enqueued_at, not_before, start_by, ready_at)
-	SELECT $1::text, id, nullif(key, ''), body, enqueued_at, not_before, start_by, greatest(not_before, now())
+	INSERT INTO {{schema}}.jobs (queue, id, key, version, body, enqueued_at, not_before, start_by, ready_at)
+	SELECT $1::text, id, nullif(key, ''), version, body, enqueued_at, not_before, start_by, greatest(not_before, now())
 	FROM b WHERE (SELECT count(*) FROM l) >= 0`)
 	if dedup {
 		b.WriteString(" AND id IN (SELECT id FROM h)")
@@ -135,11 +136,11 @@ func newStatements(schema string) statements {
 		ORDER BY seq LIMIT $4 FOR UPDATE SKIP LOCKED)
 	RETURNING *
 )
-INSERT INTO {{schema}}.dead AS d (queue, id, key, body, enqueued_at, not_before, start_by, attempts, reason, history, at)
-SELECT queue, id, key, body, enqueued_at, not_before, start_by, attempts, 'evicted',
+INSERT INTO {{schema}}.dead AS d (queue, id, key, version, body, enqueued_at, not_before, start_by, attempts, reason, history, at)
+SELECT queue, id, key, version, body, enqueued_at, not_before, start_by, attempts, 'evicted',
 	history || jsonb_build_array(jsonb_build_object('n', attempts, 's', now(), 'e', now(), 'err', $3::text)), now()
 FROM v ORDER BY seq
-ON CONFLICT (queue, id) DO UPDATE SET dseq = nextval('{{schema}}.dead_seq'), key = EXCLUDED.key, body = EXCLUDED.body,
+ON CONFLICT (queue, id) DO UPDATE SET dseq = nextval('{{schema}}.dead_seq'), key = EXCLUDED.key, version = EXCLUDED.version, body = EXCLUDED.body,
 	enqueued_at = EXCLUDED.enqueued_at, not_before = EXCLUDED.not_before, start_by = EXCLUDED.start_by,
 	attempts = EXCLUDED.attempts, reason = EXCLUDED.reason, history = EXCLUDED.history, at = EXCLUDED.at
 RETURNING d.id, (d.xmax = 0)`,
@@ -156,11 +157,11 @@ RETURNING d.id, (d.xmax = 0)`,
 		ORDER BY seq LIMIT 1 FOR UPDATE SKIP LOCKED)
 	RETURNING *
 )
-INSERT INTO {{schema}}.dead AS d (queue, id, key, body, enqueued_at, not_before, start_by, attempts, reason, history, at)
-SELECT queue, id, key, body, enqueued_at, not_before, start_by, attempts, 'evicted',
+INSERT INTO {{schema}}.dead AS d (queue, id, key, version, body, enqueued_at, not_before, start_by, attempts, reason, history, at)
+SELECT queue, id, key, version, body, enqueued_at, not_before, start_by, attempts, 'evicted',
 	history || jsonb_build_array(jsonb_build_object('n', attempts, 's', now(), 'e', now(), 'err', $3::text)), now()
 FROM v
-ON CONFLICT (queue, id) DO UPDATE SET dseq = nextval('{{schema}}.dead_seq'), key = EXCLUDED.key, body = EXCLUDED.body,
+ON CONFLICT (queue, id) DO UPDATE SET dseq = nextval('{{schema}}.dead_seq'), key = EXCLUDED.key, version = EXCLUDED.version, body = EXCLUDED.body,
 	enqueued_at = EXCLUDED.enqueued_at, not_before = EXCLUDED.not_before, start_by = EXCLUDED.start_by,
 	attempts = EXCLUDED.attempts, reason = EXCLUDED.reason, history = EXCLUDED.history, at = EXCLUDED.at
 RETURNING d.id, (d.xmax = 0)`,
@@ -190,7 +191,7 @@ RETURNING d.id, (d.xmax = 0)`,
 	CASE WHEN (SELECT count(*) FROM u) < $3 THEN ` + dueSQL + ` END AS due)
 SELECT * FROM (SELECT true, u.*, n.more, n.due FROM u, n ORDER BY u.seq) AS got
 UNION ALL
-SELECT false, 0::bigint, '', '', ''::bytea, now(), NULL::timestamptz, NULL::timestamptz, 0, 0::bigint, 0, false, n.due
+SELECT false, 0::bigint, '', '', 0::bigint, ''::bytea, now(), NULL::timestamptz, NULL::timestamptz, 0, 0::bigint, 0, false, n.due
 FROM n WHERE NOT EXISTS (SELECT 1 FROM u)`,
 		// A job claimed for a receiver that left before it got it: waiting again, as if
 		// never delivered, and a receiver woken for it.
@@ -273,9 +274,9 @@ RETURNING pg_notify($4, $1)::text`,
 		// the delivery's attempt number). It returns whether the dead letter is new, and
 		// notifies the channel $7 if the job had a key (its next job may be delivered).
 		bury: `WITH v AS (DELETE FROM {{schema}}.jobs WHERE seq = $2 AND lease = $3 RETURNING *)
-INSERT INTO {{schema}}.dead AS d (queue, id, key, body, enqueued_at, not_before, start_by, attempts, reason, history, at)
-SELECT queue, id, key, body, enqueued_at, not_before, start_by, $6, $4, history || $5::jsonb, now() FROM v
-ON CONFLICT (queue, id) DO UPDATE SET dseq = nextval('{{schema}}.dead_seq'), key = EXCLUDED.key, body = EXCLUDED.body,
+INSERT INTO {{schema}}.dead AS d (queue, id, key, version, body, enqueued_at, not_before, start_by, attempts, reason, history, at)
+SELECT queue, id, key, version, body, enqueued_at, not_before, start_by, $6, $4, history || $5::jsonb, now() FROM v
+ON CONFLICT (queue, id) DO UPDATE SET dseq = nextval('{{schema}}.dead_seq'), key = EXCLUDED.key, version = EXCLUDED.version, body = EXCLUDED.body,
 	enqueued_at = EXCLUDED.enqueued_at, not_before = EXCLUDED.not_before, start_by = EXCLUDED.start_by,
 	attempts = EXCLUDED.attempts, reason = EXCLUDED.reason, history = EXCLUDED.history, at = EXCLUDED.at
 RETURNING (d.xmax = 0), CASE WHEN d.key IS NOT NULL THEN pg_notify($7, $1)::text END`,
@@ -283,21 +284,18 @@ RETURNING (d.xmax = 0), CASE WHEN d.key IS NOT NULL THEN pg_notify($7, $1)::text
 		// left a queue with a capacity. It returns the dead letters beyond the limit.
 		buryCount: `UPDATE {{schema}}.queues SET dead = dead + $2, stored = stored - $3 WHERE name = $1
 RETURNING greatest(dead - dead_letter_limit, 0)`,
-		// The oldest $2 dead letters, deleted, their IDs oldest first.
+		// The oldest $2 dead letters, deleted, their IDs oldest first, as a JSON array.
 		evictDead: `WITH v AS (
 	DELETE FROM {{schema}}.dead WHERE queue = $1 AND dseq IN (
 		SELECT dseq FROM {{schema}}.dead WHERE queue = $1 ORDER BY dseq LIMIT $2)
 	RETURNING id, dseq
 ), u AS (UPDATE {{schema}}.queues SET dead = dead - (SELECT count(*) FROM v) WHERE name = $1)
-SELECT id FROM v ORDER BY dseq`,
+SELECT coalesce(json_agg(id ORDER BY dseq), '[]')::text FROM v`,
 
 		// A page of dead letters after burial number $2.
-		deadPage: `SELECT dseq, id, coalesce(key, ''), body, enqueued_at, not_before, start_by, attempts, reason, history, at
+		deadPage: `SELECT dseq, id, coalesce(key, ''), version, body, enqueued_at, not_before, start_by, attempts, reason, history, at
 FROM {{schema}}.dead WHERE queue = $1 AND dseq > $2 ORDER BY dseq LIMIT $3`,
-		redriveTake: `DELETE FROM {{schema}}.dead WHERE queue = $1 AND id = $2 RETURNING coalesce(key, ''), body`,
-		redriveInsert: `INSERT INTO {{schema}}.jobs (queue, id, key, body, enqueued_at, ready_at)
-VALUES ($1, $2, $3, $4, now(), now())
-ON CONFLICT (queue, id) DO NOTHING RETURNING seq`,
+		redriveTake:  `DELETE FROM {{schema}}.dead WHERE queue = $1 AND id = $2 RETURNING coalesce(key, ''), version, body`,
 		redriveCount: `UPDATE {{schema}}.queues SET dead = dead - 1 WHERE name = $1`,
 		purge: `WITH v AS (DELETE FROM {{schema}}.dead WHERE queue = $1 AND id = $2 RETURNING 1)
 UPDATE {{schema}}.queues SET dead = dead - 1 WHERE name = $1 AND EXISTS (SELECT 1 FROM v) RETURNING dead`,
@@ -328,7 +326,7 @@ WHERE name = $1`,
 	}
 	for _, p := range []*string{&s.insert, &s.insertDedup, &s.insertKeyed, &s.insertKeyedDedup, &s.insertBatch, &s.insertBatchDedup, &s.reserveBatch, &s.evictBatch,
 		&s.reserve, &s.evict, &s.claim, &s.unclaim, &s.rescue, &s.start, &s.startMany, &s.startOne, &s.extend, &s.leaseOf, &s.ack, &s.ackMany, &s.ackOne, &s.ackCounted, &s.ackTx, &s.ackTxCounted, &s.txStatus,
-		&s.nack, &s.release, &s.bury, &s.buryCount, &s.evictDead, &s.deadPage, &s.redriveTake, &s.redriveInsert,
+		&s.nack, &s.release, &s.bury, &s.buryCount, &s.evictDead, &s.deadPage, &s.redriveTake,
 		&s.redriveCount, &s.purge, &s.stats, &s.prune, &s.agreeInsert, &s.agreeSelect, &s.reconfigure, &s.setLease} {
 		*p = render(*p, schema)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -41,10 +42,16 @@ func stored(t *testing.T, q *queue.Queue[string]) int {
 // and gone on rollback; a taken ID is ErrDuplicate and leaves the transaction usable.
 func TestEnqueueTx(t *testing.T) {
 	pool := db(t)
-	ctx := context.Background()
-	if _, err := pool.Exec(ctx, `CREATE TABLE orders (id text PRIMARY KEY)`); err != nil {
+	if _, err := pool.Exec(context.Background(), `CREATE TABLE orders (id text)`); err != nil {
 		t.Fatal(err)
 	}
+	for _, kind := range txKinds(t, pool) {
+		t.Run(kind.name, func(t *testing.T) { testEnqueueTx(t, pool, kind) })
+	}
+}
+
+func testEnqueueTx(t *testing.T, pool *pgxpool.Pool, kind txKind) {
+	ctx := context.Background()
 	// A long poll interval: a job handled promptly after the commit was notified.
 	q, b := openQueue(t, pool, []postgres.Option{postgres.WithPollInterval(time.Hour)}, queue.WithDedupHorizon(time.Hour))
 	handled := make(chan string, 10)
@@ -55,7 +62,7 @@ func TestEnqueueTx(t *testing.T) {
 	defer c.Close(ctx)
 
 	t.Run("Commit", func(t *testing.T) {
-		tx, err := pool.Begin(ctx)
+		tx, err := kind.begin(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -80,7 +87,7 @@ func TestEnqueueTx(t *testing.T) {
 	})
 
 	t.Run("Rollback", func(t *testing.T) {
-		tx, err := pool.Begin(ctx)
+		tx, err := kind.begin(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -101,7 +108,7 @@ func TestEnqueueTx(t *testing.T) {
 	})
 
 	t.Run("Duplicate", func(t *testing.T) {
-		tx, err := pool.Begin(ctx)
+		tx, err := kind.begin(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -134,7 +141,7 @@ func TestEnqueueTx(t *testing.T) {
 		if err := q2.Close(ctx); err != nil {
 			t.Fatal(err)
 		}
-		tx, err := pool.Begin(ctx)
+		tx, err := kind.begin(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -145,28 +152,74 @@ func TestEnqueueTx(t *testing.T) {
 	})
 }
 
+// TestEnqueueTxVersion: a job enqueued in a transaction keeps the queue's payload version.
+func TestEnqueueTxVersion(t *testing.T) {
+	pool := db(t)
+	for _, kind := range txKinds(t, pool) {
+		t.Run(kind.name, func(t *testing.T) {
+			ctx := context.Background()
+			q, b := openQueue(t, pool, nil, queue.WithVersion(7))
+			tx, err := kind.begin(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer tx.Rollback(ctx)
+			if _, err := postgres.EnqueueTx(ctx, tx, b, q, "v7", queue.WithID("v7")); err != nil {
+				t.Fatal(err)
+			}
+			if err := tx.Commit(ctx); err != nil {
+				t.Fatal(err)
+			}
+			var d queue.Delivery
+			if err := b.Receive(ctx, time.Minute, &d); err != nil || d.ID != "v7" || d.Version != 7 {
+				t.Fatalf("Receive: %q at version %d, %v; want v7 at version 7", d.ID, d.Version, err)
+			}
+		})
+	}
+}
+
 // TestEnqueueTxCapacity: at capacity, Reject refuses a job in the transaction with ErrFull and
 // leaves the transaction usable; the count of stored jobs follows the commit or rollback.
 func TestEnqueueTxCapacity(t *testing.T) {
 	pool := db(t)
-	ctx := context.Background()
-	q, b := openQueue(t, pool, nil, queue.WithCapacity(2), queue.WithOverflow(queue.Reject))
-	tx, err := pool.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
+	for _, kind := range txKinds(t, pool) {
+		t.Run(kind.name, func(t *testing.T) {
+			t.Run("Rollback", func(t *testing.T) { testEnqueueTxCapacityRollback(t, pool, kind) })
+			t.Run("RefusedReject", func(t *testing.T) { testEnqueueTxCapacityRefused(t, pool, kind, queue.Reject, queue.ErrFull) })
+			t.Run("RefusedDropNewest", func(t *testing.T) {
+				testEnqueueTxCapacityRefused(t, pool, kind, queue.DropNewest, queue.ErrDropped)
+			})
+			t.Run("DropOldest", func(t *testing.T) { testEnqueueTxDropOldest(t, pool, kind) })
+		})
 	}
+}
+
+// fillTx enqueues a and b in tx, then c, which the full queue refuses with refusal.
+func fillTx(t *testing.T, tx postgres.Tx, b *postgres.Backend, q *queue.Queue[string], refusal error) {
+	t.Helper()
+	ctx := context.Background()
 	for _, id := range []string{"a", "b"} {
 		if _, err := postgres.EnqueueTx(ctx, tx, b, q, id, queue.WithID(id)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := postgres.EnqueueTx(ctx, tx, b, q, "c", queue.WithID("c")); !errors.Is(err, queue.ErrFull) {
-		t.Errorf("EnqueueTx at capacity: %v, want ErrFull", err)
+	if _, err := postgres.EnqueueTx(ctx, tx, b, q, "c", queue.WithID("c")); !errors.Is(err, refusal) {
+		t.Errorf("EnqueueTx at capacity: %v, want %v", err, refusal)
 	}
+}
+
+// testEnqueueTxCapacityRollback: the rollback gives the room back.
+func testEnqueueTxCapacityRollback(t *testing.T, pool *pgxpool.Pool, kind txKind) {
+	ctx := context.Background()
+	q, b := openQueue(t, pool, nil, queue.WithCapacity(2), queue.WithOverflow(queue.Reject))
+	tx, err := kind.begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fillTx(t, tx, b, q, queue.ErrFull)
 	if err := tx.Rollback(ctx); err != nil {
 		t.Fatal(err)
 	}
-	// The rollback gave the room back.
 	for _, id := range []string{"a", "b"} {
 		if _, err := q.Enqueue(ctx, id, queue.WithID(id)); err != nil {
 			t.Fatalf("Enqueue after the rollback: %v", err)
@@ -177,24 +230,97 @@ func TestEnqueueTxCapacity(t *testing.T) {
 	}
 }
 
+// testEnqueueTxCapacityRefused: the job that the overflow policy refuses (with refusal)
+// leaves nothing in the transaction, which stays usable and commits the others.
+func testEnqueueTxCapacityRefused(t *testing.T, pool *pgxpool.Pool, kind txKind, policy queue.Overflow, refusal error) {
+	ctx := context.Background()
+	q, b := openQueue(t, pool, nil, queue.WithCapacity(2), queue.WithOverflow(policy))
+	tx, err := kind.begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	fillTx(t, tx, b, q, refusal)
+	if _, err := tx.Exec(ctx, `SELECT 1`); err != nil {
+		t.Fatalf("the transaction after %v: %v", refusal, err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := stored(t, q); n != 2 {
+		t.Errorf("%d jobs stored after the commit, want 2 (a, b)", n)
+	}
+	if _, err := q.Enqueue(ctx, "d", queue.WithID("d")); !errors.Is(err, refusal) {
+		t.Errorf("Enqueue at capacity after the commit: %v, want %v", err, refusal)
+	}
+}
+
+// testEnqueueTxDropOldest: DropOldest in the transaction moves the oldest jobs to the dead
+// letters, and deletes the dead letters beyond the limit, all at the commit.
+func testEnqueueTxDropOldest(t *testing.T, pool *pgxpool.Pool, kind txKind) {
+	ctx := context.Background()
+	q, b := openQueue(t, pool, nil, queue.WithCapacity(2), queue.WithOverflow(queue.DropOldest), queue.WithDeadLetterLimit(1),
+		queue.WithVersion(2))
+	tx, err := kind.begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	for _, id := range []string{"a", "b", "c", "d"} { // c evicts a, d evicts b (and a's dead letter goes)
+		if _, err := postgres.EnqueueTx(ctx, tx, b, q, id, queue.WithID(id)); err != nil {
+			t.Fatalf("EnqueueTx %s: %v", id, err)
+		}
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := stored(t, q); n != 2 {
+		t.Errorf("%d jobs stored, want 2 (c, d)", n)
+	}
+	var dead []string
+	for dl, err := range q.DeadLetters(ctx) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		dead = append(dead, fmt.Sprintf("%s:%s:v%d", dl.Job.ID, dl.Reason, dl.Job.Version))
+	}
+	if fmt.Sprint(dead) != "[b:evicted:v2]" {
+		t.Errorf("dead letters %v, want [b:evicted:v2]", dead)
+	}
+}
+
 // TestAckTx: a handler's writes and its job's ack commit together or not at all.
 func TestAckTx(t *testing.T) {
 	pool := db(t)
-	ctx := context.Background()
-	if _, err := pool.Exec(ctx, `CREATE TABLE effects (job text, attempt int)`); err != nil {
+	for _, kind := range txKinds(t, pool) {
+		t.Run(kind.name, func(t *testing.T) { testAckTx(t, pool, kind) })
+	}
+}
+
+// effectsTable makes a table of effects for the test of kind, and returns its name.
+func effectsTable(t *testing.T, pool *pgxpool.Pool, kind txKind, columns string) string {
+	t.Helper()
+	name := "effects_" + strings.ReplaceAll(kind.name, "-", "_")
+	if _, err := pool.Exec(context.Background(), `CREATE TABLE `+name+` (`+columns+`)`); err != nil {
 		t.Fatal(err)
 	}
+	return name
+}
+
+func testAckTx(t *testing.T, pool *pgxpool.Pool, kind txKind) {
+	ctx := context.Background()
+	table := effectsTable(t, pool, kind, "job text, attempt int")
 	acked := make(chan string, 10)
 	q, b := openQueue(t, pool, nil, queue.WithHooks(queue.Hooks{OnSuccess: func(_ context.Context, e queue.Event) { acked <- e.ID }}))
 	starts := make(chan string, 10)
 	h := func(ctx context.Context, j queue.Job[string]) error {
 		starts <- fmt.Sprintf("%s#%d", j.ID, j.Attempt)
-		tx, err := pool.Begin(ctx)
+		tx, err := kind.begin(ctx)
 		if err != nil {
 			return err
 		}
 		defer tx.Rollback(ctx)
-		if _, err := tx.Exec(ctx, `INSERT INTO effects VALUES ($1, $2)`, j.ID, j.Attempt); err != nil {
+		if _, err := tx.Exec(ctx, `INSERT INTO `+table+` VALUES ($1, $2)`, j.ID, j.Attempt); err != nil {
 			return err
 		}
 		if err := postgres.AckTx(ctx, tx, b, j); err != nil {
@@ -219,7 +345,7 @@ func TestAckTx(t *testing.T) {
 	defer c.Close(ctx)
 	effects := func(id string) []int {
 		t.Helper()
-		rows, err := pool.Query(ctx, `SELECT attempt FROM effects WHERE job = $1 ORDER BY attempt`, id)
+		rows, err := pool.Query(ctx, `SELECT attempt FROM `+table+` WHERE job = $1 ORDER BY attempt`, id)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -273,7 +399,7 @@ func TestAckTx(t *testing.T) {
 	})
 
 	t.Run("NotRunning", func(t *testing.T) {
-		tx, err := pool.Begin(ctx)
+		tx, err := kind.begin(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -291,6 +417,12 @@ func TestAckTx(t *testing.T) {
 // ErrLeaseLost.
 func TestAckTxHoldsTheJob(t *testing.T) {
 	pool := db(t)
+	for _, kind := range txKinds(t, pool) {
+		t.Run(kind.name, func(t *testing.T) { testAckTxHoldsTheJob(t, pool, kind) })
+	}
+}
+
+func testAckTxHoldsTheJob(t *testing.T, pool *pgxpool.Pool, kind txKind) {
 	ctx := context.Background()
 	b := postgres.New(pool, queueName(t), postgres.WithPollInterval(50*time.Millisecond))
 	if err := b.Open(ctx, queue.Config{}); err != nil {
@@ -308,7 +440,7 @@ func TestAckTxHoldsTheJob(t *testing.T) {
 	if err := b.Start(ctx, &d); err != nil {
 		t.Fatal(err)
 	}
-	tx, err := pool.Begin(ctx)
+	tx, err := kind.begin(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -352,7 +484,7 @@ func TestAckTxHoldsTheJob(t *testing.T) {
 	if err := b.Receive(ctx, lease, &s2); err != nil || s2.ID != "K" || s2.Attempt != 2 {
 		t.Fatalf("redelivery: %+v, %v", s2, err)
 	}
-	tx2, err := pool.Begin(ctx)
+	tx2, err := kind.begin(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -372,10 +504,14 @@ func TestAckTxHoldsTheJob(t *testing.T) {
 // after AckTx: every job's effect is committed exactly once, and every job is acked.
 func TestAckTxExactlyOnce(t *testing.T) {
 	pool := db(t)
-	ctx := context.Background()
-	if _, err := pool.Exec(ctx, `CREATE TABLE effects (job text)`); err != nil {
-		t.Fatal(err)
+	for _, kind := range txKinds(t, pool) {
+		t.Run(kind.name, func(t *testing.T) { testAckTxExactlyOnce(t, pool, kind) })
 	}
+}
+
+func testAckTxExactlyOnce(t *testing.T, pool *pgxpool.Pool, kind txKind) {
+	ctx := context.Background()
+	table := effectsTable(t, pool, kind, "job text")
 	const n = 60
 	var mu sync.Mutex
 	acks := map[string]int{}
@@ -387,12 +523,12 @@ func TestAckTxExactlyOnce(t *testing.T) {
 		done <- struct{}{}
 	}}))
 	h := func(ctx context.Context, j queue.Job[string]) error {
-		tx, err := pool.Begin(ctx)
+		tx, err := kind.begin(ctx)
 		if err != nil {
 			return err
 		}
 		defer tx.Rollback(ctx)
-		if _, err := tx.Exec(ctx, `INSERT INTO effects VALUES ($1)`, j.ID); err != nil {
+		if _, err := tx.Exec(ctx, `INSERT INTO `+table+` VALUES ($1)`, j.ID); err != nil {
 			return err
 		}
 		var i int
@@ -422,7 +558,7 @@ func TestAckTxExactlyOnce(t *testing.T) {
 		recvWithin(t, done, 30*time.Second, "ack")
 	}
 	var effects, distinct int
-	if err := pool.QueryRow(ctx, `SELECT count(*), count(DISTINCT job) FROM effects`).Scan(&effects, &distinct); err != nil {
+	if err := pool.QueryRow(ctx, `SELECT count(*), count(DISTINCT job) FROM `+table).Scan(&effects, &distinct); err != nil {
 		t.Fatal(err)
 	}
 	if effects != n || distinct != n {
