@@ -42,7 +42,9 @@ func BenchmarkQueueRedis(b *testing.B) {
 				b.Run("handle/workers="+strconv.Itoa(workers), func(b *testing.B) {
 					flush(b)
 					b.ReportAllocs()
+					before := readRedisCounters(b, addr)
 					sys.handle(b, addr, workers)
+					reportRedisCounters(b, addr, before)
 					if s := b.Elapsed().Seconds(); s > 0 {
 						b.ReportMetric(float64(b.N)/s, "jobs/s")
 					}

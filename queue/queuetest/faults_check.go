@@ -104,7 +104,7 @@ func (r *faultRun) checkJobs(rp jobReports, poison map[string]bool) accounting {
 			r.checkPoisonJob(rp, id)
 			continue
 		}
-		if r.checkInnocentJob(rp, id) {
+		if r.checkInnocentJob(rp, id, len(poison) > 0) {
 			a.cut++
 		}
 		if rp.inflated(id) {
@@ -126,13 +126,20 @@ func (r *faultRun) checkPoisonJob(rp jobReports, id string) {
 
 // checkInnocentJob checks that job id, not a poison job, was acked or handled (by a worker
 // killed before it could report the ack), and was not dead-lettered unless the poison cut its
-// every run; it says whether it was cut so.
-func (r *faultRun) checkInnocentJob(rp jobReports, id string) (cut bool) {
+// every run; it says whether it was cut so. poisoned says whether the scenario has poison
+// jobs.
+func (r *faultRun) checkInnocentJob(rp jobReports, id string, poisoned bool) (cut bool) {
 	r.t.Helper()
 	switch {
 	case len(rp.deads[id]) != 0 && rp.diedWith(id):
 		// Its handler ran every attempt in a process the poison took down: each
 		// attempt was a run, and was cut.
+		return true
+	case len(rp.deads[id]) != 0 && poisoned && len(rp.starts[id]) == 0:
+		// Dead-lettered with not one start reported: each start (counted by Start) was
+		// hidden by a poison exit, the only exit of the scenario, before its handler could
+		// report it. A job received with the poison has its lease end with the poison's,
+		// comes back with it, and starts again as the poison exits: its every run was cut.
 		return true
 	case len(rp.deads[id]) != 0:
 		r.t.Errorf("job %s dead-lettered (%v), never failing: attempts %v", id, rp.deads[id], rp.starts[id])

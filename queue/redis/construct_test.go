@@ -11,6 +11,7 @@ import (
 
 	"github.com/corral-go/corral/queue"
 	"github.com/corral-go/corral/queue/redis"
+	"github.com/corral-go/corral/queue/redis/internal/redistest"
 )
 
 // mustPanic asserts that f panics with a message containing want.
@@ -47,5 +48,49 @@ func TestUnreachable(t *testing.T) {
 	err := b.Open(context.Background(), queue.Config{})
 	if !errors.Is(err, queue.ErrUnavailable) {
 		t.Fatalf("Open on a closed port: %v, want ErrUnavailable", err)
+	}
+}
+
+// TestExtendLease: Extend renews a delivery to the queue's lease, the one CheckLease agreed;
+// another lease is refused with an error naming both, and the delivery is not renewed: a
+// receiver asking with the queue's lease reclaims it once that lease has passed.
+func TestExtendLease(t *testing.T) {
+	srv := redistest.Start(t, "always")
+	ctx := context.Background()
+	b := redis.New(newClient(t, srv.Addr()), queueName(t), redis.WithPollInterval(10*time.Millisecond))
+	if err := b.Open(ctx, queue.Config{}); err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close(ctx)
+	const lease = 300 * time.Millisecond
+	if err := b.CheckLease(ctx, lease); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Enqueue(ctx, queue.Message{ID: "j", Body: []byte("x")}); err != nil {
+		t.Fatal(err)
+	}
+	var d queue.Delivery
+	if err := b.Receive(ctx, lease, &d); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Extend(ctx, &d, lease); err != nil {
+		t.Errorf("Extend with the queue's lease: %v", err)
+	}
+	err := b.Extend(ctx, &d, time.Hour)
+	if err == nil || !strings.Contains(err.Error(), "1h0m0s") || !strings.Contains(err.Error(), "300ms") {
+		t.Fatalf("Extend with another lease: %v; want an error naming 1h0m0s and 300ms", err)
+	}
+	start := time.Now()
+	var again queue.Delivery
+	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := b.Receive(rctx, lease, &again); err != nil || again.ID != "j" || !again.Redelivered {
+		t.Fatalf("Receive after the refused Extend: %v, %q (redelivered %v); want j again", err, again.ID, again.Redelivered)
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("reclaimed after %v: the refused Extend must not have renewed it for an hour", took)
+	}
+	if err := b.Extend(ctx, &d, lease); !errors.Is(err, queue.ErrLeaseLost) {
+		t.Errorf("Extend of the reclaimed delivery: %v, want ErrLeaseLost", err)
 	}
 }

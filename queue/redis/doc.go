@@ -32,7 +32,13 @@
 //   - Every key of a queue starts with "corral:{name}:", one hash slot (the {name} tag), so a
 //     queue's scripts run on one node of a Redis Cluster; spread load over several queues.
 //     (The scripts name their keys from that prefix rather than declaring each one: correct on
-//     a cluster because all share the slot, but not yet tested against one.)
+//     a cluster because all share the slot; the conformance suite passes on a 3-master
+//     cluster, and the fault suite on 3 masters with 2 replicas each.)
+//   - The Backend's waiting Receive calls share what their looks saw: one of them polls per
+//     poll interval, and a worker back from an ack waits without asking while the latest
+//     look saw nothing more ready and no call of this Backend readied a job since.
+//   - Payload versions (queue.Message.Version) are stored with the job and come back from
+//     Receive, DeadLetters and Redrive.
 //   - Shared settings (capacity, overflow, dedup horizon, dead-letter limit, the lease) are
 //     recorded by the first process to open the queue; another process asking for others
 //     fails at Open (or Consume, for the lease), naming the setting and both values.
@@ -41,14 +47,27 @@
 //
 // With appendonly yes and appendfsync always, an acknowledged enqueue or ack survives a
 // SIGKILL of redis-server (the tests measure it), and Redis fsyncs it before the reply, so it
-// survives a crash of the machine too (Redis's word: no test here crashes a machine). With appendfsync everysec it survives a
-// SIGKILL of the server (the append-only file is written before the reply), but a crash of the
-// machine can lose about the last second of writes. Without the append-only file, a restart
-// loses everything since the last snapshot. Replication is asynchronous: a failover to a
-// replica can lose the writes the replica had not applied, unless the Backend was created
-// WithReplicas, which makes every write wait for that many replicas to confirm it.
+// survives a crash of the machine too (Redis's word: no test here crashes a machine). With
+// appendfsync everysec it survives a SIGKILL of the server (the append-only file is written
+// before the reply), but a crash of the machine can lose about the last second of writes.
+// Without the append-only file, a restart loses everything since the last snapshot.
+//
+// Replication is asynchronous: a failover to a replica can lose the writes the replica had
+// not applied (the last ones acknowledged before the master died), unless the Backend was
+// created WithReplicas, which makes every write wait for that many replicas to confirm it:
+// then a failover loses nothing acknowledged. Measured on a cluster of 3 masters with 2
+// replicas each, the queue's master SIGKILLed mid-stream: with WithReplicas(1, 1s) no
+// acknowledged enqueue lost in 6 runs, the first enqueue acknowledged 4-6s after the kill;
+// without it none lost either in those runs on loopback, which nothing promises.
+// WithReplicas(n, d) needs n replicas left after a failover: with fewer, every write fails
+// with queue.ErrUnavailable (and still takes effect on the master) until a replica is back.
+//
+// On a ClusterClient, the Backend asks the client to reload the cluster's slots when a node
+// cannot be reached, so that a failed-over master is left within seconds, not at the
+// client's next periodic reload.
 //
 // Where things are: redis.go holds the Backend, its options, Open, CheckLease and Close;
-// jobs.go the Backend methods on jobs and dead letters; scripts.go the Lua scripts and the
-// key layout; internal/redistest starts throwaway servers for the tests.
+// jobs.go the Backend methods on jobs and dead letters; receivers.go Receive and how the
+// waiting receivers share their looks; scripts.go the Lua scripts and the key layout;
+// internal/redistest starts throwaway servers and clusters for the tests.
 package redis

@@ -2,6 +2,7 @@ package redis_test
 
 import (
 	"testing"
+	"time"
 
 	"github.com/corral-go/corral/queue/queuetest"
 	"github.com/corral-go/corral/queue/redis/internal/redistest"
@@ -20,4 +21,25 @@ func TestFaults(t *testing.T) {
 			})
 		})
 	}
+}
+
+// TestFaultsReplicatedCluster runs the fault suite against a Redis Cluster of three masters,
+// each with two replicas, with backends that wait for one replica after every write
+// (WithReplicas(1, 1s)): the queue's master SIGKILLed and failed over to a replica by the
+// cluster (Failover), a master SIGKILLed and restarted, which comes back as a replica
+// (BrokerCrash), the queue's master paused and continued (BrokerPause), and the worker
+// scenarios, all with the suite's exact accounting: nothing acknowledged is lost. Two
+// replicas, so that a new master still has one to wait for (with one, every write fails until
+// the old master is back: TestFailoverLastReplica). The node timeout, 8s, is longer than the
+// suite's pause (three call timeouts, 6s), so that BrokerPause is a pause: with 2s the
+// cluster failed the paused master over, the workers finished every job on the new one
+// before the continue, and the scenario waited for an ack that could not come. The election
+// bound is twice the node timeout: the first ack came 11.9-15.2s after the kill with 8s (5s
+// with 2s).
+func TestFaultsReplicatedCluster(t *testing.T) {
+	const nodeTimeout = 8 * time.Second
+	queuetest.RunFaults(t, queuetest.Faults{
+		Broker: clusterBroker{redistest.StartReplicatedCluster(t, 3, 2, nodeTimeout)}, Open: openFaultBackend,
+		CallTimeout: faultCallTimeout, Election: 2 * nodeTimeout,
+	})
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"iter"
 	"strconv"
 	"time"
@@ -47,7 +48,7 @@ func (b *Backend) Enqueue(ctx context.Context, m queue.Message) (queue.EnqueueRe
 		w := b.waiter()
 		v, err := b.run(ctx, "enqueue", enqueueScript, m.ID, m.Key, m.Body, nanos(m.EnqueuedAt), nb,
 			nanos(m.NotBefore), nanos(m.StartBy), b.cfg.DedupHorizon.Milliseconds(), b.cfg.Capacity,
-			b.cfg.Overflow.String(), b.cfg.DeadLetterLimit, nanos(time.Now()))
+			b.cfg.Overflow.String(), b.cfg.DeadLetterLimit, nanos(time.Now()), m.Version)
 		if err != nil {
 			return queue.EnqueueResult{}, err
 		}
@@ -78,53 +79,20 @@ func nilIfEmpty(s []string) []string {
 	return s
 }
 
-// Receive implements queue.Backend: one script promotes the delayed jobs that are due, takes
-// a pending entry idle for longer than lease (XAUTOCLAIM: a lease that ended) or else a new
-// entry (XREADGROUP), and stamps the job with a new delivery generation. With nothing ready it
-// waits for a local enqueue or settle, the next delayed job, or the poll interval.
-func (b *Backend) Receive(ctx context.Context, lease time.Duration, d *queue.Delivery) error {
-	w := b.idleJoin()
-	defer b.idleLeave(w)
-	for {
-		if err := b.checkOpen(); err != nil {
-			return err
-		}
-		select { // a token now is for a job this look will find
-		case <-w:
-		default:
-		}
-		v, err := b.run(ctx, "receive", receiveScript, b.consumer, max(lease.Milliseconds(), 1))
-		if err != nil {
-			return err
-		}
-		r := strs(v)
-		if r[0] != "" {
-			return fill(d, r)
-		}
-		wait := b.o.pollInterval
-		if r[1] != "" {
-			if ms, _ := strconv.ParseInt(r[1], 10, 64); time.Duration(ms)*time.Millisecond < wait {
-				wait = max(time.Duration(ms)*time.Millisecond, time.Millisecond)
-			}
-		}
-		if err := b.wait(ctx, w, wait); err != nil {
-			return err
-		}
-	}
-}
-
-// fill fills d from the receive script's reply {id, key, body, enq, nbn, sb, att, gen, dlv}.
+// fill fills d from the receive script's reply {id, key, body, enq, nbn, sb, att, gen, dlv,
+// ver, due, more}.
 func fill(d *queue.Delivery, r []string) error {
-	if len(r) < 9 {
+	if len(r) < 12 {
 		return errors.New("redis: receive: short reply")
 	}
 	att, _ := strconv.Atoi(r[6])
 	gen, _ := strconv.ParseUint(r[7], 10, 64)
 	dlv, _ := strconv.Atoi(r[8])
+	ver, _ := strconv.Atoi(r[9])
 	*d = queue.Delivery{
 		Message: queue.Message{
 			ID: r[0], Key: r[1], Body: []byte(r[2]), EnqueuedAt: parseNanos(r[3]),
-			NotBefore: parseNanos(r[4]), StartBy: parseNanos(r[5]), Attempt: att + 1,
+			NotBefore: parseNanos(r[4]), StartBy: parseNanos(r[5]), Attempt: att + 1, Version: ver,
 		},
 		Seq: gen, Redelivered: dlv > 1,
 	}
@@ -151,19 +119,36 @@ func (b *Backend) Start(ctx context.Context, d *queue.Delivery) error {
 }
 
 // Extend implements queue.Backend: XCLAIM to this consumer resets the pending entry's idle
-// time, which is the lease.
+// time, which is the lease: it is renewed to the queue's lease, the idle time after which
+// another receiver reclaims the entry (XAUTOCLAIM), one setting shared by every consumer,
+// not a property of a delivery. A consumer's lease is the queue's (CheckLease saw to it), so
+// Extend honours it; a lease other than the one this Backend's CheckLease agreed is an error
+// naming both, and nothing is renewed.
 func (b *Backend) Extend(ctx context.Context, d *queue.Delivery, lease time.Duration) error {
+	b.mu.Lock()
+	agreed := b.lease
+	b.mu.Unlock()
+	if agreed != 0 && lease.Milliseconds() != agreed.Milliseconds() {
+		return fmt.Errorf("redis: extend %s: lease %v differs from the queue's %v: a lease is one setting of the queue", d.ID, lease, agreed)
+	}
 	return settled(b.run(ctx, "extend", extendScript, d.ID, gen(d), b.consumer))
 }
 
 // Ack implements queue.Backend: XACK, XDEL and the job's deletion, in one script, which also
-// hands the job's ordering key to its next job.
+// hands the job's ordering key to its next job. It wakes a waiting Receive only if that made
+// a job ready: an ack alone gives a receiver nothing to find, and the acking worker asks
+// again itself.
 func (b *Backend) Ack(ctx context.Context, d *queue.Delivery) error {
-	err := settled(b.run(ctx, "ack", ackScript, d.ID, gen(d)))
-	if err == nil {
-		b.signal()
+	v, err := b.run(ctx, "ack", ackScript, d.ID, gen(d))
+	if err = settled(v, err); err != nil {
+		return err
 	}
-	return err
+	if v == int64(2) {
+		b.signal()
+	} else {
+		b.roomFreed()
+	}
+	return nil
 }
 
 // Nack implements queue.Backend: the entry is acked and deleted, the attempt appended to the
@@ -226,6 +211,7 @@ func (b *Backend) DeadLetters(ctx context.Context) iter.Seq2[queue.DeadMessage, 
 			cctx, cancel := b.call(ctx)
 			es, err := b.client.XRangeN(cctx, b.prefix+"x", start, "+", 100).Result()
 			if err != nil {
+				b.reloadIfGone(cctx, err)
 				err = fail(ctx, cctx, "dead letters", err)
 			}
 			cancel()
@@ -249,10 +235,11 @@ func (b *Backend) DeadLetters(ctx context.Context) iter.Seq2[queue.DeadMessage, 
 func deadMessage(f map[string]any) queue.DeadMessage {
 	s := func(k string) string { v, _ := f[k].(string); return v }
 	att, _ := strconv.Atoi(s("att"))
+	ver, _ := strconv.Atoi(s("ver")) // 0 for a job stored before versions
 	dm := queue.DeadMessage{
 		Message: queue.Message{
 			ID: s("id"), Key: s("key"), Body: []byte(s("body")), EnqueuedAt: parseNanos(s("enq")),
-			NotBefore: parseNanos(s("nbn")), StartBy: parseNanos(s("sb")), Attempt: att,
+			NotBefore: parseNanos(s("nbn")), StartBy: parseNanos(s("sb")), Attempt: att, Version: ver,
 		},
 		Reason: queue.Reason(s("reason")), At: parseNanos(s("at")),
 	}

@@ -35,9 +35,10 @@ type Backend struct {
 	opened  bool
 	closed  bool
 	cfg     queue.Config
-	wake    chan struct{}   // closed and replaced when room freed (wakes every blocked Enqueue)
-	idle    []chan struct{} // the waiting receivers' channels (buffer 1), oldest first
-	closing chan struct{}   // closed by Close
+	lease   time.Duration // the queue's lease, once CheckLease agreed it
+	wake    chan struct{} // closed and replaced when room freed (wakes every blocked Enqueue)
+	rcv     receivers     // the waiting receivers and what the looks saw (receivers.go)
+	closing chan struct{} // closed by Close
 }
 
 // Option configures a Backend in New. An option given a setting no backend can honour panics
@@ -65,10 +66,12 @@ func WithCallTimeout(d time.Duration) Option {
 	return optionFunc(func(o *options) { o.callTimeout = d })
 }
 
-// WithPollInterval bounds how long a waiting Receive (or an Enqueue blocked on a full queue)
-// goes without asking the server again (100ms by default). Calls of the same Backend wake it
-// at once; the poll is how it learns of jobs enqueued or settled by other processes, and of
-// leases that ended. It panics if d is not positive.
+// WithPollInterval bounds how long the Backend's waiting Receive calls go without one of them
+// asking the server again after a look that found no job, and how long an Enqueue blocked on
+// a full queue waits before it asks again (100ms by default). Calls of the same Backend wake
+// a waiting Receive at once; the poll is how it learns of jobs enqueued or settled by other
+// processes, and of leases that ended. One waiting Receive asks per interval, not each of
+// them. It panics if d is not positive.
 func WithPollInterval(d time.Duration) Option {
 	if d <= 0 {
 		panic("redis: WithPollInterval(" + d.String() + "): need a positive interval")
@@ -143,32 +146,82 @@ func (b *Backend) run(ctx context.Context, op string, s *goredis.Script, args ..
 	}
 	v, err := s.Run(cctx, b.client, []string{b.prefix}, args...).Result()
 	if err != nil && !errors.Is(err, goredis.Nil) {
+		b.reloadIfGone(cctx, err)
 		return nil, fail(ctx, cctx, op, err)
 	}
 	return v, nil
 }
 
+// reloadIfGone makes a ClusterClient reload the cluster's slots when err says the node it
+// sent a command to could not be reached: the slot's master may have been failed over, which
+// the client would otherwise learn only at its next periodic reload (a minute, by default),
+// since a dead node sends no MOVED.
+func (b *Backend) reloadIfGone(ctx context.Context, err error) {
+	if cc, ok := b.client.(*goredis.ClusterClient); ok && unreachable(err) {
+		cc.ReloadState(ctx)
+	}
+}
+
 // runReplicated runs script s and WAIT in one pipeline, on one connection, and fails if
-// fewer replicas than WithReplicas asks confirmed the write.
+// fewer replicas than WithReplicas asks confirmed the write. On a ClusterClient the pipeline
+// goes to the client of the master serving the queue's slot: a cluster pipeline would send
+// WAIT, which names no key, to any node. A master that moved (MOVED, or gone) makes the
+// cluster client reload the slots and the call fail with ErrUnavailable, to be tried again.
 func (b *Backend) runReplicated(ctx, cctx context.Context, op string, s *goredis.Script, args []any) (any, error) {
+	var c goredis.Cmdable = b.client
+	cc, cluster := b.client.(*goredis.ClusterClient)
+	if cluster {
+		m, err := cc.MasterForKey(cctx, b.prefix)
+		if err != nil {
+			cc.ReloadState(cctx)
+			return nil, fail(ctx, cctx, op, err)
+		}
+		c = m
+	}
+	v, err := b.evalWait(cctx, c, s, args)
+	if err != nil {
+		if cluster && moved(err) {
+			cc.ReloadState(cctx)
+			return nil, fmt.Errorf("redis: %s: %w: the queue's master moved: %w", op, queue.ErrUnavailable, err)
+		}
+		b.reloadIfGone(cctx, err)
+		if errors.Is(err, errFewReplicas) {
+			return nil, fmt.Errorf("redis: %s: %w", op, err)
+		}
+		return nil, fail(ctx, cctx, op, err)
+	}
+	return v, nil
+}
+
+// errFewReplicas wraps queue.ErrUnavailable: the write took effect on the master, and fewer
+// replicas than asked confirmed it in time.
+var errFewReplicas = fmt.Errorf("%w: written on the master", queue.ErrUnavailable)
+
+// moved reports whether err is a cluster redirection: the write did not happen there.
+func moved(err error) bool {
+	s := err.Error()
+	return strings.HasPrefix(s, "MOVED ") || strings.HasPrefix(s, "ASK ")
+}
+
+// evalWait sends EVAL of s and WAIT in one pipeline on c.
+func (b *Backend) evalWait(cctx context.Context, c goredis.Cmdable, s *goredis.Script, args []any) (any, error) {
 	var ev *goredis.Cmd
 	var wait *goredis.Cmd
-	_, err := b.client.Pipelined(cctx, func(p goredis.Pipeliner) error {
+	_, err := c.Pipelined(cctx, func(p goredis.Pipeliner) error {
 		ev = s.Eval(cctx, p, []string{b.prefix}, args...)
 		wait = p.Do(cctx, "WAIT", b.o.replicas, b.o.replicaWait.Milliseconds())
 		return nil
 	})
 	v, evErr := ev.Result()
 	if evErr != nil && !errors.Is(evErr, goredis.Nil) {
-		return nil, fail(ctx, cctx, op, evErr)
+		return nil, evErr
 	}
 	if err != nil && !errors.Is(err, goredis.Nil) {
-		return nil, fail(ctx, cctx, op, err)
+		return nil, err
 	}
 	n, _ := wait.Int()
 	if n < b.o.replicas {
-		return nil, fmt.Errorf("redis: %s: %w: written on the master, confirmed by %d of %d replicas within %v",
-			op, queue.ErrUnavailable, n, b.o.replicas, b.o.replicaWait)
+		return nil, fmt.Errorf("%w, confirmed by %d of %d replicas within %v", errFewReplicas, n, b.o.replicas, b.o.replicaWait)
 	}
 	return v, nil
 }
@@ -266,6 +319,9 @@ func (b *Backend) CheckLease(ctx context.Context, lease time.Duration) error {
 	if s != strconv.FormatInt(lease.Milliseconds(), 10) {
 		return fmt.Errorf("redis: queue %s: lease %v differs from the queue's %s, set by another process", b.name, lease, msString(s))
 	}
+	b.mu.Lock()
+	b.lease = lease
+	b.mu.Unlock()
 	return nil
 }
 
@@ -299,56 +355,6 @@ func (b *Backend) Close(ctx context.Context) error {
 		close(b.closing)
 	}
 	return nil
-}
-
-// signal wakes this backend's blocked Enqueue calls, and one waiting Receive: a job may
-// have become ready, and room may have freed. Waking one receiver, not all, keeps 64 idle
-// workers from running 64 scripts for one new job.
-func (b *Backend) signal() {
-	b.mu.Lock()
-	close(b.wake)
-	b.wake = make(chan struct{})
-	b.wakeOneLocked()
-	b.mu.Unlock()
-}
-
-// wakeOneLocked hands a token to the oldest waiting receiver that has none.
-func (b *Backend) wakeOneLocked() {
-	for _, ch := range b.idle {
-		select {
-		case ch <- struct{}{}:
-			return
-		default:
-		}
-	}
-}
-
-// idleJoin registers a receiver, before it looks for a job, so that no signal sent while it
-// looks is missed: the token waits in its channel.
-func (b *Backend) idleJoin() chan struct{} {
-	ch := make(chan struct{}, 1)
-	b.mu.Lock()
-	b.idle = append(b.idle, ch)
-	b.mu.Unlock()
-	return ch
-}
-
-// idleLeave unregisters a receiver; a token it holds unused goes on to another receiver, so
-// that a wake-up meant for a new job is never lost with a receiver that took another one.
-func (b *Backend) idleLeave(ch chan struct{}) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	for i, c := range b.idle {
-		if c == ch {
-			b.idle = append(b.idle[:i], b.idle[i+1:]...)
-			break
-		}
-	}
-	select {
-	case <-ch:
-		b.wakeOneLocked()
-	default:
-	}
 }
 
 // waiter returns the channel the next signal closes.

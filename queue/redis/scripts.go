@@ -8,7 +8,7 @@ import goredis "github.com/redis/go-redis/v9"
 // cluster node. The keys under the prefix:
 //
 //	s        the stream of ready jobs (one field: the job's ID), read by the group "g"
-//	j:<id>   a stored job: key, body, enq, nb (ms), nbn, sb, att, hist, gen, sid, st, dlv, seq
+//	j:<id>   a stored job: key, body, enq, nb (ms), nbn, sb, ver, att, hist, gen, sid, st, dlv, seq
 //	n        the number of stored jobs (capacity is counted here, never with MAXLEN)
 //	o        stored jobs by enqueue order (score: a sequence), for DropOldest and Oldest
 //	d        delayed jobs by due time (ms): NotBefore or a retry delay
@@ -40,10 +40,10 @@ local function ready(id, t)
   end
 end
 -- store stores a new job and makes it ready unless its key is busy.
-local function store(id, key, body, enq, nb, nbn, sb, t)
+local function store(id, key, body, enq, nb, nbn, sb, ver, t)
   local seq = redis.call('INCR', P .. 'seq')
   redis.call('HSET', P .. 'j:' .. id, 'key', key, 'body', body, 'enq', enq, 'nb', nb, 'nbn', nbn,
-    'sb', sb, 'att', 0, 'hist', '', 'gen', 0, 'sid', '', 'st', -1, 'dlv', 0, 'seq', seq)
+    'sb', sb, 'ver', ver, 'att', 0, 'hist', '', 'gen', 0, 'sid', '', 'st', -1, 'dlv', 0, 'seq', seq)
   redis.call('ZADD', P .. 'o', seq, id)
   redis.call('INCR', P .. 'n')
   if key ~= '' then
@@ -55,7 +55,8 @@ local function store(id, key, body, enq, nb, nbn, sb, t)
   end
   ready(id, t)
 end
--- unstore removes job id from every structure and hands its key to the next job.
+-- unstore removes job id from every structure and hands its key to the next job; it returns
+-- true if that made a job ready (or delayed).
 local function unstore(id, t)
   local jk = P .. 'j:' .. id
   local key, sid = unpack(redis.call('HMGET', jk, 'key', 'sid'))
@@ -77,9 +78,11 @@ local function unstore(id, t)
       if nxt then
         redis.call('ZREM', P .. 'kw', nxt)
         ready(nxt, t)
+        return true
       end
     end
   end
+  return false
 end
 -- bury moves job id to the dead letters with reason, keeping them within limit; it returns
 -- the IDs of the dead letters evicted.
@@ -126,11 +129,11 @@ local function leased(id, gen)
 end
 `
 
-// enqueueScript: ARGV id key body enq nb nbn sb horizon-ms capacity overflow deadlimit at.
+// enqueueScript: ARGV id key body enq nb nbn sb horizon-ms capacity overflow deadlimit at ver.
 // Returns {status, evicted, deadEvicted}: status "ok", "dup", "full", "dropped".
 var enqueueScript = goredis.NewScript(luaCommon + `
 local id, key, body, enq, nb, nbn, sb = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7]
-local horizon, cap, overflow, limit, at = tonumber(ARGV[8]), tonumber(ARGV[9]), ARGV[10], tonumber(ARGV[11]), ARGV[12]
+local horizon, cap, overflow, limit, at, ver = tonumber(ARGV[8]), tonumber(ARGV[9]), ARGV[10], tonumber(ARGV[11]), ARGV[12], ARGV[13]
 local t = now()
 redis.call('ZREMRANGEBYSCORE', P .. 'u', '-inf', t)
 if redis.call('EXISTS', P .. 'j:' .. id) == 1 or redis.call('ZSCORE', P .. 'u', id) then
@@ -166,16 +169,20 @@ if cap > 0 and tonumber(redis.call('GET', P .. 'n') or '0') >= cap then
   ev = {victim}
 end
 if horizon > 0 then redis.call('ZADD', P .. 'u', t + horizon, id) end
-store(id, key, body, enq, nb, nbn, sb, t)
+store(id, key, body, enq, nb, nbn, sb, ver, t)
 return {'ok', ev, dev}
 `)
 
-// receiveScript: ARGV consumer lease-ms. Returns false, or {id, fields..., gen, redelivered}.
+// receiveScript: ARGV consumer lease-ms. Returns {"", due, more}, or {id, key, body, enq,
+// nbn, sb, att, gen, dlv, ver, due, more}: due is the time (ms) until the first delayed job is
+// due ("" if none), and more is "1" if a job may be ready besides the one taken ("0" if none
+// is: no entry after it in the stream, which a new one joins at its end, and it was not a
+// reclaimed lease).
 var receiveScript = goredis.NewScript(luaCommon + `
 local consumer, lease = ARGV[1], tonumber(ARGV[2])
 local t = now()
 promote(t)
-local sid, id = nil, nil
+local sid, id, more = nil, nil, '1'
 local r = redis.call('XAUTOCLAIM', P .. 's', 'g', consumer, lease, '0-0', 'COUNT', 1)
 if r[2][1] then
   sid, id = r[2][1][1], r[2][1][2][2]
@@ -183,23 +190,23 @@ else
   local rr = redis.call('XREADGROUP', 'GROUP', 'g', consumer, 'COUNT', 1, 'STREAMS', P .. 's', '>')
   if rr and rr[1] and rr[1][2][1] then
     sid, id = rr[1][2][1][1], rr[1][2][1][2][2]
+    if #redis.call('XRANGE', P .. 's', '(' .. sid, '+', 'COUNT', 1) == 0 then more = '0' end
   end
 end
-if not sid then
-  local nxt = redis.call('ZRANGE', P .. 'd', 0, 0, 'WITHSCORES')
-  if nxt[2] then return {'', tostring(tonumber(nxt[2]) - t)} end
-  return {'', ''}
-end
+local due = ''
+local nxt = redis.call('ZRANGE', P .. 'd', 0, 0, 'WITHSCORES')
+if nxt[2] then due = tostring(tonumber(nxt[2]) - t) end
+if not sid then return {'', due, '0'} end
 local jk = P .. 'j:' .. id
 if redis.call('EXISTS', jk) == 0 then
   redis.call('XACK', P .. 's', 'g', sid)
   redis.call('XDEL', P .. 's', sid)
-  return {'', '0'}
+  return {'', due, '1'}
 end
 local gen = redis.call('HINCRBY', jk, 'gen', 1)
 local dlv = redis.call('HINCRBY', jk, 'dlv', 1)
-local f = redis.call('HMGET', jk, 'key', 'body', 'enq', 'nbn', 'sb', 'att')
-return {id, f[1], f[2], f[3], f[4], f[5], f[6], tostring(gen), tostring(dlv)}
+local f = redis.call('HMGET', jk, 'key', 'body', 'enq', 'nbn', 'sb', 'att', 'ver')
+return {id, f[1], f[2], f[3], f[4], f[5], f[6], tostring(gen), tostring(dlv), f[7] or '0', due, more}
 `)
 
 // startScript: ARGV id gen. Returns 1, or 0 if the lease is lost.
@@ -221,12 +228,14 @@ if #r == 0 then return 0 end
 return 1
 `)
 
-// ackScript: ARGV id gen. Returns 1, or 0 if the lease is lost.
+// ackScript: ARGV id gen. Returns 1, 2 if the ack made the next job of its key ready, or 0
+// if the lease is lost.
 var ackScript = goredis.NewScript(luaCommon + `
 local jk = leased(ARGV[1], ARGV[2])
 if not jk then return 0 end
-unstore(ARGV[1], now())
+local readied = unstore(ARGV[1], now())
 redis.call('INCR', P .. 'c:acked')
+if readied then return 2 end
 return 1
 `)
 
@@ -282,7 +291,7 @@ for i = 1, #e[2], 2 do m[e[2][i]] = e[2][i+1] end
 redis.call('XDEL', P .. 'x', eid)
 redis.call('HDEL', P .. 'xi', id)
 redis.call('ZREM', P .. 'u', id)
-store(id, m['key'] or '', m['body'] or '', m['enq'] or '0', '0', '0', m['sb'] or '0', now())
+store(id, m['key'] or '', m['body'] or '', m['enq'] or '0', '0', '0', m['sb'] or '0', m['ver'] or '0', now())
 return 'ok'
 `)
 

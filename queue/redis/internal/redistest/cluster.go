@@ -2,6 +2,8 @@ package redistest
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -10,10 +12,20 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 )
 
-// Cluster is a Redis Cluster of masters on loopback, each a Server, the 16384 slots split
-// between them.
+// NodeTimeout is the cluster-node-timeout of StartCluster's clusters, and the one a test
+// passes StartReplicatedCluster for quick failovers: a master that answers no other node for
+// this long is failed over to a replica (after an election that takes a second or so more).
+const NodeTimeout = 2 * time.Second
+
+// Cluster is a Redis Cluster on loopback, each node a Server. Masters are the nodes started
+// as masters, the 16384 slots split between them; Replicas[j*len(Masters)+i], if any, started
+// as replica j of Masters[i]. A failover swaps the roles: ask the cluster (MasterOf) which
+// node serves a slot now.
 type Cluster struct {
-	Masters []*Server
+	Masters  []*Server
+	Replicas []*Server
+	// NodeTimeout is the nodes' cluster-node-timeout.
+	NodeTimeout time.Duration
 }
 
 // StartCluster starts n masters with cluster-enabled yes, gives each a share of the slots,
@@ -21,55 +33,218 @@ type Cluster struct {
 // servers are stopped when tb ends.
 func StartCluster(tb testing.TB, n int) *Cluster {
 	tb.Helper()
-	c := &Cluster{}
-	for range n {
-		s, err := Launch("always", "--cluster-enabled", "yes", "--cluster-node-timeout", "2000")
+	return startCluster(tb, n, 0, NodeTimeout)
+}
+
+// StartReplicatedCluster is StartCluster with r replicas for each master (CLUSTER
+// REPLICATE) and cluster-node-timeout nodeTimeout: n*(1+r) nodes. It returns once every node
+// reports cluster_state:ok and every replica's link to its master is up, so that a master
+// SIGKILLed (or paused) from then on is failed over to one of its replicas by the cluster
+// itself, a little over nodeTimeout later (an election); its other replicas then follow the
+// new master.
+func StartReplicatedCluster(tb testing.TB, n, r int, nodeTimeout time.Duration) *Cluster {
+	tb.Helper()
+	return startCluster(tb, n, r, nodeTimeout)
+}
+
+func startCluster(tb testing.TB, n, replicas int, nodeTimeout time.Duration) *Cluster {
+	tb.Helper()
+	c := &Cluster{NodeTimeout: nodeTimeout}
+	launch := func() *Server {
+		// A replica whose elections keep failing (two replicas of one master splitting the
+		// votes) would give up after 30s without cluster-replica-validity-factor 0.
+		s, err := Launch("always", "--cluster-enabled", "yes",
+			"--cluster-node-timeout", strconv.FormatInt(nodeTimeout.Milliseconds(), 10),
+			"--cluster-replica-validity-factor", "0")
 		if err != nil {
 			tb.Fatal(err)
 		}
 		tb.Cleanup(s.Stop)
-		c.Masters = append(c.Masters, s)
+		return s
 	}
-	ctx := context.Background()
-	per := 16384 / n
-	for i, s := range c.Masters {
-		cl := goredis.NewClient(&goredis.Options{Addr: s.Addr()})
-		hi := (i+1)*per - 1
-		if i == n-1 {
-			hi = 16383
-		}
-		if err := cl.Do(ctx, "CLUSTER", "ADDSLOTSRANGE", i*per, hi).Err(); err != nil {
-			tb.Fatal(err)
-		}
-		if i > 0 {
-			if err := cl.Do(ctx, "CLUSTER", "MEET", "127.0.0.1", c.Masters[0].Port).Err(); err != nil {
-				tb.Fatal(err)
-			}
-		}
-		_ = cl.Close()
+	for range n {
+		c.Masters = append(c.Masters, launch())
 	}
-	for _, s := range c.Masters {
-		cl := goredis.NewClient(&goredis.Options{Addr: s.Addr()})
-		for deadline := time.Now().Add(time.Minute); ; {
-			info, err := cl.Do(ctx, "CLUSTER", "INFO").Text()
-			if err == nil && strings.Contains(info, "cluster_state:ok") && strings.Contains(info, "cluster_known_nodes:"+strconv.Itoa(n)) {
-				break
-			}
-			if time.Now().After(deadline) {
-				tb.Fatalf("redistest: cluster not ok within a minute: %v\n%s", err, info)
-			}
-			time.Sleep(20 * time.Millisecond) // a polling pace: the cluster gives no other sign
-		}
-		_ = cl.Close()
+	for range n * replicas {
+		c.Replicas = append(c.Replicas, launch())
+	}
+	if err := c.join(context.Background()); err != nil {
+		tb.Fatal(err)
+	}
+	if err := c.waitReady(); err != nil {
+		tb.Fatalf("redistest: cluster not ready within a minute: %v", err)
 	}
 	return c
 }
 
-// Addrs returns the masters' addresses.
+// join gives each master its share of the slots, introduces every node to the first
+// (CLUSTER MEET) and makes each replica follow its master (CLUSTER REPLICATE).
+func (c *Cluster) join(ctx context.Context) error {
+	n := len(c.Masters)
+	per := 16384 / n
+	for i, s := range c.Masters {
+		hi := (i+1)*per - 1
+		if i == n-1 {
+			hi = 16383
+		}
+		if err := do(ctx, s, "CLUSTER", "ADDSLOTSRANGE", i*per, hi).Err(); err != nil {
+			return err
+		}
+	}
+	all := c.Nodes()
+	for _, s := range all[1:] {
+		if err := do(ctx, s, "CLUSTER", "MEET", "127.0.0.1", all[0].Port).Err(); err != nil {
+			return err
+		}
+	}
+	for i, r := range c.Replicas {
+		id, err := do(ctx, c.Masters[i%n], "CLUSTER", "MYID").Text()
+		if err != nil {
+			return err
+		}
+		// The replica must know its master before it can follow it: retry until gossip told it.
+		if err := until(func() error { return do(ctx, r, "CLUSTER", "REPLICATE", id).Err() }); err != nil {
+			return fmt.Errorf("redistest: CLUSTER REPLICATE on %s: %w", r.Addr(), err)
+		}
+	}
+	return nil
+}
+
+// waitReady waits until every node reports cluster_state:ok and knows every other, and every
+// replica's link to its master is up.
+func (c *Cluster) waitReady() error {
+	ctx := context.Background()
+	all := c.Nodes()
+	known := "cluster_known_nodes:" + strconv.Itoa(len(all)) + "\r"
+	for _, s := range all {
+		err := until(func() error {
+			info, err := do(ctx, s, "CLUSTER", "INFO").Text()
+			if err == nil && (!strings.Contains(info, "cluster_state:ok") || !strings.Contains(info, known)) {
+				err = errors.New("not ok yet:\n" + info)
+			}
+			return err
+		})
+		if err != nil {
+			return err
+		}
+	}
+	for _, r := range c.Replicas {
+		err := until(func() error {
+			info, err := do(ctx, r, "INFO", "replication").Text()
+			if err == nil && !strings.Contains(info, "master_link_status:up") {
+				err = errors.New("replica not in sync:\n" + info)
+			}
+			return err
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// do runs one command on s on a connection of its own.
+func do(ctx context.Context, s *Server, args ...any) *goredis.Cmd {
+	cl := goredis.NewClient(&goredis.Options{Addr: s.Addr(), MaxRetries: -1, DialTimeout: time.Second,
+		ReadTimeout: 5 * time.Second})
+	defer cl.Close()
+	cmd := cl.Do(ctx, args...)
+	_, _ = cmd.Result()
+	return cmd
+}
+
+// until calls f until it returns nil, a minute at most, and returns its last error.
+func until(f func() error) error {
+	deadline := time.Now().Add(time.Minute)
+	for {
+		err := f()
+		if err == nil || time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(20 * time.Millisecond) // a polling pace: the cluster gives no other sign
+	}
+}
+
+// Nodes returns every node: the masters as started, then the replicas.
+func (c *Cluster) Nodes() []*Server {
+	return append(append([]*Server(nil), c.Masters...), c.Replicas...)
+}
+
+// Addrs returns the addresses of every node (Nodes).
 func (c *Cluster) Addrs() []string {
 	var a []string
-	for _, s := range c.Masters {
+	for _, s := range c.Nodes() {
 		a = append(a, s.Addr())
 	}
 	return a
+}
+
+// MasterOf returns the index in Nodes of the master that the cluster says serves key's slot
+// now, asking the first node that answers. A master that was killed is still named until the
+// cluster has failed it over.
+func (c *Cluster) MasterOf(tb testing.TB, key string) int {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var last error
+	for _, s := range c.Nodes() {
+		port, err := masterPort(ctx, s, key)
+		if err != nil {
+			last = err
+			continue
+		}
+		for i, n := range c.Nodes() {
+			if n.Port == port {
+				return i
+			}
+		}
+		tb.Fatalf("redistest: the master of %q has port %d, none of the cluster's", key, port)
+	}
+	tb.Fatalf("redistest: no node says which master serves %q: %v", key, last)
+	return -1
+}
+
+// masterPort asks s for the port of the master serving key's slot (CLUSTER SHARDS).
+func masterPort(ctx context.Context, s *Server, key string) (int, error) {
+	slot, err := do(ctx, s, "CLUSTER", "KEYSLOT", key).Int64()
+	if err != nil {
+		return 0, err
+	}
+	v, err := do(ctx, s, "CLUSTER", "SLOTS").Slice()
+	if err != nil {
+		return 0, err
+	}
+	for _, r := range v {
+		row, _ := r.([]any)
+		if len(row) < 3 {
+			continue
+		}
+		lo, _ := row[0].(int64)
+		hi, _ := row[1].(int64)
+		m, _ := row[2].([]any)
+		if slot < lo || slot > hi || len(m) < 2 {
+			continue
+		}
+		p, _ := m[1].(int64)
+		return int(p), nil
+	}
+	return 0, fmt.Errorf("redistest: %s serves no master for slot %d", s.Addr(), slot)
+}
+
+// Describe returns CLUSTER NODES as the first node that answers sees it, and the last lines
+// of every node's log, for a test's diagnosis.
+func (c *Cluster) Describe() string {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	var b strings.Builder
+	for _, s := range c.Nodes() {
+		if v, err := do(ctx, s, "CLUSTER", "NODES").Text(); err == nil {
+			b.WriteString(v)
+			break
+		}
+	}
+	for i, s := range c.Nodes() {
+		fmt.Fprintf(&b, "node %d (%s) log:\n%s\n", i, s.Addr(), s.LogTail(15))
+	}
+	return b.String()
 }

@@ -133,13 +133,29 @@ func Launch(fsync string, args ...string) (*Server, error) {
 // Addr returns the server's host:port.
 func (s *Server) Addr() string { return "127.0.0.1:" + strconv.Itoa(s.Port) }
 
+// freePort returns a free loopback port whose cluster bus port (10000 more) is free too.
 func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("redistest: free port: %w", err)
+	var last error
+	for range 100 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return 0, fmt.Errorf("redistest: free port: %w", err)
+		}
+		p := l.Addr().(*net.TCPAddr).Port
+		if p+10000 > 65535 {
+			_ = l.Close()
+			continue
+		}
+		bus, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p+10000))
+		_ = l.Close()
+		if err != nil {
+			last = err
+			continue
+		}
+		_ = bus.Close()
+		return p, nil
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	return 0, fmt.Errorf("redistest: no free port with a free cluster bus port in 100 tries: %v", last)
 }
 
 func (s *Server) start() error {
@@ -190,6 +206,13 @@ func (s *Server) waitReady() error {
 		}
 		time.Sleep(10 * time.Millisecond) // a polling pace: the server gives no other sign
 	}
+}
+
+// LogTail returns the last n lines of the server's log.
+func (s *Server) LogTail(n int) string {
+	b, _ := os.ReadFile(filepath.Join(s.dir, "server.log"))
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	return strings.Join(lines[max(len(lines)-n, 0):], "\n")
 }
 
 // Stop kills the server (if it runs) and removes its directory.

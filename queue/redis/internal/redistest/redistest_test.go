@@ -163,3 +163,72 @@ func TestCluster(t *testing.T) {
 
 // master returns the index of the master that StartCluster(tb, 3) gives slot.
 func master(slot int64) int64 { return min(slot/(16384/3), 2) }
+
+// TestReplicatedClusterFailover: StartReplicatedCluster's nine nodes serve every slot with
+// two replicas behind each master; a write confirmed by WAIT 2 survives a SIGKILL of its
+// master, one of whose replicas the cluster promotes by itself within a bound (NodeTimeout,
+// the election, and slack for a loaded machine), and the other follows the new master (WAIT 1
+// answers 1); the killed master restarted on its store comes back as a replica.
+func TestReplicatedClusterFailover(t *testing.T) {
+	cl := redistest.StartReplicatedCluster(t, 3, 2, redistest.NodeTimeout)
+	if len(cl.Masters) != 3 || len(cl.Replicas) != 6 || len(cl.Nodes()) != 9 || len(cl.Addrs()) != 9 {
+		t.Fatalf("%d masters, %d replicas, %d nodes; want 3, 6, 9", len(cl.Masters), len(cl.Replicas), len(cl.Nodes()))
+	}
+	const key = "{q}:k"
+	m := cl.MasterOf(t, key)
+	if m > 2 {
+		t.Fatalf("MasterOf(%q) = node %d, want a master (0-2) before any failover", key, m)
+	}
+	c := goredis.NewClusterClient(&goredis.ClusterOptions{Addrs: cl.Addrs()})
+	t.Cleanup(func() { _ = c.Close() })
+	ctx := ctxFor(t, time.Minute)
+	mc := client(t, cl.Masters[m])
+	if err := mc.Set(ctx, key, "v", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := mc.Wait(ctx, 2, 10*time.Second).Result(); err != nil || n != 2 {
+		t.Fatalf("WAIT 2 on the master: %d, %v; want 2", n, err)
+	}
+	cl.Masters[m].Kill(t)
+	killed := time.Now()
+	var now int
+	for now = cl.MasterOf(t, key); now == m; now = cl.MasterOf(t, key) {
+		if time.Since(killed) > 10*redistest.NodeTimeout {
+			t.Fatalf("no failover within %v of the kill", 10*redistest.NodeTimeout)
+		}
+		time.Sleep(50 * time.Millisecond) // a polling pace: the cluster gives no other sign
+	}
+	t.Logf("failover to node %d after %v", now, time.Since(killed).Round(time.Millisecond))
+	if now != m+3 && now != m+6 {
+		t.Errorf("the slot went to node %d, want %d or %d, the killed master's replicas", now, m+3, m+6)
+	}
+	c.ReloadState(ctx)
+	var v string
+	var err error
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); {
+		if v, err = c.Get(ctx, key).Result(); err == nil {
+			break
+		}
+		time.Sleep(50 * time.Millisecond) // the client learns the new master on its own pace
+	}
+	if err != nil || v != "v" {
+		t.Fatalf("GET after the failover = %q, %v; want \"v\"", v, err)
+	}
+	nc := client(t, cl.Nodes()[now])
+	if err := nc.Set(ctx, key, "w", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := nc.Wait(ctx, 1, 30*time.Second).Result(); err != nil || n != 1 {
+		t.Errorf("WAIT 1 on the new master: %d, %v; want 1, its fellow replica following it", n, err)
+	}
+	cl.Masters[m].Restart(t)
+	info := ""
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); {
+		info, err = client(t, cl.Masters[m]).Info(ctx, "replication").Result()
+		if err == nil && strings.Contains(info, "role:slave") && strings.Contains(info, "master_link_status:up") {
+			return
+		}
+		time.Sleep(50 * time.Millisecond) // a polling pace
+	}
+	t.Errorf("the restarted master is not a replica in sync: %v\n%s", err, info)
+}

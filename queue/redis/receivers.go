@@ -1,0 +1,207 @@
+package redis
+
+import (
+	"context"
+	"strconv"
+	"time"
+
+	"github.com/corral-go/corral/queue"
+)
+
+// A token tells a waiting receiver to look (run the receive script): a job became ready, by
+// a call of this Backend (local), or may be ready, as a look that took a job saw another
+// (more): a receiver that finds a job with a more token passes one on in turn, so that idle
+// receivers join in on a backlog that no local call announced (jobs of other processes).
+type token bool
+
+const (
+	local token = false
+	more  token = true
+)
+
+// receivers is what a Backend's Receive calls share, guarded by the Backend's mu: the waiting
+// ones, and what the looks saw.
+type receivers struct {
+	idle []chan token // the waiting receivers' channels (buffer 1), oldest first
+	// untold counts the tokens that found no receiver waiting since the last look was sent.
+	untold int
+	// lastLook is when the last look was sent (or claimed by a receiver about to send it).
+	lastLook time.Time
+	// quietAt is when the last look that saw nothing ready, besides the job it took, was sent;
+	// quiet says whether the latest look to answer saw nothing more.
+	quietAt time.Time
+	quiet   bool
+	// nextDue is when the first delayed job falls due, as the latest look to answer saw.
+	nextDue time.Time
+}
+
+// Receive implements queue.Backend: one script promotes the delayed jobs that are due, takes
+// a pending entry idle for longer than lease (XAUTOCLAIM: a lease that ended) or else a new
+// entry (XREADGROUP), and stamps the job with a new delivery generation. With nothing ready it
+// waits for a local enqueue or settle, the next delayed job, or the poll interval.
+//
+// The Backend's receivers share what their looks found: a Receive called when the latest look
+// saw nothing ready but the job it took, within the poll interval, and no local call has
+// readied a job that no waiting receiver was told of, waits without asking; one waiting
+// receiver asks per poll interval after the last look; and a look that took a job and saw
+// more ready tells another receiver, if it was a poll or was told by such a look (the first
+// look of a Receive, a worker back for more, does not: the other jobs have their own).
+func (b *Backend) Receive(ctx context.Context, lease time.Duration, d *queue.Delivery) error {
+	w := b.idleJoin()
+	defer b.idleLeave(w)
+	look, pass := !b.mayWait(), false
+	for {
+		if err := b.checkOpen(); err != nil {
+			return err
+		}
+		if look {
+			select { // a token now is for a job this look will find
+			case t := <-w:
+				pass = pass || t == more
+			default:
+			}
+			found, err := b.look(ctx, lease, d, pass)
+			if found || err != nil {
+				return err
+			}
+		}
+		var err error
+		if look, pass, err = b.idleWait(ctx, w); err != nil {
+			return err
+		}
+	}
+}
+
+// look runs the receive script once, filling d if it took a job, and records what it saw;
+// pass says whether to tell another receiver if it saw more jobs ready.
+func (b *Backend) look(ctx context.Context, lease time.Duration, d *queue.Delivery, pass bool) (bool, error) {
+	b.mu.Lock()
+	asked := time.Now()
+	b.rcv.lastLook, b.rcv.untold = asked, 0 // this look sees every job readied so far
+	b.mu.Unlock()
+	v, err := b.run(ctx, "receive", receiveScript, b.consumer, max(lease.Milliseconds(), 1))
+	if err != nil {
+		return false, err
+	}
+	r := strs(v)
+	due, saw := r[len(r)-2], r[len(r)-1] == "1"
+	var dueAt time.Time
+	if ms, err := strconv.ParseInt(due, 10, 64); err == nil {
+		dueAt = asked.Add(time.Duration(max(ms, 0)) * time.Millisecond)
+	}
+	b.mu.Lock()
+	b.rcv.nextDue, b.rcv.quiet = dueAt, !saw
+	if !saw && asked.After(b.rcv.quietAt) {
+		b.rcv.quietAt = asked
+	}
+	if saw && (pass || r[0] == "") {
+		b.tellLocked(more)
+	}
+	b.mu.Unlock()
+	if r[0] == "" {
+		return false, nil
+	}
+	return true, fill(d, r)
+}
+
+// mayWait reports whether a Receive may wait without asking (see Receive).
+func (b *Backend) mayWait() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.rcv.untold == 0 && b.rcv.quiet && time.Since(b.rcv.quietAt) < b.o.pollInterval
+}
+
+// idleWait waits until a waiting receiver is to look: at a token on w, or at its time to look,
+// the poll interval after the last look of any receiver of this backend, or the next delayed
+// job's due time if no look was sent since. A receiver whose time comes claims the look (it
+// becomes the last look), so that the others wait on. It reports whether to look, and whether
+// the look is to pass a token on if it sees more jobs (a poll, or a more token).
+func (b *Backend) idleWait(ctx context.Context, w chan token) (look, pass bool, err error) {
+	for {
+		b.mu.Lock()
+		at := b.rcv.lastLook.Add(b.o.pollInterval)
+		if due := b.rcv.nextDue; !due.IsZero() && due.Before(at) && b.rcv.lastLook.Before(due) {
+			at = due
+		}
+		d := time.Until(at)
+		if d <= 0 {
+			b.rcv.lastLook = time.Now()
+		}
+		b.mu.Unlock()
+		if d <= 0 {
+			return true, true, nil
+		}
+		t := time.NewTimer(d)
+		select {
+		case tk := <-w:
+			t.Stop()
+			return true, tk == more, nil
+		case <-t.C:
+		case <-b.closing:
+			t.Stop()
+			return false, false, queue.ErrClosed
+		case <-ctx.Done():
+			t.Stop()
+			return false, false, context.Cause(ctx)
+		}
+	}
+}
+
+// signal wakes this backend's blocked Enqueue calls, and one waiting Receive: a job may
+// have become ready, and room may have freed. Waking one receiver, not all, keeps 64 idle
+// workers from running 64 scripts for one new job.
+func (b *Backend) signal() {
+	b.mu.Lock()
+	close(b.wake)
+	b.wake = make(chan struct{})
+	b.tellLocked(local)
+	b.mu.Unlock()
+}
+
+// roomFreed wakes this backend's blocked Enqueue calls, not its receivers.
+func (b *Backend) roomFreed() {
+	b.mu.Lock()
+	close(b.wake)
+	b.wake = make(chan struct{})
+	b.mu.Unlock()
+}
+
+// tellLocked hands t to the oldest waiting receiver that has no token, or counts it untold.
+func (b *Backend) tellLocked(t token) {
+	for _, ch := range b.rcv.idle {
+		select {
+		case ch <- t:
+			return
+		default:
+		}
+	}
+	b.rcv.untold++
+}
+
+// idleJoin registers a receiver, before it looks for a job, so that no signal sent while it
+// looks is missed: the token waits in its channel.
+func (b *Backend) idleJoin() chan token {
+	ch := make(chan token, 1)
+	b.mu.Lock()
+	b.rcv.idle = append(b.rcv.idle, ch)
+	b.mu.Unlock()
+	return ch
+}
+
+// idleLeave unregisters a receiver; a token it holds unused goes on to another receiver, so
+// that a wake-up meant for a new job is never lost with a receiver that took another one.
+func (b *Backend) idleLeave(ch chan token) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for i, c := range b.rcv.idle {
+		if c == ch {
+			b.rcv.idle = append(b.rcv.idle[:i], b.rcv.idle[i+1:]...)
+			break
+		}
+	}
+	select {
+	case t := <-ch:
+		b.tellLocked(t)
+	default:
+	}
+}
