@@ -169,7 +169,7 @@ func (q *Queue[T]) Consume(ctx context.Context, h Handler[T], opts ...ConsumerOp
 	for i := range c.workers {
 		w := &worker[T]{c: c}
 		if o.share != nil {
-			w.grant = make(chan struct{}, 1)
+			w.grant, w.renew = make(chan struct{}, 1), w.renewWaiting
 		}
 		w.ctx, w.cancel = context.WithCancelCause(c.base)
 		c.workers[i] = w

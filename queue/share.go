@@ -104,7 +104,8 @@ func WithShare(sh *Share, name string, weight int) ConsumerOption {
 // ShareStats is one consumer of a [Share] at one instant.
 type ShareStats struct {
 	// Name and Weight are those given to [WithShare]; Cap is the most
-	// slots the consumer may hold (its [WithWorkers]).
+	// slots the consumer may hold (its [WithWorkers], at most the Share's
+	// size).
 	Name   string
 	Weight int
 	Cap    int

@@ -43,8 +43,9 @@ type worker[T any] struct {
 	seenAt  time.Duration
 
 	// grant hands the worker a slot of the consumer's Share (capacity 1),
-	// nil without one.
+	// and renew is w.renewWaiting, bound once; both nil without a Share.
 	grant chan struct{}
+	renew func() bool
 
 	mu     sync.Mutex // serialises the claims on st, and guards the fields below
 	ctx    context.Context
@@ -189,20 +190,7 @@ func (w *worker[T]) serve() {
 // meanwhile: the job was given back.
 func (w *worker[T]) handleShared() bool {
 	c := w.c
-	renew := func() bool {
-		w.in = callExtend
-		err := c.q.backend.Extend(c.bg, &w.d, c.backendLease())
-		w.in = callNone
-		if err != nil && !errors.Is(err, ErrLeaseLost) {
-			c.observe(c.bg, err)
-			if c.bg.Err() == nil {
-				c.q.c.backendErrors.Add(1)
-			}
-			return true // the broker may answer the next renewal
-		}
-		return err == nil
-	}
-	if !c.opts.share.acquire(c.recv, c.lane, w.grant, c.renewEvery(), renew) {
+	if !c.opts.share.acquire(c.recv, c.lane, w.grant, c.renewEvery(), w.renew) {
 		if c.recv.Err() != nil {
 			w.settle(c.base, c.counting.Load(), opRelease, 0, &Attempt{}, &Event{})
 			return false
@@ -214,6 +202,25 @@ func (w *worker[T]) handleShared() bool {
 	defer func() { c.opts.share.release(c.lane, time.Since(start)) }()
 	w.handle()
 	return true
+}
+
+// renewWaiting renews the lease of the job in w.d while it waits for a
+// slot of the Share, and reports false if the lease was lost. Consume
+// binds it once per worker (w.renew): a closure made per job would cost an
+// allocation per job.
+func (w *worker[T]) renewWaiting() bool {
+	c := w.c
+	w.in = callExtend
+	err := c.q.backend.Extend(c.bg, &w.d, c.backendLease())
+	w.in = callNone
+	if err != nil && !errors.Is(err, ErrLeaseLost) {
+		c.observe(c.bg, err)
+		if c.bg.Err() == nil {
+			c.q.c.backendErrors.Add(1)
+		}
+		return true // the broker may answer the next renewal
+	}
+	return err == nil
 }
 
 // receive receives a job into d, and returns when the backend leased it if
@@ -293,7 +300,11 @@ func (w *worker[T]) admit(job *Job[T], now time.Time, startBy bool) bool {
 	case err == nil:
 		return true
 	case !c.q.vers.understands(d.Version):
-		return w.handBack(now, err)
+		if w.handBack(now) {
+			return false
+		}
+		err = fmt.Errorf("%w: no consumer that does took the job within %v", err, c.q.vers.waits.wait)
+		reason = ReasonVersion
 	default:
 		reason = ReasonDecode
 	}
@@ -303,23 +314,18 @@ func (w *worker[T]) admit(job *Job[T], now time.Time, startBy bool) bool {
 }
 
 // handBack gives the job in w.d, of a payload version the queue does not
-// understand (err says so), back to the backend at now, without spending an
-// attempt, for a consumer that understands it; or dead-letters it with
-// ReasonVersion once it has waited for one for the version wait (see
-// WithVersionWait). It reports false: the handler does not run.
-func (w *worker[T]) handBack(now time.Time, err error) bool {
+// understand, back to the backend at now, without spending an attempt, for
+// a consumer that understands it, and reports true; or reports false, the
+// job still in hand, once it has waited for one for the version wait (see
+// WithVersionWait): admit then dead-letters it with ReasonVersion.
+func (w *worker[T]) handBack(now time.Time) bool {
 	c := w.c
-	d := &w.d
-	waits := &c.q.vers.waits
-	delay, bury := waits.handBack(d.ID, now)
-	if !bury {
-		w.settle(c.base, c.counting.Load(), opRelease, delay, &Attempt{}, &Event{})
+	delay, over := c.q.vers.waits.handBack(w.d.ID, now)
+	if over {
 		return false
 	}
-	err = fmt.Errorf("%w: no consumer that does took the job within %v", err, waits.wait)
-	w.settle(c.base, c.counting.Load(), opBury, 0, &Attempt{Number: d.Attempt, Start: now, End: now, Error: err.Error()},
-		&Event{Reason: ReasonVersion, Err: err})
-	return false
+	w.settle(c.base, c.counting.Load(), opRelease, delay, &Attempt{}, &Event{})
+	return true
 }
 
 // start records in the backend that the handler starts on the job in w.d
