@@ -5,13 +5,16 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/corral-go/corral/backoff"
 	"github.com/corral-go/corral/queue"
+	"github.com/corral-go/corral/retry"
 )
 
 // event is one line of a worker's report, with when the suite read it.
@@ -48,20 +51,48 @@ func newFaultRun(t *testing.T, f Faults, size faultSize) *faultRun {
 	name := fmt.Sprintf("F%x", b)
 	ctx, cancel := context.WithTimeout(context.Background(), size.limit)
 	t.Cleanup(cancel)
-	be, release, err := f.Open(f.Broker.Addr(), name)
+	start := time.Now()
+	q, release, err := openQueue(f.Open, f.Broker.Addr(), name, f.RecoveryBound(), queue.WithDedupHorizon(faultHorizon))
 	if err != nil {
-		t.Fatalf("open: %v", err)
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d > time.Second {
+		t.Logf("FAULTS open: the broker served after %v", d.Round(time.Millisecond))
 	}
 	t.Cleanup(release)
-	q, err := queue.New[string](context.Background(), queue.WithBackend(be), queue.WithDedupHorizon(faultHorizon))
-	if err != nil {
-		t.Fatalf("queue.New: %v", err)
-	}
-	t.Cleanup(func() { _ = q.Close(context.Background()) }) // before release: Cleanup runs last first
 	r := &faultRun{t: t, f: f, size: size, name: name, q: q, ctx: ctx,
 		accepted: map[string]bool{}, payload: map[string]string{}, changed: make(chan struct{}, 1)}
 	t.Cleanup(r.killWorkers)
 	return r
+}
+
+// openQueue opens the queue name on addr with open's backend, as the scenarios and their
+// worker processes do. A scenario may start while the broker still recovers from the one
+// before (a restarted cluster node answers CLUSTERDOWN until it has caught up, a failed
+// master until its replica took over): an open that fails with ErrUnavailable is retried,
+// with backoff, for up to bound; any other error is returned at once. release closes the
+// queue, then the backend.
+func openQueue(open OpenFunc, addr, name string, bound time.Duration, opts ...queue.Option) (q *queue.Queue[string], release func(), err error) {
+	p := retry.New(retry.WithMaxAttempts(math.MaxInt), retry.WithMaxElapsed(bound),
+		retry.WithBackoff(backoff.Exponential(100*time.Millisecond, 2, time.Second)),
+		retry.WithRetryIf(func(err error) bool { return errors.Is(err, queue.ErrUnavailable) }))
+	err = retry.Do(context.Background(), p, func(ctx context.Context) error {
+		be, closeBackend, err := open(addr, name)
+		if err != nil {
+			return retry.Permanent(fmt.Errorf("open: %w", err))
+		}
+		q, err = queue.New[string](ctx, append(opts, queue.WithBackend(be))...)
+		if err != nil {
+			closeBackend()
+			return fmt.Errorf("queue.New: %w", err)
+		}
+		release = func() { _ = q.Close(context.Background()); closeBackend() }
+		return nil
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return q, release, nil
 }
 
 func (r *faultRun) record(worker int, line string) {

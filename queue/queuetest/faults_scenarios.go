@@ -225,14 +225,9 @@ func faultSharedSettings(t *testing.T, f Faults) {
 	name := fmt.Sprintf("S%x", b)
 	open := func(opts ...queue.Option) (*queue.Queue[string], error) {
 		t.Helper()
-		be, release, err := f.Open(f.Broker.Addr(), name)
-		if err != nil {
-			t.Fatalf("open: %v", err)
-		}
-		t.Cleanup(release)
-		q, err := queue.New[string](context.Background(), append([]queue.Option{queue.WithBackend(be)}, opts...)...)
+		q, release, err := openQueue(f.Open, f.Broker.Addr(), name, f.RecoveryBound(), opts...)
 		if err == nil {
-			t.Cleanup(func() { _ = q.Close(context.Background()) })
+			t.Cleanup(release)
 		}
 		return q, err
 	}

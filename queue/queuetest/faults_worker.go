@@ -22,6 +22,7 @@ import (
 // workerSpec is what a worker process is told, through the environment.
 type workerSpec struct {
 	Addr, Name string
+	Bound      time.Duration // how long opening the queue may wait for the broker
 }
 
 const workerEnv = "CORRAL_QUEUETEST_WORKER"
@@ -56,11 +57,6 @@ func ServeWorker(open OpenFunc) {
 // A job's payload says what its handler does: "ms:<n>" works n milliseconds and succeeds;
 // "poison" exits the process.
 func serveWorker(open OpenFunc, ws workerSpec) error {
-	b, release, err := open(ws.Addr, ws.Name)
-	if err != nil {
-		return err
-	}
-	defer release()
 	var mu sync.Mutex
 	out := bufio.NewWriter(os.Stdout)
 	emit := func(format string, args ...any) {
@@ -69,13 +65,14 @@ func serveWorker(open OpenFunc, ws workerSpec) error {
 		fmt.Fprintf(out, format+"\n", args...)
 		_ = out.Flush()
 	}
-	q, err := queue.New[string](context.Background(), queue.WithBackend(b), queue.WithDedupHorizon(faultHorizon), queue.WithHooks(queue.Hooks{
+	q, release, err := openQueue(open, ws.Addr, ws.Name, ws.Bound, queue.WithDedupHorizon(faultHorizon), queue.WithHooks(queue.Hooks{
 		OnSuccess: func(_ context.Context, e queue.Event) { emit("A %s", e.ID) },
 		OnDead:    func(_ context.Context, e queue.Event) { emit("D %s %s", e.ID, e.Reason) },
 	}))
 	if err != nil {
 		return err
 	}
+	defer release()
 	ctx := context.Background()
 	c, err := q.Consume(ctx, func(ctx context.Context, j queue.Job[string]) error {
 		emit("S %s %d", j.ID, j.Attempt)
@@ -114,7 +111,7 @@ type workerProc struct {
 // startWorker starts a worker process and returns its index.
 func (r *faultRun) startWorker() int {
 	r.t.Helper()
-	spec, _ := json.Marshal(workerSpec{Addr: r.f.Broker.Addr(), Name: r.name})
+	spec, _ := json.Marshal(workerSpec{Addr: r.f.Broker.Addr(), Name: r.name, Bound: r.f.RecoveryBound()})
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), workerEnv+"="+string(spec))
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
