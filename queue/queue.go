@@ -183,9 +183,18 @@ func (q *Queue[T]) Enqueue(ctx context.Context, payload T, opts ...EnqueueOption
 	case q.closed.Load():
 		return "", ErrClosed
 	}
-	var m Message
-	fresh, err := q.message(&m, payload, opts)
-	if err != nil {
+	var (
+		m     Message
+		fresh = true
+		err   error
+	)
+	if len(opts) == 0 && q.values && q.maxWait == 0 {
+		// message's work for a job with no options, a backend that keeps
+		// values and no start-by deadline, written out here: every job of
+		// the default queue takes this path, and message's frame measured
+		// 75 instructions a job (callgrind, BenchmarkQueueInMemory).
+		m.ID, m.Version, m.EnqueuedAt, m.Value = q.newID(), q.vers.current, q.clk.Now(), payload
+	} else if fresh, err = q.message(&m, payload, opts); err != nil {
 		return m.ID, err
 	}
 	var res EnqueueResult
