@@ -4,9 +4,9 @@
 // A Pool has at most N workers and at most Q queued tasks. When both are full, the pool's
 // Overflow decides: Block (wait, cancellable by the submitter's context, first come first
 // served), Reject (ErrFull), DropNewest (refuse the incoming task), DropOldest (evict the
-// oldest queued task) or CallerRuns (run it in the submitting goroutine). Nothing is lost
-// silently: every dropped task is counted in Stats and passed to Hooks.OnDrop with its Reason,
-// and its Handle or Group learns why.
+// oldest queued task) or CallerRuns (run it for the submitter, which waits for it). Nothing
+// is lost silently: every dropped task is counted in Stats and passed to Hooks.OnDrop with its
+// Reason, and its Handle or Group learns why.
 //
 //	p := pool.New(8, 1024, pool.WithOverflow(pool.Reject))
 //	defer p.Close(context.Background())
