@@ -52,11 +52,11 @@ func (l *ledger) set(id int, o outcome) {
 
 var errChaos = errors.New("chaos failure")
 
-// TestChaosAccounting submits a random mix of tasks (succeed, fail, panic, call
-// runtime.Goexit, block on their context) under every policy, through Submit, Call and groups, from submitters whose contexts
-// get cancelled, and closes the pool with a short deadline in the middle. Every submit must
-// end as exactly one of ran-ok, failed, panicked, rejected, dropped (refused or evicted),
-// skipped or abandoned; every handle must resolve; and Stats must agree.
+// TestChaosAccounting submits a random mix of tasks (succeed, fail, panic, call runtime.Goexit,
+// block on their context) under every policy, through Submit, Call and groups, from submitters
+// whose contexts get cancelled, and closes the pool with a short deadline in the middle. Every
+// submit must end as exactly one of ran-ok, failed, panicked, rejected, dropped (refused or
+// evicted), skipped or abandoned; every handle must resolve; and Stats must agree.
 func TestChaosAccounting(t *testing.T) {
 	seed := rand.Uint64()
 	t.Logf("seed %d", seed)

@@ -147,9 +147,9 @@ const (
 // placeLocked gives t to a new worker, the queue or an idle worker, and says which. It counts
 // t as started unless it was queued.
 //
-// Queued tasks wake at most one parked worker at a time (Pool.idle counts it on its way): the woken worker wakes
-// the next one if it finds more work than it can take. So a burst of submits costs a few
-// wake-ups, not one per task, and no queued task waits while a worker sleeps.
+// Queued tasks wake at most one parked worker at a time (Pool.idle counts it on its way): the woken
+// worker wakes the next one if it finds more work than it can take. So a burst of submits costs a
+// few wake-ups, not one per task, and no queued task waits while a worker sleeps.
 func (p *Pool) placeLocked(t *task) (placement, *worker) {
 	if p.live < p.size && p.idle.Len() == 0 {
 		p.live++

@@ -218,11 +218,12 @@ func (q *Queue[T]) Enqueue(ctx context.Context, payload T, opts ...EnqueueOption
 // without storing it: its ID (generated if opts give none), key, NotBefore and start-by
 // deadline (the queue's [WithMaxWait] if opts give none), its enqueue time, and the payload
 // encoded by the queue's [Codec] (in Value instead, for a backend of this package that keeps
-// values), with the queue's payload version ([WithVersion]). It is for backends that store a job by a path of their own, such as an enqueue in
-// the caller's database transaction: such a job is not counted in [Stats.Enqueued] and no hook is
-// called for it (the transaction may roll back). It fails as Enqueue does before the backend
-// is called: ErrClosed once the queue is closed, an ID the queue has yet to generate, a
-// payload the codec cannot encode. A nil option panics.
+// values), with the queue's payload version ([WithVersion]). It is for backends that store a
+// job by a path of their own, such as an enqueue in the caller's database transaction: such a
+// job is not counted in [Stats.Enqueued] and no hook is called for it (the transaction may
+// roll back). It fails as Enqueue does before the backend is called: ErrClosed once the queue
+// is closed, an ID the queue has yet to generate, a payload the codec cannot encode. A nil
+// option panics.
 func (q *Queue[T]) Message(payload T, opts ...EnqueueOption) (Message, error) {
 	if q.backend == nil {
 		panic(zeroQueue)

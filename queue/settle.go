@@ -96,8 +96,9 @@ func (c *Consumer[T]) retryDelay(n int, err error) time.Duration {
 // hook with ctx. counted says whether the outcome is Drain's or Close's to
 // report. a and ev are the caller's, which settle fills in (ev's ID, Key
 // and Attempt); they are passed by pointer because this is the hot path of
-// every job, and settle keeps neither. A failed backend call (a lost lease: the backend already moved
-// the job on) counts as nothing, or as abandoned in the report.
+// every job, and settle keeps neither. A failed backend call (a lost lease:
+// the backend already moved the job on) counts as nothing, or as abandoned
+// in the report.
 //
 // It is the one switch over the ops (opMeanings is the one table of them),
 // and it makes the backend call itself: this is every job's path, and the

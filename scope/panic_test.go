@@ -143,8 +143,8 @@ func TestBodyPanicJoinsTasksFirst(t *testing.T) {
 }
 
 func TestBodyPanicWithTaskPanicKeepsBoth(t *testing.T) {
-	// With WithPanicsAsErrors too: a task's panic is a failure then, and the body's panic used to go
-	// on alone, dropping it.
+	// With WithPanicsAsErrors too: a task's panic is a failure then, and the body's panic used to
+	// go on alone, dropping it.
 	for _, opts := range [][]scope.Option{nil, {scope.WithPanicsAsErrors()}, {scope.WithPanicsAsErrors(), scope.WithJoiner(scope.Supervise)}} {
 		v, _ := recoverRun(func(s *scope.Scope) error {
 			gate := make(chan struct{}) // both start before either can cancel the scope

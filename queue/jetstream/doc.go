@@ -44,10 +44,10 @@
 // with the same ID, and queue.ErrDuplicate then means it was.
 //
 // An attempt is a handler run: a job's attempts are counted in its state record when a handler
-// starts (Start), so a job a dead process had prefetched comes back with its attempts unspent,
-// and a job whose handler kills its process is dead-lettered after queue.WithMaxAttempts runs. The state
-// record is written compare-and-set: a job is not started twice at once, even by a server that
-// lost its consumer's state in a crash.
+// starts (Start), so a job a dead process had prefetched comes back with its attempts unspent, and
+// a job whose handler kills its process is dead-lettered after queue.WithMaxAttempts runs. The
+// state record is written compare-and-set: a job is not started twice at once, even by a server
+// that lost its consumer's state in a crash.
 //
 // An acked or dead-lettered job never comes back: nats-server 2.9 can lose, in a SIGKILL, the
 // removals it had made from a work-queue stream, and the backend finds such jobs from its own
@@ -105,4 +105,5 @@ package jetstream
 
 // Layout: jetstream.go the Backend, New, options, Close; open.go and settings.go Open, streams,
 // shared settings; enqueue.go Enqueue, DropOldest; receive.go Receive, the prefetch pump; settle.go
-// Start to Bury; state.go job state, markers; dead.go, stats.go, resurrect.go, message.go, errors.go.
+// Start to Bury; state.go job state, markers; dead.go, stats.go, resurrect.go, message.go,
+// errors.go.

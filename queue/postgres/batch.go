@@ -15,11 +15,11 @@ import (
 
 // EnqueueBatch stores the jobs msgs in b's queue, all of them or none, with one INSERT for the
 // whole batch in a transaction of its own. Make each message with the Message method of the
-// queue.Queue that b serves (it applies the queue's codec, ID, key, delay and start-by
-// options); every field of a queue.Message that a stored job has is kept: ID, Key, Version,
-// Body, EnqueuedAt (the time of the call if zero), NotBefore and StartBy. A message without an ID, or
-// with a Value (one made for an in-process backend), fails the call before anything is sent.
-// An empty batch stores nothing and returns no error.
+// queue.Queue that b serves (it applies the queue's codec, ID, key, delay and start-by options);
+// every field of a queue.Message that a stored job has is kept: ID, Key, Version, Body, EnqueuedAt
+// (the time of the call if zero), NotBefore and StartBy. A message without an ID, or with a Value
+// (one made for an in-process backend), fails the call before anything is sent. An empty batch
+// stores nothing and returns no error.
 //
 // Dedup applies to every job as to one enqueued alone: if an ID repeats within msgs, is
 // stored, or (with a dedup horizon) was enqueued within the horizon, nothing is stored and the

@@ -227,10 +227,11 @@ func (b *Backend) checkOpen() error {
 }
 
 // Close implements queue.Backend: it stops listening (and waits for the listener, and for the
-// queries made for several calls at once, until ctx ends), wakes the Receive and Enqueue calls that wait, which return queue.ErrClosed, and
-// refuses later Enqueue and Receive calls with queue.ErrClosed. It deletes nothing: every
-// stored job and dead letter stays in the database. It does not close the pool. A delivery
-// in hand can still be settled. Close is idempotent: later calls return nil.
+// queries made for several calls at once, until ctx ends), wakes the Receive and Enqueue calls that
+// wait, which return queue.ErrClosed, and refuses later Enqueue and Receive calls with
+// queue.ErrClosed. It deletes nothing: every stored job and dead letter stays in the database. It
+// does not close the pool. A delivery in hand can still be settled. Close is idempotent: later
+// calls return nil.
 func (b *Backend) Close(ctx context.Context) error {
 	if b.pool == nil {
 		panic(zeroBackend)

@@ -73,13 +73,13 @@ func insertSQL(dedup, keyed bool) string {
 	return b.String()
 }
 
-// insertBatchSQL returns the statement that stores a batch of jobs (arrays, one element a job,
-// no ID twice: $2 ids, $3 keys, ” for none, $4 bodies, $5 enqueued at, $6 not before or NULL,
-// $7 start by or NULL, $9 payload versions) but those whose ID is stored, notifies the channel
-// $8 (at commit) if it stored any, and returns the IDs it did not store, in the batch's order.
-// With dedup, $10 is the horizon, as in insertSQL. The keys' advisory locks (as insertSQL's) are taken first, in
-// the order of their numbers, so that two batches never wait for each other in a cycle; the
-// jobs are numbered in the batch's order.
+// insertBatchSQL returns the statement that stores a batch of jobs (arrays, one element a job, no
+// ID twice: $2 ids, $3 keys, ” for none, $4 bodies, $5 enqueued at, $6 not before or NULL, $7 start
+// by or NULL, $9 payload versions) but those whose ID is stored, notifies the channel $8 (at
+// commit) if it stored any, and returns the IDs it did not store, in the batch's order. With dedup,
+// $10 is the horizon, as in insertSQL. The keys' advisory locks (as insertSQL's) are taken first,
+// in the order of their numbers, so that two batches never wait for each other in a cycle; the jobs
+// are numbered in the batch's order.
 func insertBatchSQL(dedup bool) string {
 	var b strings.Builder
 	b.WriteString(`WITH b AS (

@@ -131,10 +131,10 @@ func checkEmpty(e *env, b queue.Backend) {
 	}
 }
 
-// testUnstartedLeaseExpiry drives the backend alone: a job received but
-// never started (prefetched by a consumer that died before a handler took
-// it) comes back when its lease ends with its attempt unspent; a job started on its second delivery is then attempt 1, and
-// after its lease ends, attempt 2.
+// testUnstartedLeaseExpiry drives the backend alone: a job received but never started (prefetched
+// by a consumer that died before a handler took it) comes back when its lease ends with its attempt
+// unspent; a job started on its second delivery is then attempt 1, and after its lease ends,
+// attempt 2.
 func testUnstartedLeaseExpiry(e *env) {
 	b := e.openBackend(queue.Config{})
 	lease := 3 * e.unit

@@ -9,9 +9,9 @@ import (
 )
 
 // TestFaults runs the fault suite against one redis-server with appendonly yes, once with
-// appendfsync always and once with everysec: worker processes killed, a poison job that exits its process, the
-// server SIGKILLed and restarted on its directory (every acknowledged enqueue and ack must
-// survive), the server paused, and shared settings.
+// appendfsync always and once with everysec: worker processes killed, a poison job that exits its
+// process, the server SIGKILLed and restarted on its directory (every acknowledged enqueue and ack
+// must survive), the server paused, and shared settings.
 func TestFaults(t *testing.T) {
 	for _, fsync := range []string{"always", "everysec"} {
 		t.Run(fsync, func(t *testing.T) {

@@ -15,10 +15,10 @@ import (
 // replicationJobs is the jobs enqueued per case.
 const replicationJobs = 300
 
-// failover enqueues replicationJobs jobs on a master with opts, the replica paused (SIGSTOP)
-// from the start if pause; then the master is SIGKILLed, the replica continued and promoted,
-// (or, if restartReplica, SIGKILLed and restarted on its own store: a replica that had not
-// applied them), and failover returns the jobs acknowledged and the jobs the promoted replica holds.
+// failover enqueues replicationJobs jobs on a master with opts, the replica paused (SIGSTOP) from
+// the start if pause; then the master is SIGKILLed, the replica continued and promoted, (or, if
+// restartReplica, SIGKILLed and restarted on its own store: a replica that had not applied them),
+// and failover returns the jobs acknowledged and the jobs the promoted replica holds.
 func failover(t *testing.T, pause, restartReplica bool, opts ...redis.Option) (acked, kept int) {
 	master := redistest.Start(t, "always")
 	replica := redistest.StartReplica(t, master)
