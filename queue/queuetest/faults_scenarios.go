@@ -100,9 +100,6 @@ func faultPoison(r *faultRun) {
 func faultBrokerCrash(r *faultRun) {
 	n, crashes := r.size.jobs, r.size.crashes
 	cluster := r.f.Broker.Nodes() > 1
-	for range 2 {
-		r.startWorker()
-	}
 	// With one server, the jobs are all accepted before the crashes: a server may lose what it
 	// acknowledged in the instant before a SIGKILL (nats-server 2.9 buffers its writes), which
 	// no client can tell; the outages of Enqueue are the pause's and the failover's to test.
@@ -113,8 +110,16 @@ func faultBrokerCrash(r *faultRun) {
 	batch := n / (crashes + 1)
 	if !cluster {
 		r.produce(n, 0, workPayload)
+		// A server that may lose the writes it acknowledged last keeps the jobs from
+		// the workers until they are past that span: every accepted job is stored.
+		produced := time.Now()
+		r.waitFor("the enqueues past the span a kill may lose", func() bool { return time.Since(produced) >= r.f.LostWrites })
+	}
+	for range 2 {
+		r.startWorker()
 	}
 	var recoveries []time.Duration
+	var kills []time.Time
 	for c := range crashes {
 		want := (c + 1) * n / (crashes + 2)
 		if cluster {
@@ -124,6 +129,7 @@ func faultBrokerCrash(r *faultRun) {
 		r.waitFor(fmt.Sprintf("%d jobs settled before crash %d", want, c+1), func() bool { return r.settledCount() >= want })
 		r.f.Broker.Kill(r.t, 0)
 		killed := time.Now()
+		kills = append(kills, killed)
 		if os.Getenv("CORRAL_FAULTS_DEBUG") != "" {
 			r.t.Logf("killed at %s", killed.Format("05.000"))
 		}
@@ -154,12 +160,38 @@ func faultBrokerCrash(r *faultRun) {
 	if cluster {
 		maxDup = 2 * r.f.inHand() * crashes
 	}
+	maxDup += r.acksBefore(kills, r.f.LostWrites)
 	a := r.check(noPoison(), 2*faultWorkers*crashes, maxDup)
 	after := "restart"
 	if cluster {
 		after = "kill"
 	}
 	r.report("BrokerCrash", a, fmt.Sprintf("%d crashes; first ack after each %s %v", crashes, after, rounded(recoveries)))
+}
+
+// acksBefore counts the acks reported within span before one of kills (and up to a call
+// timeout after it, for the report's way from the worker): with a server that may lose the
+// writes of that span (Faults.LostWrites), the jobs that may be delivered again. Zero if
+// span is.
+func (r *faultRun) acksBefore(kills []time.Time, span time.Duration) int {
+	if span <= 0 {
+		return 0
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, e := range r.events {
+		if e.kind != "A" {
+			continue
+		}
+		for _, k := range kills {
+			if e.at.After(k.Add(-span)) && e.at.Before(k.Add(r.f.CallTimeout)) {
+				n++
+				break
+			}
+		}
+	}
+	return n
 }
 
 // faultBrokerPause: a server (the queue's leader, in a cluster) is stopped with SIGSTOP for
