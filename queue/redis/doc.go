@@ -48,8 +48,10 @@
 // With appendonly yes and appendfsync always, an acknowledged enqueue or ack survives a
 // SIGKILL of redis-server (the tests measure it), and Redis fsyncs it before the reply, so it
 // survives a crash of the machine too (Redis's word: no test here crashes a machine). With
-// appendfsync everysec it survives a SIGKILL of the server (the append-only file is written
-// before the reply), but a crash of the machine can lose about the last second of writes.
+// appendfsync everysec Redis may reply before it writes the file (while the previous fsync
+// still runs, it postpones the write for up to two seconds): a SIGKILL of the server, or a
+// crash of the machine, can lose the writes of those seconds, acknowledged enqueues and acks
+// (an ack lost delivers its job again).
 // Without the append-only file, a restart loses everything since the last snapshot.
 //
 // Replication is asynchronous: a failover to a replica can lose the writes the replica had

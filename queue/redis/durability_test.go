@@ -24,14 +24,16 @@ func durabilityJobs() int {
 
 // TestDurabilityAfterKill measures what a SIGKILL of redis-server loses, with appendfsync
 // always and everysec: 8 producers enqueue jobs, the server is killed the moment the last
-// enqueue was acknowledged, restarted on its directory, and every acknowledged job must be
-// there; then half of them are acked, the server killed and restarted again, and every
-// acknowledged ack must hold (the job gone) and every other job still be stored.
+// enqueue was acknowledged, restarted on its directory, and the acknowledged jobs counted;
+// then half of them are acked, the server killed and restarted again, and the acks that held
+// counted (an ack that did not hold leaves its job stored).
 //
-// With both settings the append-only file is written (write(2)) before the reply is sent, so
-// a killed process loses nothing the kernel holds: the test asserts zero loss for both. What
-// everysec can lose, about a second of writes, is lost only when the machine itself goes
-// down before the fsync, which no signal can simulate; the README says so.
+// With always, Redis writes the append-only file before it replies: nothing acknowledged may
+// be lost, and the test asserts exact counts. With everysec it may reply first: while the
+// last second's fsync still runs in the background, it postpones writing the file, for up to
+// two seconds (Redis's aof.c, flushAppendOnlyFile), and a SIGKILL then loses those writes. A
+// CI run lost 1 of 1,000 acks so. The test asserts what still holds (nothing stored that was
+// not enqueued, no acked job back but by a lost ack) and logs the loss; the README states it.
 func TestDurabilityAfterKill(t *testing.T) {
 	for _, fsync := range []string{"always", "everysec"} {
 		t.Run(fsync, func(t *testing.T) { checkDurability(t, fsync, durabilityJobs()) })
@@ -77,11 +79,12 @@ func checkDurability(t *testing.T, fsync string, n int) {
 	st := stats(t, b)
 	t.Logf("FAULTS durability appendfsync=%s: %d enqueues acknowledged in %v (%.0f/s), %d stored after SIGKILL and restart (lost %d)",
 		fsync, n, took.Round(time.Millisecond), float64(n)/took.Seconds(), st.Ready, n-st.Ready)
-	if st.Ready != n {
+	if st.Ready > n || fsync == "always" && st.Ready != n {
 		t.Errorf("appendfsync %s: %d of %d acknowledged enqueues survived the SIGKILL", fsync, st.Ready, n)
 	}
+	stored := st.Ready
 	acked := map[string]bool{}
-	for range n / 2 {
+	for range stored / 2 {
 		var d queue.Delivery
 		rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		err := b.Receive(rctx, time.Minute, &d)
@@ -103,10 +106,12 @@ func checkDurability(t *testing.T, fsync string, n int) {
 	st = stats(t, b)
 	// The acked jobs' entries were pending in the group; after the restart the others are
 	// ready again (their entries never delivered) and none of the acked ones is stored.
-	t.Logf("FAULTS durability appendfsync=%s: %d acks acknowledged, %d jobs stored after SIGKILL and restart (want %d)",
-		fsync, len(acked), st.Ready+st.InFlight, n-len(acked))
-	if got := st.Ready + st.InFlight; got != n-len(acked) || len(acked) != n/2 {
-		t.Errorf("appendfsync %s: %d stored after %d acks of %d, want %d", fsync, got, len(acked), n, n-len(acked))
+	got := st.Ready + st.InFlight
+	t.Logf("FAULTS durability appendfsync=%s: %d acks acknowledged, %d jobs stored after SIGKILL and restart (want %d, lost acks %d)",
+		fsync, len(acked), got, stored-len(acked), got-(stored-len(acked)))
+	// A lost ack leaves its job stored: between stored-acked (none lost) and stored.
+	if got < stored-len(acked) || got > stored || fsync == "always" && got != stored-len(acked) {
+		t.Errorf("appendfsync %s: %d stored after %d acks of %d, want %d", fsync, got, len(acked), stored, stored-len(acked))
 	}
 }
 
