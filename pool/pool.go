@@ -175,11 +175,20 @@ func (p *Pool) placeLocked(t *task) (placement, *worker) {
 
 // wakeOneLocked picks a parked worker to come and fetch queued work, unless one is already
 // on its way. The caller sends on its wake channel once Pool.mu is released.
+//
+// The check comes first, in a body the inliner takes (its cost is 80, the budget: keep it
+// so), where a task is queued and where one is fetched: most calls find a worker already on
+// its way, and make no call then.
 func (p *Pool) wakeOneLocked() *worker {
-	w, ok := p.idle.WakeNewest()
-	if !ok {
-		return nil
+	if p.idle.Wakeable() {
+		return p.wakeNewestLocked()
 	}
+	return nil
+}
+
+// wakeNewestLocked is wakeOneLocked once a parked worker is known to be wakeable.
+func (p *Pool) wakeNewestLocked() *worker {
+	w, _ := p.idle.WakeNewest()
 	w.parked = false
 	return w
 }
@@ -229,10 +238,11 @@ func (p *Pool) submit(ctx context.Context, fn func(context.Context) error, res r
 }
 
 // expired reports whether ctx has ended. By the Context contract Err is non-nil exactly when
-// Done is closed, so Err alone answers; isBackground first spares the interface call for the
-// common context.Background() (a type compare, see taskctx.go).
+// Done is closed, so Err alone answers. (isBackground first, to spare the call for
+// context.Background(), measured slower than the call: 5.3-6.0ns against 4.4-5.7ns, and
+// 9.4-11.0ns against 7.2-7.5ns for a cancellable context.)
 func expired(ctx context.Context) bool {
-	return !isBackground(ctx) && ctx.Err() != nil
+	return ctx.Err() != nil
 }
 
 // report tells Hooks.OnDrop and t's resolver that t will not run.

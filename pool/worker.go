@@ -99,43 +99,25 @@ func (p *Pool) serve(w *worker, s *shift) (again bool) {
 			s.fetching = s.t.fn == nil
 			s.start = p.now()
 		}
-		var now int64
-		if s.t.fn != nil {
-			var err error
-			panicked := s.panicked != nil
-			if panicked {
-				err, s.panicked = s.panicked, nil
-			} else {
-				ctx := p.life
-				if !isBackground(s.t.ctx) {
-					ctx = w.taskCtx(p, s.t.ctx)
-				}
-				s.inTask = true
-				err = s.t.fn(ctx)
-				s.inTask = false
+		var err error
+		panicked := s.panicked != nil
+		if panicked {
+			err, s.panicked = s.panicked, nil
+		} else if s.t.fn != nil {
+			ctx := p.life
+			if !isBackground(s.t.ctx) {
+				ctx = w.taskCtx(p, s.t.ctx)
 			}
-			now = p.now()
-			p.mu.Lock()
-			p.endedLocked(s, err, panicked, now)
-		} else {
-			now = p.now()
-			p.mu.Lock()
+			s.inTask = true
+			err = s.t.fn(ctx)
+			s.inTask = false
 		}
-		wk := p.nextLocked(w, s, now)
+		now := p.now()
+		p.mu.Lock()
+		wk := p.nextLocked(w, s, err, panicked, now)
 		p.mu.Unlock()
 		wk.send()
 	}
-}
-
-// endedLocked counts the end of s.t, which returned err, and keeps it in s.out if its result
-// is to be delivered. Counting comes first, so that Stats includes a task once its result is
-// delivered.
-func (p *Pool) endedLocked(s *shift, err error, panicked bool, now int64) {
-	p.finishedLocked(err, panicked, now-s.start)
-	if s.t.res != nil || err != nil && p.opts.hooks.OnError != nil {
-		s.out, s.outErr, s.outRan = s.t, err, now-s.start
-	}
-	s.t = task{}
 }
 
 // deliver delivers the result kept in s.out. It clears s.out first: a hook that calls
@@ -149,11 +131,23 @@ func (p *Pool) deliver(s *shift) {
 	}
 }
 
-// nextLocked decides what the worker does next: it takes the next task into s.t, or joins the
-// idle workers (s.parked), or, when the pool is closed and has nothing left to run, exits
-// (s.exit, once the worker has delivered: Close waits for it). The caller sends the wake-ups
-// it returns once Pool.mu is released.
-func (p *Pool) nextLocked(w *worker, s *shift, now int64) wakeups {
+// nextLocked ends the task in s.t, if any, which returned err (or panicked), at now, and
+// decides what the worker does next: it takes the next task into s.t, or joins the idle
+// workers (s.parked), or, when the pool is closed and has nothing left to run, exits (s.exit,
+// once the worker has delivered: Close waits for it). The caller sends the wake-ups it
+// returns once Pool.mu is released.
+//
+// The task's end is counted first, so that Stats includes a task once its result is
+// delivered, and the task is kept in s.out if its result is to be. (Ending it here rather
+// than in a function of its own spares every task a call: PoolSubmit.)
+func (p *Pool) nextLocked(w *worker, s *shift, err error, panicked bool, now int64) wakeups {
+	if s.t.fn != nil {
+		p.finishedLocked(err, panicked, now-s.start)
+		if s.t.res != nil || err != nil && p.opts.hooks.OnError != nil {
+			s.out, s.outErr, s.outRan = s.t, err, now-s.start
+		}
+		s.t = task{}
+	}
 	if s.fetching {
 		p.idle.Arrived()
 		s.fetching = false
@@ -322,8 +316,7 @@ func (p *Pool) goexited(w *worker, s *shift) {
 	s.goexit = false
 	now := p.now()
 	p.mu.Lock()
-	p.endedLocked(s, ErrGoexit, false, now)
-	wk := p.nextLocked(w, s, now)
+	wk := p.nextLocked(w, s, ErrGoexit, false, now)
 	p.mu.Unlock()
 	wk.send()
 	if s.out.fn != nil {
