@@ -252,7 +252,9 @@ func (w *worker[T]) handle() {
 		now = q.clk.Now()
 	}
 	var job Job[T]
-	if !w.admit(&job, now, startBy) || !w.start() {
+	// admit's common case, checked here: a call less on every job's path.
+	err := q.job(&d.Message, &job)
+	if (err != nil || d.Attempt > c.opts.maxAttempts || startBy && now.After(d.StartBy)) && !w.admit(err, now, startBy) || !w.start() {
 		return
 	}
 	hctx := w.startLease()
@@ -261,8 +263,9 @@ func (w *worker[T]) handle() {
 		herr     error
 		runStart time.Time // when the handler started, if a hook gets its Duration
 	)
-	// Runs on return, panic and runtime.Goexit alike, after catch.Recover.
-	defer func() { w.finish(hctx, &catch, herr, now, runStart) }()
+	// Runs on return, panic and runtime.Goexit alike, after catch.Recover. (A
+	// deferred call, not a closure: a frame less on every job's path.)
+	defer w.finish(hctx, &catch, &herr, now, &runStart)
 	defer catch.Recover()
 	// OnStart runs under the settle defer: whatever it does, the job is
 	// settled. A panic in it is recovered (see callHook).
@@ -276,17 +279,16 @@ func (w *worker[T]) handle() {
 	catch.Returned()
 }
 
-// admit decodes the job in w.d, and reports whether its handler may run.
-// If not, it settles the job: it dead-letters a job with no attempt left, a
-// job that missed its start-by deadline (checked if startBy), and one whose
-// payload cannot be decoded; it hands back one of a payload version the
-// queue does not understand (see handBack). now is the time of its start.
-// The decoded job is put in *job (a pointer: a Job is large, and this is
-// every job's path).
-func (w *worker[T]) admit(job *Job[T], now time.Time, startBy bool) bool {
+// admit reports whether the handler may run on the job in w.d, whose
+// decoding failed with err (or succeeded: nil). If not, it settles the job:
+// it dead-letters a job with no attempt left, a job that missed its
+// start-by deadline (checked if startBy), and one whose payload cannot be
+// decoded; it hands back one of a payload version the queue does not
+// understand (see handBack). now is the time of its start. handle calls it
+// only for a job that fails one of these checks.
+func (w *worker[T]) admit(err error, now time.Time, startBy bool) bool {
 	c := w.c
 	d := &w.d
-	err := c.q.job(&d.Message, job)
 	var reason Reason
 	switch {
 	case d.Attempt > c.opts.maxAttempts:
@@ -364,13 +366,15 @@ func (w *worker[T]) dropLost() {
 	}
 }
 
-// finish settles the job in w.d once its handler, started at now (its
-// run timed from runStart, if a hook gets its Duration), ended as catch
-// says, returning herr. Whether the job is Drain's or Close's to report is
+// finish settles the job in w.d once its handler, started at now, ended as
+// catch says, returning *herrp; *runStartp is when its run started, if a
+// hook gets its Duration. (Pointers, read as finish runs: handle defers it
+// before they are set.) Whether the job is Drain's or Close's to report is
 // decided as the handler returns, before it is settled: a caller who saw it
 // settled called them later.
-func (w *worker[T]) finish(hctx context.Context, catch *panics.Catcher, herr error, now, runStart time.Time) {
+func (w *worker[T]) finish(hctx context.Context, catch *panics.Catcher, herrp *error, now time.Time, runStartp *time.Time) {
 	c := w.c
+	herr, runStart := *herrp, *runStartp
 	counted := c.counting.Load()
 	var panicErr error
 	switch {
