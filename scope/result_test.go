@@ -134,10 +134,20 @@ func TestMapSeqBreakJoinsEveryWorker(t *testing.T) {
 		var stopped atomic.Bool
 		var running atomic.Int32
 		var causes atomic.Int32
+		// The first three calls end only once call 3 has started: a call that ended at
+		// once could be yielded before the next one was started, and the loop could break
+		// with no later call started (1 run in 75 with -race).
+		started3 := make(chan struct{})
 		n := 0
 		for v, err := range scope.MapSeq(t.Context(), countingSeq(1000, &produced, &stopped), func(ctx context.Context, v int) (int, error) {
 			running.Add(1)
 			defer running.Add(-1)
+			if v < 3 {
+				<-started3
+			}
+			if v == 3 {
+				close(started3)
+			}
 			if v >= 3 { // later calls wait until the consumer has broken out
 				<-ctx.Done()
 				if context.Cause(ctx).Error() == "scope: consumer stopped" {
