@@ -9,7 +9,15 @@ import (
 
 // ended records the outcome of t, and in an unbounded scope publishes it.
 func (s *Scope) ended(t *task, c *panics.Catcher, errp *error) {
-	pe, echo, failure, err := s.outcome(t, c, *errp)
+	var (
+		pe           *PanicError
+		echo         bool
+		failure, err error
+	)
+	// A task that returned nil, the common case, is classified here: a call less a task.
+	if *errp != nil || c.Panic != nil || c.Goexit {
+		pe, echo, failure, err = s.outcome(t, c, *errp)
+	}
 	if echo && !s.echoed.Load() {
 		// Not a failure, and cheap: many tasks echo a cancellation at once.
 		s.echoed.Store(true)
