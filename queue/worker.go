@@ -252,9 +252,12 @@ func (w *worker[T]) handle() {
 		now = q.clk.Now()
 	}
 	var job Job[T]
-	// admit's common case, checked here: a call less on every job's path.
 	err := q.job(&d.Message, &job)
-	if (err != nil || d.Attempt > c.opts.maxAttempts || startBy && now.After(d.StartBy)) && !w.admit(err, now, startBy) || !w.start() {
+	if err != nil || d.Attempt > c.opts.maxAttempts || startBy && now.After(d.StartBy) {
+		w.refuse(err, now, startBy)
+		return
+	}
+	if !w.start() {
 		return
 	}
 	hctx := w.startLease()
@@ -279,14 +282,14 @@ func (w *worker[T]) handle() {
 	catch.Returned()
 }
 
-// admit reports whether the handler may run on the job in w.d, whose
-// decoding failed with err (or succeeded: nil). If not, it settles the job:
-// it dead-letters a job with no attempt left, a job that missed its
-// start-by deadline (checked if startBy), and one whose payload cannot be
-// decoded; it hands back one of a payload version the queue does not
-// understand (see handBack). now is the time of its start. handle calls it
-// only for a job that fails one of these checks.
-func (w *worker[T]) admit(err error, now time.Time, startBy bool) bool {
+// refuse settles the job in w.d, which handle will not run: its payload
+// failed to decode with err, it has no attempt left, or it missed its
+// start-by deadline (checked if startBy). It dead-letters the job with the
+// reason, but hands back one of a payload version the queue does not
+// understand (see handBack). now is the time it was to start. (The checks
+// are handle's, where the common case costs no call; refuse only tells
+// them apart.)
+func (w *worker[T]) refuse(err error, now time.Time, startBy bool) {
 	c := w.c
 	d := &w.d
 	var reason Reason
@@ -299,11 +302,9 @@ func (w *worker[T]) admit(err error, now time.Time, startBy bool) bool {
 	case startBy && now.After(d.StartBy):
 		err = errors.New("queue: not started by " + d.StartBy.Format(time.RFC3339Nano))
 		reason = ReasonExpired
-	case err == nil:
-		return true
 	case !c.q.vers.understands(d.Version):
 		if w.handBack(now) {
-			return false
+			return
 		}
 		err = fmt.Errorf("%w: no consumer that does took the job within %v", err, c.q.vers.waits.wait)
 		reason = ReasonVersion
@@ -312,14 +313,13 @@ func (w *worker[T]) admit(err error, now time.Time, startBy bool) bool {
 	}
 	w.settle(c.base, c.counting.Load(), opBury, 0, &Attempt{Number: d.Attempt, Start: now, End: now, Error: err.Error()},
 		&Event{Reason: reason, Err: err})
-	return false
 }
 
 // handBack gives the job in w.d, of a payload version the queue does not
 // understand, back to the backend at now, without spending an attempt, for
 // a consumer that understands it, and reports true; or reports false, the
 // job still in hand, once it has waited for one for the version wait (see
-// WithVersionWait): admit then dead-letters it with ReasonVersion.
+// WithVersionWait): refuse then dead-letters it with ReasonVersion.
 func (w *worker[T]) handBack(now time.Time) bool {
 	c := w.c
 	delay, over := c.q.vers.waits.handBack(w.d.ID, now)

@@ -54,10 +54,10 @@ type Faults struct {
 	// LostWrites is how long before a SIGKILL a single server may lose writes it had
 	// acknowledged (zero for one that writes them before it replies; 2s for Redis with
 	// appendfsync everysec, which postpones its writes while an fsync runs). BrokerCrash
-	// then kills the server no sooner than LostWrites after the last enqueue was
-	// acknowledged, and counts the jobs acked within LostWrites before a kill (give or take
-	// a call timeout) among the ones it may see handled twice: an ack lost delivers its job
-	// again.
+	// then starts its workers only once the last enqueue is LostWrites old, so that every
+	// accepted job is stored before the first kill, and counts the jobs acked within
+	// LostWrites before a kill (give or take a call timeout) among the ones it may see
+	// handled twice: an ack lost delivers its job again.
 	LostWrites time.Duration
 }
 
