@@ -120,8 +120,15 @@ func (e *env) enqueue(q *queue.Queue[string], payload string, opts ...queue.Enqu
 // (real time).
 func (e *env) elapsed(what string, got, want time.Duration) {
 	e.Helper()
-	if e.virtual && got != want || !e.virtual && got < want {
-		e.Errorf("%s after %v, want %v", what, got, want)
+	e.elapsedLate(what, got, want, 0)
+}
+
+// elapsedLate is elapsed for a time the contract lets come up to late after want: on the
+// virtual clock it must fall in [want, want+late].
+func (e *env) elapsedLate(what string, got, want, late time.Duration) {
+	e.Helper()
+	if e.virtual && (got < want || got > want+late) || !e.virtual && got < want {
+		e.Errorf("%s after %v, want %v (up to %v later)", what, got, want, late)
 	}
 }
 
