@@ -237,9 +237,12 @@ func (b *Backend) knownStream(ctx context.Context, name string) (natsjs.Stream, 
 	return retried(ctx, b, known(func(ctx context.Context) (natsjs.Stream, error) { return b.js.Stream(ctx, name) }))
 }
 
-// createStream creates the stream of cfg, or updates it to cfg, for Open (see retried).
+// createStream creates the stream of cfg, or updates it to cfg, for Open (see retried). A
+// "not found" answer is a *notYetError (see known), tried again: create-or-update has no
+// use for it but a race, as when another process's creation of the same stream has not
+// reached every node of a cluster (CI saw it in TestConcurrentOpenCluster).
 func (b *Backend) createStream(ctx context.Context, cfg natsjs.StreamConfig) (natsjs.Stream, error) {
-	return retried(ctx, b, func(ctx context.Context) (natsjs.Stream, error) { return b.js.CreateOrUpdateStream(ctx, cfg) })
+	return retried(ctx, b, known(func(ctx context.Context) (natsjs.Stream, error) { return b.js.CreateOrUpdateStream(ctx, cfg) }))
 }
 
 // ensureConsumer creates or updates the durable pull consumer. ackWait 0 keeps the one the
