@@ -110,11 +110,15 @@ const (
 	codeConsumerNameInUse natsjs.ErrorCode = 10013 // consumer name already in use
 )
 
+// codeNoPlacement is a cluster's answer to a creation while it has not yet met enough of its
+// peers to place the stream's replicas, as right after it started.
+const codeNoPlacement natsjs.ErrorCode = 10005 // no suitable peers for placement
+
 // raced reports whether err says only that another process was creating the same stream or
-// consumer at the same moment.
+// consumer at the same moment, or that the cluster cannot place it yet.
 func raced(err error) bool {
 	switch apiCode(err) {
-	case codeStreamNameInUse, codeSubjectsOverlap, codeConsumerExists, codeConsumerNameInUse:
+	case codeStreamNameInUse, codeSubjectsOverlap, codeConsumerExists, codeConsumerNameInUse, codeNoPlacement:
 		return true
 	}
 	return false
@@ -122,7 +126,8 @@ func raced(err error) bool {
 
 // retried runs op, an idempotent request of Open, once per slice of the call timeout until it gets
 // an answer or ctx ends; it also tries again, after a pause, when op failed only because another
-// process was creating the same stream or consumer, or with a *notYetError. A cluster drops,
+// process was creating the same stream or consumer, or the cluster could not place it yet, or
+// with a *notYetError. A cluster drops,
 // unanswered, a request to a stream whose leader is not elected yet (as right after another process
 // created it): without a second try, one lost request would spend Open's whole budget.
 func retried[T any](ctx context.Context, b *Backend, op func(context.Context) (T, error)) (T, error) {
