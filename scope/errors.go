@@ -7,11 +7,14 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/corral-go/corral/internal/panics"
 )
 
 // ErrGoexit is the error of a task that called runtime.Goexit (as t.FailNow does) instead of
-// returning. It is reported inside a *TaskError: a task that exits this way has failed.
-var ErrGoexit = errors.New("scope: task called runtime.Goexit")
+// returning. It is reported inside a *TaskError: a task that exits this way has failed. It is
+// the same value as pool.ErrGoexit and queue.ErrGoexit.
+var ErrGoexit = panics.ErrGoexit
 
 // ErrTimeout matches, with errors.Is, the cancellation cause of a scope whose WithTimeout
 // expired.
