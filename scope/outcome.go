@@ -22,12 +22,15 @@ func (s *Scope) ended(t *task, c *panics.Catcher, errp *error) {
 		// Not a failure, and cheap: many tasks echo a cancellation at once.
 		s.echoed.Store(true)
 	}
-	if failure != nil || (!echo && !s.successNoop) || s.track {
+	interrupted := echo && s.timedOut()
+	if failure != nil || (!echo && !s.successNoop) || s.track || interrupted {
 		s.mu.Lock()
 		if s.track {
 			delete(s.running, t.index)
 		}
 		switch {
+		case interrupted:
+			s.interrupted = append(s.interrupted, &TaskError{Name: t.name, Index: t.index, Err: err})
 		case echo:
 		case pe != nil && !s.opts.returnPanics:
 			s.panics = append(s.panics, pe)
@@ -41,6 +44,12 @@ func (s *Scope) ended(t *task, c *panics.Catcher, errp *error) {
 	if s.lim == nil {
 		s.publish(t)
 	}
+}
+
+// timedOut reports whether the scope was cancelled by its WithTimeout expiring (not by
+// itself, nor by its parent first).
+func (s *Scope) timedOut() bool {
+	return s.timeout != nil && context.Cause(s.ctx) == error(s.timeout)
 }
 
 // outcome classifies how t ended, given what its Catcher saw and the error it returned: pe is
