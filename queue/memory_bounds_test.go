@@ -250,3 +250,32 @@ func TestMemoryHorizonForgetsWithoutCalls(t *testing.T) {
 		}
 	})
 }
+
+// The sweep rebuilds a map that has shrunk a lot, not only one that has emptied: with the old
+// IDs forgotten and a few young ones left, the map is made anew, small.
+func TestMemoryHorizonSweepRebuildsAShrunkMap(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const h = time.Minute
+		m := open(t, Config{DedupHorizon: h})
+		defer m.Close(context.Background())
+		const old, young = 10 * sweepBatch, 10
+		for i := range old {
+			mustEnqueue(t, m, Message{ID: fmt.Sprint("old", i)})
+		}
+		time.Sleep(h / 2)
+		for i := range young {
+			mustEnqueue(t, m, Message{ID: fmt.Sprint("young", i)})
+		}
+		time.Sleep(h/2 + h/8)
+		synctest.Wait()
+		m.mu.Lock()
+		left, inMap, peak := m.seen.fifo.n, len(m.seen.seen), m.seen.peak
+		m.mu.Unlock()
+		if left != young || inMap != young {
+			t.Fatalf("%d IDs remembered (%d in the map), want the %d young ones", left, inMap, young)
+		}
+		if peak > 4*seenChunk {
+			t.Errorf("map not rebuilt: its peak is %d, want at most %d", peak, 4*seenChunk)
+		}
+	})
+}
