@@ -117,7 +117,7 @@ func TestEventsLogValue(t *testing.T) {
 	want := `{"level":"INFO","msg":"x","e":{"reason":"evicted"}}
 {"level":"INFO","msg":"x"}
 {"level":"INFO","msg":"x","e":{"err":"disk full","duration":1500000000}}
-{"level":"INFO","msg":"x","e":{"err":"pool: task called runtime.Goexit"}}
+{"level":"INFO","msg":"x","e":{"err":"corral: task called runtime.Goexit"}}
 {"level":"INFO","msg":"x"}
 `
 	if got := buf.String(); got != want {

@@ -50,8 +50,8 @@
 //     [Queue.Close] closes the queue's consumers and its backend, which the
 //     queue owns.
 //   - Shutdown keeps its word: [Consumer.Drain] works off the backlog (ready,
-//     delayed and in-flight jobs, those enqueued meanwhile included) before
-//     it closes, or stops at its ctx and says so. What survives the process
+//     delayed and in-flight jobs) until it finds none stored, then closes,
+//     or stops at its ctx and says so. What survives the process
 //     is the backend's: with [Memory], nothing; with a broker backend, every
 //     stored job and dead letter.
 //   - Jobs with the same ordering key ([WithKey]) are handled one at a time

@@ -61,7 +61,9 @@ const (
 	// ReasonVersion: no consumer that understands the job's payload
 	// version took it within the version wait ([WithVersionWait]).
 	ReasonVersion Reason = "version"
-	// ReasonPanic: the handler panicked (a poison job).
+	// ReasonPanic: the handler panicked or called runtime.Goexit (a poison
+	// job). The OnDead event's Err tells them apart: a [*PanicError], or an
+	// error matching [ErrGoexit].
 	ReasonPanic Reason = "panic"
 	// ReasonEvicted: the job was evicted by the DropOldest overflow policy.
 	ReasonEvicted Reason = "evicted"

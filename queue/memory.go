@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/corral-go/corral/internal/clock"
 )
@@ -25,6 +26,11 @@ import (
 // consumer are delivered to the next one. Its time-based behaviour (delays,
 // leases, the dedup horizon) follows the time package, so it runs on virtual
 // time inside a testing/synctest bubble when created there.
+//
+// With a dedup horizon ([WithDedupHorizon]), a Memory forgets an ID, and
+// gives back the memory it took, at most horizon + horizon/8 after the ID's
+// enqueue, whether or not calls come: a timer the Memory owns, which Close
+// stops, sweeps the expired IDs.
 //
 // A Memory serves one Queue: Open fails if called twice. The zero Memory is
 // ready to use once opened, as [New] opens the backend it is given
@@ -78,6 +84,12 @@ type Memory struct {
 	seq    uint64   // enqueue order
 
 	seen dedup // the IDs within the horizon (see memory_dedup.go)
+	// The sweep of the horizon (see armSweep): its timer, made by the first
+	// arming, whether it is due or running, and the sweeps armed and not
+	// yet done, which Close waits for.
+	sweepTimer *time.Timer
+	sweepArmed bool
+	sweeps     sync.WaitGroup
 
 	// The dead letters, oldest first, and by ID (an ID has at most one):
 	// redriving or purging one costs O(1) however many there are. At most
@@ -144,7 +156,7 @@ func (m *Memory) Open(ctx context.Context, cfg Config) error {
 }
 
 // Close implements Backend. It takes nothing back (a Memory holds no broker
-// resources): it refuses later Enqueue and Receive calls with ErrClosed and
+// resources) but its dedup sweep, which it stops and waits for: it refuses later Enqueue and Receive calls with ErrClosed and
 // wakes those waiting, which return ErrClosed. The jobs and dead letters it
 // stores are left to the garbage collector with the Memory; the other
 // methods still work on them.
@@ -154,10 +166,14 @@ func (m *Memory) Close(ctx context.Context) error {
 		return nil
 	}
 	m.mu.Lock()
-	defer m.mu.Unlock()
 	m.closed.Store(true)
 	m.broadcast(&m.recvWait)
 	m.broadcast(&m.roomWait)
+	if m.sweepTimer != nil && m.sweepTimer.Stop() {
+		m.sweeps.Done() // the sweep armed will not run
+	}
+	m.mu.Unlock()
+	m.sweeps.Wait() // for a sweep that began: it sees m.closed and returns
 	return nil
 }
 

@@ -163,6 +163,7 @@ func (m *Memory) enqueueStore(ctx context.Context, msg Message, fresh bool) (Enq
 	}
 	if m.cfg.DedupHorizon > 0 {
 		m.seen.remember(msg.ID, now)
+		m.armSweep()
 	}
 	m.store(msg, fresh, msg.NotBefore, now)
 	m.passRoom()

@@ -3,7 +3,9 @@ package queue
 import (
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/corral-go/corral/backoff"
 )
@@ -134,6 +136,12 @@ func (o idOption) applyJob(m *Message) { m.ID = string(o) }
 // generates a unique ID. An ID this queue generated may be given again (to
 // enqueue a job again under its ID); one that it has not generated yet, but
 // would, is refused, so that a generated ID is never taken.
+//
+// An ID must be one that every backend can store and give back unchanged:
+// valid UTF-8 of at most 1024 bytes, without a NUL byte, a carriage
+// return or a line feed, and without a space or tab at either end. Enqueue
+// and [Queue.Message] refuse any other ID with an error that starts
+// "queue: job ID", whatever the backend.
 func WithID(id string) EnqueueOption { return idOption(id) }
 
 type keyOption string
@@ -142,7 +150,38 @@ func (o keyOption) applyJob(m *Message) { m.Key = string(o) }
 
 // WithKey sets the job's ordering key: jobs with the same key are handled
 // one at a time in enqueue order, retries included.
+//
+// A key obeys the rule of [WithID] (valid UTF-8 of at most 1024 bytes,
+// without NUL, CR or LF, without a space or tab at either end): Enqueue and
+// [Queue.Message] refuse any other key with an error that starts
+// "queue: ordering key", whatever the backend.
 func WithKey(key string) EnqueueOption { return keyOption(key) }
+
+// maxIDLen is the length in bytes that a job ID ([WithID]) or an ordering
+// key ([WithKey]) may have at most.
+const maxIDLen = 1024
+
+// checkStorable returns the error of an ID or key (what names the field)
+// that some backend cannot store and give back unchanged: the Postgres
+// backend's text columns take neither NUL nor invalid UTF-8 and index a
+// bounded length; the JetStream backend's headers trim spaces and tabs at
+// the ends and turn CR and LF into spaces, and its subjects, which encode
+// the ID and the key, are bounded.
+func checkStorable(what, s string) error {
+	switch {
+	case len(s) > maxIDLen:
+		return fmt.Errorf("queue: %s of %d bytes is longer than %d", what, len(s), maxIDLen)
+	case !utf8.ValidString(s):
+		return fmt.Errorf("queue: %s %q is not valid UTF-8", what, s)
+	case strings.IndexByte(s, 0) >= 0:
+		return fmt.Errorf("queue: %s %q contains a NUL byte", what, s)
+	case strings.ContainsAny(s, "\r\n"):
+		return fmt.Errorf("queue: %s %q contains a carriage return or line feed", what, s)
+	case s != strings.Trim(s, " \t"):
+		return fmt.Errorf("queue: %s %q begins or ends with a space or tab", what, s)
+	}
+	return nil
+}
 
 type notBeforeOption time.Time
 

@@ -381,7 +381,7 @@ func (w *worker[T]) finish(hctx context.Context, catch *panics.Catcher, herrp *e
 	case catch.Panic != nil:
 		panicErr = &PanicError{Where: "Handler", Value: catch.Panic.Value, Stack: catch.Panic.Stack}
 	case catch.Goexit:
-		panicErr = errGoexit
+		panicErr = ErrGoexit
 	}
 	failed := herr != nil || panicErr != nil
 	var end time.Time
