@@ -211,6 +211,8 @@ func (s *Server) start() error {
 	}
 	defer logf.Close() // the child has its own descriptor
 	cmd := s.command(s.bin, s.settings()...)
+	// The postmaster leads a process group of its own, which Kill and Pause signal whole.
+	cmd.SysProcAttr.Setpgid = true
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("pgtest: start %s: %w", s.bin, err)
@@ -301,16 +303,8 @@ func (s *Server) Children() []int {
 
 // children returns the PIDs of the processes whose parent is ppid.
 func children(ppid int) []int {
-	ents, err := os.ReadDir("/proc")
-	if err != nil {
-		return nil
-	}
 	var out []int
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
+	for _, pid := range pids() {
 		if p, _, ok := stat(pid); ok && p == ppid {
 			out = append(out, pid)
 		}
@@ -351,37 +345,91 @@ func (s *Server) Kill(tb testing.TB) {
 	s.mu.Unlock()
 }
 
-// killAll kills the postmaster and its children by PID, and waits for them.
+// killAll stops the postmaster and its processes where they are (freeze), so that none can
+// fork another, then kills every one of them, and waits until they are gone.
 func (s *Server) killAll() {
-	kids := s.Children()
-	_ = s.cmd.Process.Signal(syscall.SIGKILL) // also ends a stopped process
-	for _, pid := range kids {
-		_ = syscall.Kill(pid, syscall.SIGKILL)
+	pid := s.cmd.Process.Pid
+	tree := freeze(pid)
+	_ = syscall.Kill(-pid, syscall.SIGKILL) // the postmaster's group
+	for _, p := range tree {
+		_ = syscall.Kill(p, syscall.SIGKILL) // a backend, which leads a session of its own
 	}
 	<-s.done
-	waitGone(kids)
+	waitGone(tree[1:])
+}
+
+// freeze sends SIGSTOP to the process group that leader leads and to every process it forked,
+// and theirs, until each is stopped (or gone), and returns them, leader first. A stopped process
+// forks nothing, so the list is then complete: a list taken while the postmaster runs misses the
+// backend it forks next. The group alone is not enough: each backend calls setsid.
+func freeze(leader int) []int {
+	_ = syscall.Kill(-leader, syscall.SIGSTOP)
+	tree := []int{leader}
+	in := map[int]bool{leader: true}
+	for {
+		waitStopped(tree)
+		added := false
+		for _, pid := range pids() {
+			if ppid, _, ok := stat(pid); ok && in[ppid] && !in[pid] {
+				_ = syscall.Kill(pid, syscall.SIGSTOP)
+				tree, in[pid], added = append(tree, pid), true, true
+			}
+		}
+		if !added {
+			return tree
+		}
+	}
+}
+
+// pids returns the IDs of the processes in /proc.
+func pids() []int {
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	var out []int
+	for _, e := range ents {
+		if pid, err := strconv.Atoi(e.Name()); err == nil {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+// waitStopped waits, ten seconds at most, until each of pids is stopped or gone.
+func waitStopped(pids []int) {
+	waitState(pids, func(state byte, ok bool) bool { return !ok || strings.IndexByte("TtZX", state) >= 0 })
 }
 
 // waitGone waits, ten seconds at most, until none of pids is a live process (gone, or a zombie
 // left for its new parent to reap).
 func waitGone(pids []int) {
+	waitState(pids, func(state byte, ok bool) bool { return !ok || state == 'Z' || state == 'X' })
+}
+
+// waitState waits, ten seconds at most, until done holds for the state of each of pids.
+func waitState(pids []int, done func(state byte, ok bool) bool) {
 	deadline := time.Now().Add(10 * time.Second)
 	for _, pid := range pids {
 		for time.Now().Before(deadline) {
-			if _, state, ok := stat(pid); !ok || state == 'Z' || state == 'X' {
+			if _, state, ok := stat(pid); done(state, ok) {
 				break
 			}
-			time.Sleep(5 * time.Millisecond) // a polling pace: these are not our children to wait for
+			time.Sleep(time.Millisecond) // a polling pace: these are not our children to wait for
 		}
 	}
 }
 
 // Restart starts a killed server again, on its data directory and port, and returns once it
-// accepts connections (after its crash recovery).
+// accepts connections (after its crash recovery). It first waits until the old server's shared
+// memory is released: a process still holding it would stop the new server from starting.
 func (s *Server) Restart(tb testing.TB) {
 	tb.Helper()
 	if s.Running() {
 		tb.Fatal("pgtest: Restart of a server that is running")
+	}
+	if err := s.waitReleased(); err != nil {
+		tb.Fatal(err)
 	}
 	if err := s.start(); err != nil {
 		tb.Fatal(err)
@@ -389,6 +437,48 @@ func (s *Server) Restart(tb testing.TB) {
 	if err := s.waitReady(); err != nil {
 		tb.Fatal(err)
 	}
+}
+
+// waitReleased waits, ten seconds at most, until no process holds the shared memory segment
+// that postmaster.pid names (none, after a clean shutdown).
+func (s *Server) waitReleased() error {
+	b, err := os.ReadFile(filepath.Join(s.data(), "postmaster.pid"))
+	if err != nil {
+		return nil // a clean shutdown removes it
+	}
+	// The seventh line holds the segment's key and ID.
+	lines := strings.Split(string(b), "\n")
+	if len(lines) < 7 || len(strings.Fields(lines[6])) != 2 {
+		return nil
+	}
+	id := strings.Fields(lines[6])[1]
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		n := attached(id)
+		if n == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("pgtest: %d processes still hold the old server's shared memory (ID %s) after ten seconds", n, id)
+		}
+		time.Sleep(time.Millisecond) // a polling pace: the kernel gives no other sign
+	}
+}
+
+// attached returns how many processes have the System V shared memory segment id attached,
+// from /proc/sysvipc/shm (0 if there is no such segment).
+func attached(id string) int {
+	b, err := os.ReadFile("/proc/sysvipc/shm")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		// key shmid perms size cpid lpid nattch ...
+		if f := strings.Fields(line); len(f) > 6 && f[1] == id {
+			n, _ := strconv.Atoi(f[6])
+			return n
+		}
+	}
+	return 0
 }
 
 // Pause sends SIGSTOP to the postmaster and to every process it forked: they are alive and hold
@@ -413,14 +503,20 @@ func (s *Server) Continue(tb testing.TB) {
 	s.mu.Unlock()
 }
 
-// signalAll sends sig to the postmaster, then to its children.
+// signalAll sends sig to the postmaster and every process it forked: SIGSTOP freezes the
+// tree (see freeze), so that no backend forked meanwhile escapes it.
 func (s *Server) signalAll(tb testing.TB, sig syscall.Signal) {
 	tb.Helper()
-	if err := s.cmd.Process.Signal(sig); err != nil {
+	pid := s.cmd.Process.Pid
+	if sig == syscall.SIGSTOP {
+		freeze(pid)
+		return
+	}
+	if err := syscall.Kill(-pid, sig); err != nil {
 		tb.Fatalf("pgtest: %v to postgres: %v", sig, err)
 	}
-	for _, pid := range s.Children() {
-		_ = syscall.Kill(pid, sig) // a backend may have just exited
+	for _, p := range children(pid) {
+		_ = syscall.Kill(p, sig) // a backend may have just exited
 	}
 }
 
