@@ -39,6 +39,9 @@ func helper(mode string, args []string) {
 	case "exit":
 		fmt.Fprintln(os.Stderr, "helper: refusing to serve")
 		os.Exit(3)
+	case "owner":
+		owner(args)
+		return
 	case "child":
 		time.Sleep(time.Minute) // a process that outlives its test only if Kill missed it
 		os.Exit(0)
@@ -51,7 +54,11 @@ func helper(mode string, args []string) {
 		_ = c.Start()
 	}
 	// The first children are forked before the server serves; for ever means 100 more after.
-	for range min(max(forks, 3), 3) {
+	first := min(forks, 3)
+	if forks < 0 {
+		first = 3
+	}
+	for range first {
 		fork()
 	}
 	if forks < 0 {
@@ -84,6 +91,21 @@ func helper(mode string, args []string) {
 			}
 		}()
 	}
+}
+
+// owner starts the helper serving on args[0] through a Server, says so on its standard output
+// and waits to be killed.
+func owner(args []string) {
+	port, _ := strconv.Atoi(args[0])
+	s := New(Spec{Pkg: "testserver", Path: os.Args[0], Args: append(args, "0"), Env: []string{helperEnv + "=serve"},
+		Ready: func(ctx context.Context) error { return echo(ctx, port) }})
+	if err := s.Restart(); err != nil {
+		fmt.Println(err)
+		os.Exit(1)
+	}
+	fmt.Println("ready")
+	time.Sleep(time.Minute) // until the test kills this process
+	os.Exit(1)
 }
 
 // echo sends a line to the helper on port and reads it back within ctx.
@@ -266,5 +288,38 @@ func TestFreePort(t *testing.T) {
 			t.Fatalf("port %d: %v", q, err)
 		}
 		_ = l.Close()
+	}
+}
+
+// TestDiesWithTheTestProcess: a server whose test process is killed is sent SIGKILL.
+func TestDiesWithTheTestProcess(t *testing.T) {
+	port, err := FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	mark := "mark-owner-" + strconv.Itoa(port)
+	o := exec.Command(os.Args[0], strconv.Itoa(port), mark)
+	o.Env = append(os.Environ(), helperEnv+"=owner")
+	out, err := o.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if line != "ready\n" {
+		_ = o.Process.Kill()
+		_ = o.Wait()
+		t.Fatalf("the owner said %q, %v", line, err)
+	}
+	procs := marked(mark)
+	if len(procs) != 2 {
+		t.Fatalf("%d processes marked, want the owner and its server", len(procs))
+	}
+	_ = o.Process.Kill()
+	_ = o.Wait()
+	if !waitGone(procs) {
+		t.Fatalf("processes %v alive ten seconds after their owner was killed", marked(mark))
 	}
 }
