@@ -32,7 +32,7 @@ type Spec struct {
 }
 
 // Server is one server process, started by Start. Its methods are not safe for concurrent use,
-// but for Running, Paused, PID and LogTail.
+// but for Paused and LogTail, and for Running and PID while no Start runs.
 type Server struct {
 	spec Spec
 
