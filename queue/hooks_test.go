@@ -115,7 +115,8 @@ func TestHooksGetTheWorksContextAndDuration(t *testing.T) {
 			"ok":     {{"OnEnqueue", "producer", 0, 0, 0}, {"OnStart", "consumer", 1, 1, 0}, {"OnSuccess", "consumer", 1, 1, 3 * time.Second}},
 			"flaky":  {{"OnEnqueue", "producer", 0, 0, 0}, {"OnStart", "consumer", 1, 1, 0}, {"OnRetry", "consumer", 1, 1, 2 * time.Second}, {"OnStart", "consumer", 2, 2, 0}, {"OnSuccess", "consumer", 2, 2, 2 * time.Second}},
 			"poison": {{"OnEnqueue", "producer", 0, 0, 0}, {"OnStart", "consumer", 1, 1, 0}, {"OnDead", "consumer", 1, 1, time.Second}},
-			"late":   {{"OnEnqueue", "producer", 0, 0, 0}, {"OnDead", "consumer", 0, 1, 0}},
+			// Dead-lettered without a run: its attempts used, none.
+			"late": {{"OnEnqueue", "producer", 0, 0, 0}, {"OnDead", "consumer", 0, 0, 0}},
 		} {
 			got := r.of(id)
 			if len(got) != len(wants) {
