@@ -190,15 +190,32 @@ func (r *faultRun) checkDeadLetters(ctx context.Context, rp jobReports, poison m
 	for _, dl := range dls {
 		deadIDs = append(deadIDs, dl.Job.ID)
 		cut := !poison[dl.Job.ID] && rp.diedWith(dl.Job.ID)
-		if !poison[dl.Job.ID] && !cut || dl.Reason != queue.ReasonAttempts {
-			r.t.Errorf("dead letter %s (%s, attempt %d, history %+v; events %v): want only the poison jobs, with reason attempts",
-				dl.Job.ID, dl.Reason, dl.Job.Attempt, dl.History, r.eventsOf(dl.Job.ID))
+		if !poison[dl.Job.ID] && !cut || dl.Reason != queue.ReasonAttempts || !runsRecorded(dl) {
+			r.t.Errorf("dead letter %s (%s, attempt %d, history %+v; events %v): want only the poison jobs, with reason "+
+				"attempts, attempt %d and one history entry per run",
+				dl.Job.ID, dl.Reason, dl.Job.Attempt, dl.History, r.eventsOf(dl.Job.ID), faultMaxAttempts)
 		}
 	}
 	if len(deadIDs) != len(poison)+cutJobs {
 		r.t.Errorf("%d dead letters %v, want the %d poison jobs and the %d innocent ones the poison cut", len(deadIDs), deadIDs, len(poison), cutJobs)
 	}
 	return len(deadIDs)
+}
+
+// runsRecorded reports whether dl, dead-lettered for its attempts, has the attempts contract's
+// record of them: attempt faultMaxAttempts (its handler runs), and one history entry per run,
+// numbered from 1 (each run that took its process down has the lease-expired entry its backend
+// recorded as it took the job back).
+func runsRecorded(dl queue.DeadLetter[string]) bool {
+	if dl.Job.Attempt != faultMaxAttempts || len(dl.History) != faultMaxAttempts {
+		return false
+	}
+	for i, a := range dl.History {
+		if a.Number != i+1 {
+			return false
+		}
+	}
+	return true
 }
 
 // deadLetters lists the queue's dead letters, listing them again from the start while the
