@@ -54,7 +54,19 @@ func testAttemptsAreRuns(e *env) {
 		e.Errorf("handler runs %v: want none of dies (its attempts were spent), %d of fails", calls, maxAttempts)
 	}
 	mu.Unlock()
-	for _, dl := range deadLetters(e, q) {
+	checkRunLetters(e, deadLetters(e, q), dies, runs, blease, maxAttempts)
+}
+
+// checkRunLetters checks testAttemptsAreRuns' dead letters: each with reason attempts, attempt
+// maxAttempts and one history entry per run, numbered from 1; those of job dies (whose runs
+// started by runs, each left to its lease) each the record of a lease that expired, those of
+// the other the handler's errors.
+func checkRunLetters(e *env, dls []queue.DeadLetter[string], dies string, runs []time.Time, lease time.Duration, maxAttempts int) {
+	e.Helper()
+	if len(dls) != 2 {
+		e.Errorf("%d dead letters, want 2", len(dls))
+	}
+	for _, dl := range dls {
 		if dl.Reason != queue.ReasonAttempts || dl.Job.Attempt != maxAttempts || len(dl.History) != maxAttempts {
 			e.Errorf("dead letter %+v: want reason attempts, attempt %d, %d history entries", dl, maxAttempts, maxAttempts)
 			continue
@@ -63,7 +75,7 @@ func testAttemptsAreRuns(e *env) {
 			want := fmt.Sprintf("attempt %d: boom", i+1)
 			if dl.Job.ID == dies {
 				want = queue.ErrLeaseExpired.Error()
-				checkExpiredRun(e, i, a, runs, blease)
+				checkExpiredRun(e, i, a, runs, lease)
 			}
 			if a.Number != i+1 || a.Error != want {
 				e.Errorf("%s history[%d] = %+v, want number %d, error %q", dl.Job.ID, i, a, i+1, want)
