@@ -93,7 +93,8 @@ func testPanic(e *env) {
 		e.Errorf("handler ran %d times, want 1", calls)
 	}
 	dls := deadLetters(e, q)
-	if len(dls) != 1 || dls[0].Reason != queue.ReasonPanic || !strings.Contains(dls[0].History[0].Error, "poison pill") {
+	if len(dls) != 1 || dls[0].Reason != queue.ReasonPanic || len(dls[0].History) != 1 ||
+		!strings.Contains(dls[0].History[0].Error, "poison pill") {
 		e.Errorf("dead letters %+v", dls)
 	}
 	if s := stats(e, q); s.DeadLettered[queue.ReasonPanic] != 1 {
