@@ -68,6 +68,17 @@ func TestHooksGetTheWorksContextAndDuration(t *testing.T) {
 		defer q.Close(bg)
 		var mu sync.Mutex
 		handlerCtx := map[string][]context.Context{}
+		pctx := context.WithValue(bg, ctxKey{}, "producer")
+		for _, p := range []string{"ok", "flaky", "poison"} {
+			if _, err := q.Enqueue(pctx, p, queue.WithID(p)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := q.Enqueue(pctx, "late", queue.WithID("late"), queue.WithStartBy(time.Now().Add(-time.Second))); err != nil {
+			t.Fatal(err)
+		}
+		// Consumed once every job and its OnEnqueue are in: a worker could
+		// otherwise start a job before its producer's OnEnqueue returned.
 		cctx := context.WithValue(bg, ctxKey{}, "consumer")
 		c, err := q.Consume(cctx, func(ctx context.Context, j queue.Job[string]) error {
 			mu.Lock()
@@ -90,15 +101,6 @@ func TestHooksGetTheWorksContextAndDuration(t *testing.T) {
 			return retry.Permanent(errors.New("unexpected " + j.Payload))
 		}, queue.WithWorkers(1), queue.WithLease(time.Hour), queue.WithBackoff(backoff.Constant(time.Minute)))
 		if err != nil {
-			t.Fatal(err)
-		}
-		pctx := context.WithValue(bg, ctxKey{}, "producer")
-		for _, p := range []string{"ok", "flaky", "poison"} {
-			if _, err := q.Enqueue(pctx, p, queue.WithID(p)); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if _, err := q.Enqueue(pctx, "late", queue.WithID("late"), queue.WithStartBy(time.Now().Add(-time.Second))); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := c.Drain(bg); err != nil {
