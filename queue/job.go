@@ -91,8 +91,9 @@ type Attempt struct {
 	// Error is the text of the error the attempt ended with. A run whose
 	// lease expired before it was settled (its process died, or its
 	// handler overran the lease) has the text of [ErrLeaseExpired],
-	// recorded by the backend when it took the job back; its End is then
-	// when the backend did.
+	// recorded by the backend when it took the job back: its Start is then
+	// the run's start (or its lease's, on a backend that does not know the
+	// run's), and its End when the backend took the job back.
 	Error string
 }
 
