@@ -71,9 +71,13 @@ const (
 	ReasonExpired Reason = "expired"
 )
 
-// Attempt records one failed attempt of a job, kept in its dead letter.
+// Attempt records one failed attempt of a job, kept in its dead letter:
+// a handler run that failed, or whose lease expired, or the decision to
+// dead-letter a job without running it.
 type Attempt struct {
-	// Number is the attempt number, 1 for the first.
+	// Number is the attempt number, 1 for the first: the number of the
+	// handler run. It is 0 for the entry of a job dead-lettered without a
+	// run on its last delivery (decode, version, expired, evicted).
 	Number int
 	// Start is when the attempt started. For a job dead-lettered without
 	// running (evicted, expired) it is the time of the decision. A
@@ -86,18 +90,28 @@ type Attempt struct {
 	// End is when the attempt ended (for a job dead-lettered without
 	// running, the time of the decision, as Start).
 	End time.Time
-	// Error is the text of the error the attempt ended with.
+	// Error is the text of the error the attempt ended with. A run whose
+	// lease expired before it was settled (its process died, or its
+	// handler overran the lease) has the text of [ErrLeaseExpired],
+	// recorded by the backend when it took the job back: its Start is then
+	// the run's start (or its lease's, on a backend that does not know the
+	// run's), and its End when the backend took the job back.
 	Error string
 }
 
 // DeadLetter is a job that will not be retried, with why and its history.
 type DeadLetter[T any] struct {
-	// Job is the job as it was last delivered (Attempt is the number of
-	// attempts it used).
+	// Job is the job as it was last delivered; its Attempt is the number
+	// of handler runs the job had (3 for a job that failed, or whose
+	// process died in its handler, on each of 3 runs with max attempts 3).
 	Job Job[T]
 	// Reason says why the job was dead-lettered.
 	Reason Reason
-	// History lists the failed attempts, oldest first.
+	// History lists the attempts, oldest first: one entry per handler
+	// run, numbered 1 to Job.Attempt; a job dead-lettered without a run on
+	// its last delivery for another reason than ReasonAttempts (decode,
+	// version, expired, evicted) has one more entry, with Number 0, that
+	// says why.
 	History []Attempt
 	// At is when the job was dead-lettered.
 	At time.Time

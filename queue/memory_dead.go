@@ -22,8 +22,10 @@ func (m *Memory) Bury(ctx context.Context, d *Delivery, reason Reason, a Attempt
 	return res, nil
 }
 
-// bury moves e to the dead letters, evicting the oldest dead letters beyond
-// the limit, whose IDs it appends to evicted and returns. m.mu held.
+// bury moves e to the dead letters with the final attempt a, evicting the
+// oldest dead letters beyond the limit, whose IDs it appends to evicted and
+// returns. A zero a (Number 0, no Error) adds no history entry. The dead
+// letter's Attempt is the handler runs e had. m.mu held.
 func (m *Memory) bury(e *entry, reason Reason, a Attempt, now time.Time, evicted []string) []string {
 	switch e.state {
 	case stateReady:
@@ -35,8 +37,13 @@ func (m *Memory) bury(e *entry, reason Reason, a Attempt, now time.Time, evicted
 	}
 	dm := &DeadMessage{Message: e.msg, Reason: reason, At: now}
 	dm.Attempt = e.attempt
+	if e.state == stateLeased && e.started.Load() != e.gen {
+		dm.Attempt-- // no handler started on this lease: Receive counted it ahead
+	}
 	dm.History = append(make([]Attempt, 0, len(e.history)+1), e.history...)
-	dm.History = append(dm.History, a)
+	if a.Number != 0 || a.Error != "" {
+		dm.History = append(dm.History, a)
+	}
 	if old := m.deadIDs[dm.ID]; old != nil {
 		// A later job with the same ID: the newer dead letter replaces
 		// the older, so that Redrive and Purge name one.

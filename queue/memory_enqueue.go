@@ -182,7 +182,7 @@ func (m *Memory) evictOldest(res *EnqueueResult, now time.Time) bool {
 		return false
 	}
 	res.Evicted = append(res.Evicted, victim.msg.ID)
-	res.DeadEvicted = m.bury(victim, ReasonEvicted, Attempt{Number: victim.attempt, Start: now, End: now, Error: errEvicted.Error()}, now, res.DeadEvicted)
+	res.DeadEvicted = m.bury(victim, ReasonEvicted, Attempt{Start: now, End: now, Error: errEvicted.Error()}, now, res.DeadEvicted)
 	return true
 }
 

@@ -286,7 +286,9 @@ func WithLease(d time.Duration) ConsumerOption {
 // prefetched by a process that died before handing it to a worker, comes
 // back with the same [Job.Attempt]. A job whose handler took its process
 // down every time (a poison job) is dead-lettered with ReasonAttempts when
-// it is delivered after n such runs, without running again.
+// it is delivered after n such runs, without running again: its dead
+// letter's Job.Attempt and the OnDead event's Attempt are n, and its
+// history has the n runs, each ended by [ErrLeaseExpired].
 func WithMaxAttempts(n int) ConsumerOption {
 	if n < 1 {
 		panic("queue: WithMaxAttempts(" + strconv.Itoa(n) + "): need at least 1")
