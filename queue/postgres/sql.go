@@ -11,7 +11,7 @@ type statements struct {
 	insertBatch, insertBatchDedup, reserveBatch        string
 	evictBatch                                         string
 	reserve, evict                                     string
-	claim, unclaim, rescue                             string
+	claim, unclaim                                     string
 	start, startMany, startOne, extend, leaseOf        string
 	ack, ackMany, ackOne, ackCounted, ackTx            string
 	ackTxCounted                                       string
@@ -166,16 +166,29 @@ ON CONFLICT (queue, id) DO UPDATE SET dseq = nextval('{{schema}}.dead_seq'), key
 	attempts = EXCLUDED.attempts, reason = EXCLUDED.reason, history = EXCLUDED.history, at = EXCLUDED.at
 RETURNING d.id, (d.xmax = 0)`,
 
-		// Receive: lease ($2 µs) the first $3 waiting jobs, in enqueue order, that are due
-		// and first of their key's stored jobs, for $3 receivers at once. SKIP LOCKED:
-		// receivers never wait for each other. It returns a row per job leased, in enqueue
-		// order: true, the job, whether another job is ready (one more row it locked, not
-		// leased, for an instant: a receiver to wake), and, if it found fewer than $3 jobs,
-		// the seconds until a delayed job is due or a lease ends (see dueSQL); or, if it
-		// found none, one row of false,
-		// placeholders, false and those seconds: a receiver that finds nothing learns how
-		// long to wait in the same round trip.
-		claim: `WITH c AS (
+		// Receive: take back the expired leases first (a lease on which a handler started
+		// spent its attempt, which the history records, $4 the error text), 100 at most,
+		// then lease ($2 µs) the first $3 waiting jobs, in enqueue order, that are due and
+		// first of their key's stored jobs, for $3 receivers at once. The jobs taken back are
+		// not among those leased: the statement sees the table as it was when it began, and
+		// a later claim delivers them. SKIP LOCKED: receivers never wait for each other. It
+		// returns a row per job leased, in enqueue order: true, the job, whether another job
+		// is ready (one more row it locked, not leased, for an instant: a receiver to wake),
+		// if it found fewer than $3 jobs, the seconds until a delayed job is due or a lease
+		// ends (see dueSQL), and the count of jobs taken back; or, if it found none, one row
+		// of false, placeholders, false, those seconds and that count: a receiver that finds
+		// nothing learns how long to wait in the same round trip.
+		claim: `WITH x AS (
+	UPDATE {{schema}}.jobs AS j SET lease = j.lease + 1, lease_until = NULL, ready_at = now(),
+		history = CASE WHEN j.started = j.lease
+			THEN j.history || jsonb_build_array(jsonb_build_object('n', j.attempts, 's', j.lease_start, 'e', now(), 'err', $4::text))
+			ELSE j.history END
+	WHERE j.seq IN (
+		SELECT seq FROM {{schema}}.jobs
+		WHERE queue = $1 AND lease_until <= now()
+		ORDER BY lease_until LIMIT 100 FOR UPDATE SKIP LOCKED)
+	RETURNING 1
+), c AS (
 	SELECT seq FROM {{schema}}.jobs AS w
 	WHERE queue = $1 AND lease_until IS NULL AND ready_at <= now()
 		AND (key IS NULL OR NOT EXISTS (
@@ -188,26 +201,17 @@ RETURNING d.id, (d.xmax = 0)`,
 	WHERE j.seq IN (SELECT seq FROM c ORDER BY seq LIMIT $3)
 	RETURNING ` + jobColumns + `
 ), n AS (SELECT (SELECT count(*) FROM c) > $3 AS more,
-	CASE WHEN (SELECT count(*) FROM u) < $3 THEN ` + dueSQL + ` END AS due)
-SELECT * FROM (SELECT true, u.*, n.more, n.due FROM u, n ORDER BY u.seq) AS got
+	CASE WHEN (SELECT count(*) FROM u) < $3 THEN ` + dueSQL + ` END AS due,
+	(SELECT count(*) FROM x) AS rescued)
+SELECT * FROM (SELECT true, u.*, n.more, n.due, n.rescued FROM u, n ORDER BY u.seq) AS got
 UNION ALL
-SELECT false, 0::bigint, '', '', 0::bigint, ''::bytea, now(), NULL::timestamptz, NULL::timestamptz, 0, 0::bigint, 0, false, n.due
+SELECT false, 0::bigint, '', '', 0::bigint, ''::bytea, now(), NULL::timestamptz, NULL::timestamptz, 0, 0::bigint, 0, false, n.due, n.rescued
 FROM n WHERE NOT EXISTS (SELECT 1 FROM u)`,
 		// A job claimed for a receiver that left before it got it: waiting again, as if
 		// never delivered, and a receiver woken for it.
 		unclaim: `UPDATE {{schema}}.jobs SET lease = lease + 1, lease_until = NULL, deliveries = deliveries - 1
 WHERE seq = $2 AND lease = $3
 RETURNING pg_notify($4, $1)::text`,
-		// The expired leases, taken back: a lease on which a handler started spent its
-		// attempt, which the history records ($2: the error text).
-		rescue: `UPDATE {{schema}}.jobs AS j SET lease = j.lease + 1, lease_until = NULL, ready_at = now(),
-	history = CASE WHEN j.started = j.lease
-		THEN j.history || jsonb_build_array(jsonb_build_object('n', j.attempts, 's', j.lease_start, 'e', now(), 'err', $2::text))
-		ELSE j.history END
-WHERE j.seq IN (
-	SELECT seq FROM {{schema}}.jobs
-	WHERE queue = $1 AND lease_until <= now()
-	ORDER BY lease_until LIMIT 100 FOR UPDATE SKIP LOCKED)`,
 
 		// Start spends an attempt once per lease; only while the lease runs.
 		start: `UPDATE {{schema}}.jobs SET attempts = attempts + CASE WHEN started = lease THEN 0 ELSE 1 END, started = lease
@@ -325,7 +329,7 @@ WHERE name = $1`,
 		setLease: `UPDATE {{schema}}.queues SET lease_us = $2 WHERE name = $1 AND lease_us = 0`,
 	}
 	for _, p := range []*string{&s.insert, &s.insertDedup, &s.insertKeyed, &s.insertKeyedDedup, &s.insertBatch, &s.insertBatchDedup, &s.reserveBatch, &s.evictBatch,
-		&s.reserve, &s.evict, &s.claim, &s.unclaim, &s.rescue, &s.start, &s.startMany, &s.startOne, &s.extend, &s.leaseOf, &s.ack, &s.ackMany, &s.ackOne, &s.ackCounted, &s.ackTx, &s.ackTxCounted, &s.txStatus,
+		&s.reserve, &s.evict, &s.claim, &s.unclaim, &s.start, &s.startMany, &s.startOne, &s.extend, &s.leaseOf, &s.ack, &s.ackMany, &s.ackOne, &s.ackCounted, &s.ackTx, &s.ackTxCounted, &s.txStatus,
 		&s.nack, &s.release, &s.bury, &s.buryCount, &s.evictDead, &s.deadPage, &s.redriveTake,
 		&s.redriveCount, &s.purge, &s.stats, &s.prune, &s.agreeInsert, &s.agreeSelect, &s.reconfigure, &s.setLease} {
 		*p = render(*p, schema)
