@@ -138,7 +138,7 @@ func newStatements(schema string) statements {
 )
 INSERT INTO {{schema}}.dead AS d (queue, id, key, version, body, enqueued_at, not_before, start_by, attempts, reason, history, at)
 SELECT queue, id, key, version, body, enqueued_at, not_before, start_by, attempts, 'evicted',
-	history || jsonb_build_array(jsonb_build_object('n', attempts, 's', now(), 'e', now(), 'err', $3::text)), now()
+	history || jsonb_build_array(jsonb_build_object('n', 0, 's', now(), 'e', now(), 'err', $3::text)), now()
 FROM v ORDER BY seq
 ON CONFLICT (queue, id) DO UPDATE SET dseq = nextval('{{schema}}.dead_seq'), key = EXCLUDED.key, version = EXCLUDED.version, body = EXCLUDED.body,
 	enqueued_at = EXCLUDED.enqueued_at, not_before = EXCLUDED.not_before, start_by = EXCLUDED.start_by,
@@ -148,7 +148,8 @@ RETURNING d.id, (d.xmax = 0)`,
 		// Capacity: take room for one job ($2 the jobs to take it for), or none if full.
 		reserve: `UPDATE {{schema}}.queues SET stored = stored + $2 WHERE name = $1 AND stored + $2 <= capacity RETURNING stored`,
 		// DropOldest: the oldest job not leased but the one being enqueued ($2), moved to
-		// the dead letters with reason evicted and attempt $3 (history) appended. It returns
+		// the dead letters with reason evicted and an entry of attempt number 0 (no run) with
+		// the error $3 appended to its history. It returns
 		// the victim's ID and whether its dead letter is new (not a replacement).
 		evict: `WITH v AS (
 	DELETE FROM {{schema}}.jobs WHERE seq = (
@@ -159,7 +160,7 @@ RETURNING d.id, (d.xmax = 0)`,
 )
 INSERT INTO {{schema}}.dead AS d (queue, id, key, version, body, enqueued_at, not_before, start_by, attempts, reason, history, at)
 SELECT queue, id, key, version, body, enqueued_at, not_before, start_by, attempts, 'evicted',
-	history || jsonb_build_array(jsonb_build_object('n', attempts, 's', now(), 'e', now(), 'err', $3::text)), now()
+	history || jsonb_build_array(jsonb_build_object('n', 0, 's', now(), 'e', now(), 'err', $3::text)), now()
 FROM v
 ON CONFLICT (queue, id) DO UPDATE SET dseq = nextval('{{schema}}.dead_seq'), key = EXCLUDED.key, version = EXCLUDED.version, body = EXCLUDED.body,
 	enqueued_at = EXCLUDED.enqueued_at, not_before = EXCLUDED.not_before, start_by = EXCLUDED.start_by,
@@ -274,16 +275,17 @@ RETURNING pg_notify($6, $1)::text`,
 WHERE seq = $2 AND lease = $3
 RETURNING pg_notify($4, $1)::text`,
 
-		// Bury: the job of the lease to the dead letters ($4 reason, $5 the final attempt, $6
-		// the delivery's attempt number). It returns whether the dead letter is new, and
-		// notifies the channel $7 if the job had a key (its next job may be delivered).
+		// Bury: the job of the lease to the dead letters ($4 reason, $5 the final attempt as
+		// a history to append, '[]' for none), with its attempts (handler runs). It returns
+		// whether the dead letter is new, and notifies the channel $6 if the job had a key
+		// (its next job may be delivered).
 		bury: `WITH v AS (DELETE FROM {{schema}}.jobs WHERE seq = $2 AND lease = $3 RETURNING *)
 INSERT INTO {{schema}}.dead AS d (queue, id, key, version, body, enqueued_at, not_before, start_by, attempts, reason, history, at)
-SELECT queue, id, key, version, body, enqueued_at, not_before, start_by, $6, $4, history || $5::jsonb, now() FROM v
+SELECT queue, id, key, version, body, enqueued_at, not_before, start_by, attempts, $4, history || $5::jsonb, now() FROM v
 ON CONFLICT (queue, id) DO UPDATE SET dseq = nextval('{{schema}}.dead_seq'), key = EXCLUDED.key, version = EXCLUDED.version, body = EXCLUDED.body,
 	enqueued_at = EXCLUDED.enqueued_at, not_before = EXCLUDED.not_before, start_by = EXCLUDED.start_by,
 	attempts = EXCLUDED.attempts, reason = EXCLUDED.reason, history = EXCLUDED.history, at = EXCLUDED.at
-RETURNING (d.xmax = 0), CASE WHEN d.key IS NOT NULL THEN pg_notify($7, $1)::text END`,
+RETURNING (d.xmax = 0), CASE WHEN d.key IS NOT NULL THEN pg_notify($6, $1)::text END`,
 		// The counts after jobs left for the dead letters: $2 new dead letters, $3 jobs that
 		// left a queue with a capacity. It returns the dead letters beyond the limit.
 		buryCount: `UPDATE {{schema}}.queues SET dead = dead + $2, stored = stored - $3 WHERE name = $1
