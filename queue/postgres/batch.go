@@ -192,7 +192,7 @@ func (b *Backend) enqueueBatch(ctx context.Context, q beginner, op string, msgs 
 		return queue.EnqueueResult{}, fmt.Errorf("postgres: %s: a batch of %d jobs is larger than the capacity, %d: %w",
 			op, len(msgs), b.cfg.Capacity, queue.ErrFull)
 	}
-	return b.untilRoom(ctx, func() (queue.EnqueueResult, bool, error) { return b.enqueueBatchOnce(ctx, q, c) })
+	return b.untilStored(ctx, func() (queue.EnqueueResult, bool, error) { return b.enqueueBatchOnce(ctx, q, c) })
 }
 
 // enqueueBatchOnce is one try of enqueueBatch, in a transaction (or a savepoint) of its own. It

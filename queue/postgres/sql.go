@@ -39,21 +39,28 @@ const jobColumns = `j.seq, j.id, coalesce(j.key, ''), j.version, j.body, j.enque
 
 // insertSQL returns the statement that stores a job ($2 id, $3 key or NULL, $4 body, $5
 // enqueued at, $6 not before or NULL, $7 start by or NULL, $9 payload version) unless its ID
-// is stored, notifies the channel $8 (at commit), and returns the job's seq. With dedup, $10
-// is the horizon: the ID
+// is stored, notifies the channel $8 (at commit), and returns true, the job's seq and the
+// notification's text; or no row if the ID is taken. With dedup, $10 is the horizon: the ID
 // is recorded in ids, and the job is stored only if the ID was not enqueued within the horizon
 // (nor is stored: a refused job does not refresh the ID's record). With keyed, the statement
-// takes the key's advisory lock first, held to the end of the transaction, so that the jobs of
-// a key are numbered in the order their enqueues commit (Receive delivers a job only once the
-// key's jobs numbered before it are gone).
+// first tries to take the key's advisory lock, held to the end of the transaction, so that the
+// jobs of a key are numbered in the order their enqueues commit (Receive delivers a job only
+// once the key's jobs numbered before it are gone); it does not wait for it: if another
+// transaction holds it, the statement stores and records nothing and returns one row of false
+// and NULLs (see errKeyBusy). With keyed, an ID taken is one row of true and NULLs.
 func insertSQL(dedup, keyed bool) string {
 	var b strings.Builder
 	b.WriteString("WITH ")
+	lock := ""
+	if keyed {
+		b.WriteString("l AS (SELECT pg_try_advisory_xact_lock(hashtext('corral ' || $1::text), hashtext($3::text)) AS ok),\n")
+		lock = " AND (SELECT ok FROM l)"
+	}
 	if dedup {
 		b.WriteString(`h AS (
 	INSERT INTO {{schema}}.ids (queue, id, at)
 	SELECT $1::text, $2::text, now()
-	WHERE NOT EXISTS (SELECT 1 FROM {{schema}}.jobs WHERE queue = $1 AND id = $2)
+	WHERE NOT EXISTS (SELECT 1 FROM {{schema}}.jobs WHERE queue = $1 AND id = $2)` + lock + `
 	ON CONFLICT (queue, id) DO UPDATE SET at = EXCLUDED.at
 		WHERE {{schema}}.ids.at <= now() - $10::float8` + usInterval + `
 	RETURNING 1
@@ -63,13 +70,18 @@ func insertSQL(dedup, keyed bool) string {
 	INSERT INTO {{schema}}.jobs (queue, id, key, version, body, enqueued_at, not_before, start_by, ready_at)
 	SELECT $1::text, $2::text, $3::text, $9::bigint, $4::bytea, $5::timestamptz, $6::timestamptz, $7::timestamptz,
 		greatest($6::timestamptz, now())`)
-	if keyed {
-		b.WriteString("\n\tFROM (SELECT pg_advisory_xact_lock(hashtext('corral ' || $1::text), hashtext($3::text))) AS l")
-	}
-	if dedup {
+	switch {
+	case dedup:
 		b.WriteString("\n\tWHERE EXISTS (SELECT 1 FROM h)")
+	case keyed:
+		b.WriteString("\n\tWHERE (SELECT ok FROM l)")
 	}
-	b.WriteString("\n\tON CONFLICT (queue, id) DO NOTHING\n\tRETURNING seq\n)\nSELECT seq, pg_notify($8, $1)::text FROM j")
+	b.WriteString("\n\tON CONFLICT (queue, id) DO NOTHING\n\tRETURNING seq\n)\n")
+	if keyed {
+		b.WriteString("SELECT l.ok, j.seq, CASE WHEN j.seq IS NOT NULL THEN pg_notify($8, $1)::text END FROM l LEFT JOIN j ON true")
+	} else {
+		b.WriteString("SELECT true, seq, pg_notify($8, $1)::text FROM j")
+	}
 	return b.String()
 }
 
