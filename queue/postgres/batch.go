@@ -122,6 +122,9 @@ func newBatch(op string, msgs []queue.Message) (*batch, error) {
 		case m.Value != nil:
 			return nil, fmt.Errorf("postgres: %s: job %s has a Value: make the messages with the Message of a queue on this backend", op, m.ID)
 		}
+		if err := checkStorable(op, m); err != nil {
+			return nil, err
+		}
 		c.all = append(c.all, m.ID)
 		if _, dup := seen[m.ID]; dup {
 			if c.repeated == nil {

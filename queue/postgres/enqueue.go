@@ -36,6 +36,9 @@ func (b *Backend) Enqueue(ctx context.Context, m queue.Message) (queue.EnqueueRe
 // enqueue stores m, as Enqueue says: with the pool if tx is nil, else in the caller's
 // transaction tx (EnqueueTx).
 func (b *Backend) enqueue(ctx context.Context, tx Tx, m queue.Message) (queue.EnqueueResult, error) {
+	if err := checkStorable("enqueue", &m); err != nil {
+		return queue.EnqueueResult{}, err
+	}
 	if m.EnqueuedAt.IsZero() {
 		m.EnqueuedAt = time.Now()
 	}
@@ -43,6 +46,18 @@ func (b *Backend) enqueue(ctx context.Context, tx Tx, m queue.Message) (queue.En
 		return b.untilStored(ctx, func() (queue.EnqueueResult, bool, error) { return b.enqueueOnce(ctx, tx, m) })
 	}
 	return b.untilStored(ctx, func() (queue.EnqueueResult, bool, error) { return b.enqueueCounted(ctx, tx, m) })
+}
+
+// checkStorable returns the error of op for a job whose ID or key Postgres cannot store as
+// text, and nil for one it can.
+func checkStorable(op string, m *queue.Message) error {
+	switch {
+	case !storable(m.ID):
+		return fmt.Errorf("postgres: %s: ID %q is not UTF-8 without NUL bytes: Postgres cannot store it", op, m.ID)
+	case !storable(m.Key):
+		return fmt.Errorf("postgres: %s: job %q: key %q is not UTF-8 without NUL bytes: Postgres cannot store it", op, m.ID, m.Key)
+	}
+	return nil
 }
 
 // enqueueOnce is one try of an enqueue into a queue without a capacity: one statement. It
