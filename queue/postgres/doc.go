@@ -74,7 +74,11 @@
 // server crash loses nothing the server acknowledged. Every query has a deadline
 // (WithCallTimeout, 5s by default): a server that is down, restarting, paused or that drops the
 // connection (pg_terminate_backend) makes calls fail with an error matching
-// queue.ErrUnavailable, and the consumers carry on by themselves once it answers again. An
+// queue.ErrUnavailable, and the consumers carry on by themselves once it answers again: a server
+// killed and restarted, or paused and continued, sees its consumers ack again within two call
+// timeouts (a query lost with the server, then the retry), plus 5s (the longest pause of a
+// consumer between its tries of a failing Receive), plus the poll interval (a receiver waiting
+// for a notification that was lost with the listening connection) of answering again. An
 // Enqueue that fails so may have stored the job: enqueue again with the same ID, and
 // queue.ErrDuplicate then means it was. An ack whose answer was lost may have committed: its
 // job is then gone, or else comes back at the end of its lease.
