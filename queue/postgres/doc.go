@@ -51,11 +51,12 @@
 // that left meanwhile is given back at once, as if never delivered. A job with a key waits for
 // the key's jobs enqueued before it to be gone (acked or dead), so a failing job holds its key
 // through its retries; keyed enqueues take the key's advisory lock to the end of their
-// transaction, so that a key's jobs are numbered in commit order. Every claim query first
-// takes back the leases that ended, whether or not other jobs are ready: while a receiver of
-// the queue is free to take a job, a job whose worker died is ready again within the poll
-// interval (WithPollInterval, 1s) of its lease's end, and delivered in its enqueue order. Each Receive, Nack,
-// Release and expiry gives the job a new lease number: a call of a stale delivery fails with
+// transaction, so that a key's jobs are numbered in commit order (an enqueue that finds it
+// held waits for it within its ctx: see Backend.Enqueue). Every claim query first takes back
+// the leases that ended, whether or not other jobs are ready: while a receiver of the queue is
+// free to take a job, a job whose worker died is ready again within the poll interval
+// (WithPollInterval, 1s) of its lease's end, and delivered in its enqueue order. Each Receive,
+// Nack, Release and expiry gives the job a new lease number: a call of a stale delivery fails with
 // queue.ErrLeaseLost and changes nothing.
 //
 // Receivers wait for LISTEN/NOTIFY: every statement that stores a job or makes one ready
