@@ -23,9 +23,10 @@ import (
 // A job with an ordering key waits while another transaction holds the key (a keyed EnqueueTx
 // or EnqueueBatchTx not yet committed): it tries again, every 5ms to 100ms, until that
 // transaction ends, and stores the job after the ones it enqueued if it commits. Such a wait is
-// not an outage: it lasts until ctx ends, which returns context.Cause(ctx) (never an error
-// matching queue.ErrUnavailable, which would make the queue's Health unreachable), and nothing
-// is stored. The call timeout bounds each try, not the wait.
+// not an outage: the call timeout bounds each try, not the wait, which lasts until ctx ends and
+// then returns context.Cause(ctx), having stored nothing; the queue's Health stays reachable.
+// (If ctx ends while a try is in flight, the error also matches queue.ErrUnavailable, as for
+// any call cut short: that try's outcome is unknown.)
 func (b *Backend) Enqueue(ctx context.Context, m queue.Message) (queue.EnqueueResult, error) {
 	if err := b.checkOpen(); err != nil {
 		return queue.EnqueueResult{}, err

@@ -11,9 +11,10 @@ import (
 )
 
 // A keyed Enqueue behind an open transaction that holds the same key (a keyed EnqueueTx) is a
-// wait, not an outage: past the call timeout it still waits, ends with its ctx's cause (not
-// queue.ErrUnavailable) and stores nothing, the queue's Health stays reachable; an Enqueue
-// waiting as the transaction commits stores its job after the transaction's.
+// wait, not an outage: past the call timeout it still waits, ends with its ctx's cause (not the
+// call timeout's queue.ErrUnavailable) and stores nothing, and the queue's Health stays
+// reachable; an Enqueue waiting as the transaction commits stores its job after the
+// transaction's.
 func TestKeyedEnqueueWaitsForTransaction(t *testing.T) {
 	for _, capacity := range []int{0, 10} {
 		t.Run(map[int]string{0: "unbounded", 10: "capacity"}[capacity], func(t *testing.T) {
@@ -46,8 +47,10 @@ func keyedEnqueueWaits(t *testing.T, capacity int) {
 	wctx, cancel := context.WithTimeoutCause(ctx, 4*callTimeout, stop)
 	_, err = q.Enqueue(wctx, "late", queue.WithID("late"), queue.WithKey("k"))
 	cancel()
-	if !errors.Is(err, stop) || errors.Is(err, queue.ErrUnavailable) {
-		t.Fatalf("keyed Enqueue behind an open transaction: %v, want its ctx's cause and not ErrUnavailable", err)
+	// (Its ctx may end while a try is in flight: the error then also matches ErrUnavailable,
+	// the try's outcome unknown; the call timeout's ErrUnavailable would not hold the cause.)
+	if !errors.Is(err, stop) {
+		t.Fatalf("keyed Enqueue behind an open transaction: %v, want its ctx's cause", err)
 	}
 	if h := q.Health(); !h.Reachable {
 		t.Fatalf("Health after a wait on a key: %+v, want reachable", h)
