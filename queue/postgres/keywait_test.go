@@ -93,3 +93,48 @@ func keyedEnqueueWaits(t *testing.T, capacity int) {
 		t.Errorf("Stats %+v, %v: want nothing left (the late job never stored)", s, err)
 	}
 }
+
+// Redrive of a dead letter whose key an open transaction holds waits for it the same way: its
+// ctx's cause past the call timeout, the dead letter kept; after the commit, it redrives.
+func TestRedriveWaitsForTransaction(t *testing.T) {
+	const callTimeout = 300 * time.Millisecond
+	pool := db(t)
+	ctx := context.Background()
+	b := postgres.New(pool, queueName(t), postgres.WithCallTimeout(callTimeout))
+	q, err := queue.New[string](ctx, queue.WithBackend(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = q.Close(ctx) })
+	if _, err := q.Enqueue(ctx, "dead", queue.WithID("dead"), queue.WithKey("k")); err != nil {
+		t.Fatal(err)
+	}
+	var d queue.Delivery
+	if err := b.Receive(ctx, time.Minute, &d); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Bury(ctx, &d, queue.ReasonPermanent, queue.Attempt{}); err != nil {
+		t.Fatal(err)
+	}
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+	if _, err := postgres.EnqueueTx(ctx, tx, b, q, "first", queue.WithID("first"), queue.WithKey("k")); err != nil {
+		t.Fatal(err)
+	}
+	stop := errors.New("the caller gave up")
+	wctx, cancel := context.WithTimeoutCause(ctx, 4*callTimeout, stop)
+	err = b.Redrive(wctx, "dead")
+	cancel()
+	if !errors.Is(err, stop) {
+		t.Fatalf("Redrive behind an open transaction: %v, want its ctx's cause", err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Redrive(ctx, "dead"); err != nil {
+		t.Fatalf("Redrive once the transaction committed: %v", err)
+	}
+}
