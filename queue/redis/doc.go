@@ -28,7 +28,8 @@
 //     policy (never MAXLEN, which trims silently); DropOldest dead-letters the oldest stored
 //     job that is not leased.
 //   - Every step that touches more than one key is one Lua script, and every command has a
-//     deadline (WithCallTimeout): no answer in time is queue.ErrUnavailable.
+//     deadline (WithCallTimeout) kept with any client, whatever its options: no answer in
+//     time is queue.ErrUnavailable, the caller's ctx ending first is its cause.
 //   - Every key of a queue starts with "corral:{name}:", one hash slot (the {name} tag), so a
 //     queue's scripts run on one node of a Redis Cluster; spread load over several queues.
 //     (The scripts name their keys from that prefix rather than declaring each one: correct on

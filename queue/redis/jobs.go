@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"time"
 
+	goredis "github.com/redis/go-redis/v9"
+
 	"github.com/corral-go/corral/queue"
 )
 
@@ -209,7 +211,9 @@ func (b *Backend) DeadLetters(ctx context.Context) iter.Seq2[queue.DeadMessage, 
 		start := "-"
 		for {
 			cctx, cancel := b.call(ctx)
-			es, err := b.client.XRangeN(cctx, b.prefix+"x", start, "+", 100).Result()
+			es, err := within(cctx, func(cctx context.Context) ([]goredis.XMessage, error) {
+				return b.client.XRangeN(cctx, b.prefix+"x", start, "+", 100).Result()
+			})
 			if err != nil {
 				b.reloadIfGone(cctx, err)
 				err = fail(ctx, cctx, "dead letters", err)

@@ -21,8 +21,13 @@ import (
 //
 // One Backend serves one queue.Queue in one process; several processes (each with its own
 // Backend and Queue of the same name, on the same server) share the queue's jobs. A Backend is
-// safe for concurrent use and starts no goroutine. Make one with New: the methods of a zero
-// Backend panic.
+// safe for concurrent use. Make one with New: the methods of a zero Backend panic.
+//
+// Each command runs in a goroutine of the call that sends it, so that the call returns at its
+// deadline (WithCallTimeout, or the caller's ctx) even if the client would wait longer (a
+// goredis.Client without ContextTimeoutEnabled waits for its read timeout). A command left so
+// ends with its connection: when the server answers, the client's read timeout passes, or the
+// client is closed; until then it holds one of the client's connections.
 type Backend struct {
 	client   goredis.UniversalClient
 	name     string
@@ -56,9 +61,11 @@ type optionFunc func(*options)
 
 func (f optionFunc) apply(o *options) { f(o) }
 
-// WithCallTimeout bounds every command the backend sends (5s by default). A command not
-// answered within d fails with an error matching queue.ErrUnavailable. It panics if d is not
-// positive.
+// WithCallTimeout bounds every command the backend sends (5s by default), with any client,
+// whatever its options: a command not answered within d fails with an error matching
+// queue.ErrUnavailable, and one whose caller's ctx ends first fails with context.Cause(ctx);
+// neither reports success once its deadline passed. Its outcome is unknown: the server may
+// still run it (see Backend). It panics if d is not positive.
 func WithCallTimeout(d time.Duration) Option {
 	if d <= 0 {
 		panic("redis: WithCallTimeout(" + d.String() + "): need a positive timeout")
@@ -137,6 +144,38 @@ func (b *Backend) call(ctx context.Context) (context.Context, context.CancelFunc
 	return context.WithTimeoutCause(ctx, b.o.callTimeout, errCallTimeout)
 }
 
+// within runs f, one exchange with the server, in a goroutine of its own and returns its
+// result, or context.Cause(cctx) as soon as cctx ends, whichever comes first: a call keeps
+// its deadline whatever the client's options (a goredis.Client without
+// ContextTimeoutEnabled waits for its read timeout, not for the context). A result that
+// arrives after cctx ended is not a success: the call's deadline passed.
+//
+// An exchange abandoned at the deadline ends with its connection: when the server answers,
+// the client's read timeout passes, or the client is closed; until then it holds one of the
+// client's connections. Its outcome is unknown, as with any answer lost: the call reports
+// queue.ErrUnavailable (or the caller's cause).
+func within[T any](cctx context.Context, f func(context.Context) (T, error)) (T, error) {
+	type result struct {
+		v   T
+		err error
+	}
+	done := make(chan result, 1) // the exchange's goroutine never waits to hand its result over
+	go func() {
+		v, err := f(cctx)
+		done <- result{v, err}
+	}()
+	var zero T
+	select {
+	case r := <-done:
+		if r.err == nil && cctx.Err() != nil {
+			return zero, context.Cause(cctx)
+		}
+		return r.v, r.err
+	case <-cctx.Done():
+		return zero, context.Cause(cctx)
+	}
+}
+
 // run runs script s with the queue's prefix as its key, within the call timeout.
 func (b *Backend) run(ctx context.Context, op string, s *goredis.Script, args ...any) (any, error) {
 	cctx, cancel := b.call(ctx)
@@ -144,7 +183,9 @@ func (b *Backend) run(ctx context.Context, op string, s *goredis.Script, args ..
 	if b.o.replicas > 0 && s != statsScript {
 		return b.runReplicated(ctx, cctx, op, s, args)
 	}
-	v, err := s.Run(cctx, b.client, []string{b.prefix}, args...).Result()
+	v, err := within(cctx, func(cctx context.Context) (any, error) {
+		return s.Run(cctx, b.client, []string{b.prefix}, args...).Result()
+	})
 	if err != nil && !errors.Is(err, goredis.Nil) {
 		b.reloadIfGone(cctx, err)
 		return nil, fail(ctx, cctx, op, err)
@@ -171,14 +212,14 @@ func (b *Backend) runReplicated(ctx, cctx context.Context, op string, s *goredis
 	var c goredis.Cmdable = b.client
 	cc, cluster := b.client.(*goredis.ClusterClient)
 	if cluster {
-		m, err := cc.MasterForKey(cctx, b.prefix)
+		m, err := within(cctx, func(cctx context.Context) (*goredis.Client, error) { return cc.MasterForKey(cctx, b.prefix) })
 		if err != nil {
 			cc.ReloadState(cctx)
 			return nil, fail(ctx, cctx, op, err)
 		}
 		c = m
 	}
-	v, err := b.evalWait(cctx, c, s, args)
+	v, err := within(cctx, func(cctx context.Context) (any, error) { return b.evalWait(cctx, c, s, args) })
 	if err != nil {
 		if cluster && moved(err) {
 			cc.ReloadState(cctx)
