@@ -40,9 +40,10 @@
 //     look saw nothing more ready and no call of this Backend readied a job since.
 //   - Payload versions (queue.Message.Version) are stored with the job and come back from
 //     Receive, DeadLetters and Redrive.
-//   - Shared settings (capacity, overflow, dedup horizon, dead-letter limit, the lease) are
-//     recorded by the first process to open the queue; another process asking for others
-//     fails at Open (or Consume, for the lease), naming the setting and both values.
+//   - Shared settings (capacity, overflow, dedup horizon, dead-letter limit, the replica
+//     count of WithReplicas, the lease) are recorded by the first process to open the queue;
+//     another process asking for others fails at Open (or Consume, for the lease), naming
+//     the setting and both values.
 //
 // # What Redis can lose
 //

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	goredis "github.com/redis/go-redis/v9"
 
@@ -92,7 +93,8 @@ func WithPollInterval(d time.Duration) Option {
 // with an error matching queue.ErrUnavailable: it took effect on the master, which may still
 // lose it in a failover (enqueue again with the same ID; ErrDuplicate then means it was
 // kept). Redis replication is asynchronous without it: a failover loses what the new master
-// had not received. Each write then sends its script's text (EVAL) in one pipeline with the
+// had not received. The count n is a shared setting of the queue (0 without WithReplicas),
+// agreed at Open as the others (see Open); the wait d is this Backend's own. Each write then sends its script's text (EVAL) in one pipeline with the
 // WAIT. It panics if n is not positive or d is negative.
 func WithReplicas(n int, d time.Duration) Option {
 	if n <= 0 || d < 0 {
@@ -101,7 +103,8 @@ func WithReplicas(n int, d time.Duration) Option {
 	return optionFunc(func(o *options) { o.replicas, o.replicaWait = n, d })
 }
 
-// New returns a Backend for the queue called name (1 to 200 bytes, without braces) on client.
+// New returns a Backend for the queue called name (1 to 200 bytes of valid UTF-8, without
+// braces, which would change the queue's hash slot, or NUL bytes) on client.
 // Every key of the queue starts with "corral:{name}:", one hash slot, so that the queue's Lua
 // scripts run on one node of a Redis Cluster. New does no I/O; it panics on a nil client, a
 // bad name or a nil option. The client stays the caller's: Close does not close it.
@@ -109,8 +112,8 @@ func New(client goredis.UniversalClient, name string, opts ...Option) *Backend {
 	if client == nil {
 		panic("redis: New(nil, " + strconv.Quote(name) + "): nil client")
 	}
-	if name == "" || len(name) > 200 || strings.ContainsAny(name, "{}") {
-		panic("redis: New(client, " + strconv.Quote(name) + "): want a queue name of 1 to 200 bytes without braces")
+	if name == "" || len(name) > 200 || strings.ContainsAny(name, "{}\x00") || !utf8.ValidString(name) {
+		panic("redis: New(client, " + strconv.Quote(name) + "): want a queue name of 1 to 200 bytes of UTF-8 without braces or NUL")
 	}
 	o := options{callTimeout: 5 * time.Second, pollInterval: 100 * time.Millisecond}
 	for _, opt := range opts {
@@ -296,8 +299,10 @@ func unreachable(err error) bool {
 }
 
 // Open implements queue.Backend: it agrees the queue's shared settings (capacity, overflow,
-// dedup horizon, dead-letter limit) with the other processes of the queue: the first to open
-// it records them; a later one with other settings fails, naming the setting and both values.
+// dedup horizon, dead-letter limit, and the replicas of WithReplicas: n, or 0 without it)
+// with the other processes of the queue: the first to open it records them; a later one with
+// other settings fails, naming the setting and both values. (WithReplicas's wait is each
+// process's own.)
 // It creates the stream and its consumer group if they are missing.
 func (b *Backend) Open(ctx context.Context, cfg queue.Config) error {
 	if b.client == nil {
@@ -317,14 +322,15 @@ func (b *Backend) Open(ctx context.Context, cfg queue.Config) error {
 		return queue.ErrClosed
 	}
 	v, err := b.run(ctx, "open", settingsScript, cfg.Capacity, cfg.Overflow.String(),
-		cfg.DedupHorizon.Milliseconds(), cfg.DeadLetterLimit)
+		cfg.DedupHorizon.Milliseconds(), cfg.DeadLetterLimit, b.o.replicas)
 	if err != nil {
 		return err
 	}
 	got := strs(v)
 	mine := []string{strconv.Itoa(cfg.Capacity), cfg.Overflow.String(),
-		strconv.FormatInt(cfg.DedupHorizon.Milliseconds(), 10), strconv.Itoa(cfg.DeadLetterLimit)}
-	for i, name := range []string{"capacity", "overflow", "dedup horizon", "dead-letter limit"} {
+		strconv.FormatInt(cfg.DedupHorizon.Milliseconds(), 10), strconv.Itoa(cfg.DeadLetterLimit),
+		strconv.Itoa(b.o.replicas)}
+	for i, name := range []string{"capacity", "overflow", "dedup horizon", "dead-letter limit", "replicas"} {
 		q := ""
 		if i < len(got) {
 			q = got[i]

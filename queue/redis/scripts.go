@@ -318,15 +318,17 @@ if first then enq = redis.call('HGET', P .. 'j:' .. first, 'enq') end
 return {n, p, d, kw, x, enq}
 `)
 
-// settingsScript: ARGV capacity overflow horizon-ms deadlimit. Records them if the queue has
-// none, and returns the queue's.
+// settingsScript: ARGV capacity overflow horizon-ms deadlimit replicas. Records them if the
+// queue has none (the replicas alone for a queue recorded before they were a setting), and
+// returns the queue's.
 var settingsScript = goredis.NewScript(luaCommon + `
 local k = P .. 'cfg'
 if redis.call('EXISTS', k) == 0 then
   redis.call('HSET', k, 'capacity', ARGV[1], 'overflow', ARGV[2], 'horizon', ARGV[3], 'deadlimit', ARGV[4], 'lease', '')
 end
+redis.call('HSETNX', k, 'replicas', ARGV[5])
 pcall(redis.call, 'XGROUP', 'CREATE', P .. 's', 'g', '0', 'MKSTREAM')
-return redis.call('HMGET', k, 'capacity', 'overflow', 'horizon', 'deadlimit', 'lease')
+return redis.call('HMGET', k, 'capacity', 'overflow', 'horizon', 'deadlimit', 'replicas')
 `)
 
 // leaseScript: ARGV lease-ms. Records the lease if the queue has none, returns the queue's.
