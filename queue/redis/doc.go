@@ -15,7 +15,8 @@
 //     with queue.ErrLeaseLost.
 //   - Ack is XACK and XDEL of the entry and the deletion of the job's hash. Attempts are
 //     counted in that hash when a handler starts (Start), never from the stream's delivery
-//     counter, and Release gives back an attempt that Start counted.
+//     counter, and Release gives back an attempt that Start counted. A run whose lease
+//     expired gets its history entry (queue.ErrLeaseExpired) when a Receive takes it back.
 //   - Retry delays and NotBefore go through a sorted set, promoted into the stream by the next
 //     Receive, atomically.
 //   - Dead letters are a stream of their own, with the reason and the attempt history, at most

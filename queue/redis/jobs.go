@@ -114,10 +114,22 @@ func settled(v any, err error) error {
 
 func gen(d *queue.Delivery) string { return strconv.FormatUint(d.Seq, 10) }
 
+// jsonNow returns the time now as encoding/json writes a time.Time.
+func jsonNow() string {
+	j, _ := json.Marshal(time.Now())
+	return string(j)
+}
+
+// leaseExpiredJSON is queue.ErrLeaseExpired's text as a JSON string.
+var leaseExpiredJSON = func() string { j, _ := json.Marshal(queue.ErrLeaseExpired.Error()); return string(j) }()
+
 // Start implements queue.Backend: it counts the attempt in the job's hash (not the stream's
-// delivery counter, which counts deliveries that never reached a handler).
+// delivery counter, which counts deliveries that never reached a handler), and records when
+// the run started: a Receive that takes the job back after its lease expired, with no settle
+// of this run, records the run's history entry (Error "queue: lease expired", End when it
+// was taken back).
 func (b *Backend) Start(ctx context.Context, d *queue.Delivery) error {
-	return settled(b.run(ctx, "start", startScript, d.ID, gen(d)))
+	return settled(b.run(ctx, "start", startScript, d.ID, gen(d), jsonNow()))
 }
 
 // Extend implements queue.Backend: XCLAIM to this consumer resets the pending entry's idle
@@ -187,11 +199,15 @@ func (b *Backend) Release(ctx context.Context, d *queue.Delivery, delay time.Dur
 }
 
 // Bury implements queue.Backend: the job moves to the dead-letter stream with its reason and
-// history, the oldest dead letters beyond the limit are deleted, in one script.
+// history, the oldest dead letters beyond the limit are deleted, in one script. An Attempt
+// of Number 0 with no Error (nothing ran) adds no history entry.
 func (b *Backend) Bury(ctx context.Context, d *queue.Delivery, reason queue.Reason, a queue.Attempt) (queue.BuryResult, error) {
 	aj, err := json.Marshal(a)
 	if err != nil {
 		return queue.BuryResult{}, err
+	}
+	if a.Number == 0 && a.Error == "" {
+		aj = nil // nothing ran: no history entry
 	}
 	v, err := b.run(ctx, "bury", buryScript, d.ID, gen(d), string(reason), aj, nanos(time.Now()), b.cfg.DeadLetterLimit)
 	if err != nil {

@@ -37,7 +37,10 @@ type receivers struct {
 
 // Receive implements queue.Backend: one script promotes the delayed jobs that are due, takes
 // a pending entry idle for longer than lease (XAUTOCLAIM: a lease that ended) or else a new
-// entry (XREADGROUP), and stamps the job with a new delivery generation. With nothing ready it
+// entry (XREADGROUP), and stamps the job with a new delivery generation. A job taken back so
+// whose handler had started (Start, and no settle since) gets that run's history entry:
+// Number its attempt, Start when Start was called, End now, Error queue.ErrLeaseExpired's
+// text. With nothing ready it
 // waits for a local enqueue or settle, the next delayed job, or the poll interval.
 //
 // The Backend's receivers share what their looks found: a Receive called when the latest look
@@ -79,7 +82,7 @@ func (b *Backend) look(ctx context.Context, lease time.Duration, d *queue.Delive
 	asked := time.Now()
 	b.rcv.lastLook, b.rcv.untold = asked, 0 // this look sees every job readied so far
 	b.mu.Unlock()
-	v, err := b.run(ctx, "receive", receiveScript, b.consumer, max(lease.Milliseconds(), 1))
+	v, err := b.run(ctx, "receive", receiveScript, b.consumer, max(lease.Milliseconds(), 1), jsonNow(), leaseExpiredJSON)
 	if err != nil {
 		return false, err
 	}

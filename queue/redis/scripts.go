@@ -8,7 +8,8 @@ import goredis "github.com/redis/go-redis/v9"
 // cluster node. The keys under the prefix:
 //
 //	s        the stream of ready jobs (one field: the job's ID), read by the group "g"
-//	j:<id>   a stored job: key, body, enq, nb (ms), nbn, sb, ver, att, hist, gen, sid, st, dlv, seq
+//	j:<id>   a stored job: key, body, enq, nb (ms), nbn, sb, ver, att, hist, gen, sid, st, sat,
+//	         dlv, seq (st: the generation a handler started, sat: when, as JSON)
 //	n        the number of stored jobs (capacity is counted here, never with MAXLEN)
 //	o        stored jobs by enqueue order (score: a sequence), for DropOldest and Oldest
 //	d        delayed jobs by due time (ms): NotBefore or a retry delay
@@ -120,6 +121,11 @@ local function promote(t)
     redis.call('HSET', P .. 'j:' .. id, 'sid', sid)
   end
 end
+-- append returns the JSON array hist ('' for none) with the JSON object a appended.
+local function append(hist, a)
+  if not hist or hist == '' then return '[' .. a .. ']' end
+  return string.sub(hist, 1, -2) .. ',' .. a .. ']'
+end
 -- leased returns the job's hash key if delivery gen of job id is current, else false.
 local function leased(id, gen)
   local jk = P .. 'j:' .. id
@@ -173,7 +179,9 @@ store(id, key, body, enq, nb, nbn, sb, ver, t)
 return {'ok', ev, dev}
 `)
 
-// receiveScript: ARGV consumer lease-ms. Returns {"", due, more}, or {id, key, body, enq,
+// receiveScript: ARGV consumer lease-ms now-json lease-expired-json. A reclaimed delivery
+// whose handler had started (its Start came, and no settle) gets the history entry of that
+// run: {Number: att, Start: sat, End: now, Error: "queue: lease expired"}. Returns {"", due, more}, or {id, key, body, enq,
 // nbn, sb, att, gen, dlv, ver, due, more}: due is the time (ms) until the first delayed job is
 // due ("" if none), and more is "1" if a job may be ready besides the one taken ("0" if none
 // is: no entry after it in the stream, which a new one joins at its end, and it was not a
@@ -182,10 +190,10 @@ var receiveScript = goredis.NewScript(luaCommon + `
 local consumer, lease = ARGV[1], tonumber(ARGV[2])
 local t = now()
 promote(t)
-local sid, id, more = nil, nil, '1'
+local sid, id, more, reclaimed = nil, nil, '1', false
 local r = redis.call('XAUTOCLAIM', P .. 's', 'g', consumer, lease, '0-0', 'COUNT', 1)
 if r[2][1] then
-  sid, id = r[2][1][1], r[2][1][2][2]
+  sid, id, reclaimed = r[2][1][1], r[2][1][2][2], true
 else
   local rr = redis.call('XREADGROUP', 'GROUP', 'g', consumer, 'COUNT', 1, 'STREAMS', P .. 's', '>')
   if rr and rr[1] and rr[1][2][1] then
@@ -203,18 +211,26 @@ if redis.call('EXISTS', jk) == 0 then
   redis.call('XDEL', P .. 's', sid)
   return {'', due, '1'}
 end
+if reclaimed then
+  local g, st, att, sat, hist = unpack(redis.call('HMGET', jk, 'gen', 'st', 'att', 'sat', 'hist'))
+  if st == g then
+    local a = '{"Number":' .. att .. ',"Start":' .. (sat or ARGV[3]) .. ',"End":' .. ARGV[3] .. ',"Error":' .. ARGV[4] .. '}'
+    redis.call('HSET', jk, 'hist', append(hist, a))
+  end
+end
 local gen = redis.call('HINCRBY', jk, 'gen', 1)
 local dlv = redis.call('HINCRBY', jk, 'dlv', 1)
 local f = redis.call('HMGET', jk, 'key', 'body', 'enq', 'nbn', 'sb', 'att', 'ver')
 return {id, f[1], f[2], f[3], f[4], f[5], f[6], tostring(gen), tostring(dlv), f[7] or '0', due, more}
 `)
 
-// startScript: ARGV id gen. Returns 1, or 0 if the lease is lost.
+// startScript: ARGV id gen start-json. Returns 1, or 0 if the lease is lost. The run's
+// start (sat) is kept for its history entry, should its lease expire.
 var startScript = goredis.NewScript(luaCommon + `
 local jk = leased(ARGV[1], ARGV[2])
 if not jk then return 0 end
 redis.call('HINCRBY', jk, 'att', 1)
-redis.call('HSET', jk, 'st', ARGV[2])
+redis.call('HSET', jk, 'st', ARGV[2], 'sat', ARGV[3])
 return 1
 `)
 
@@ -253,8 +269,7 @@ redis.call('HINCRBY', jk, 'gen', 1)
 if release == '1' then
   if st == gen then redis.call('HINCRBY', jk, 'att', -1) end
 else
-  if hist == '' then hist = '[' .. a .. ']' else hist = string.sub(hist, 1, -2) .. ',' .. a .. ']' end
-  redis.call('HSET', jk, 'hist', hist)
+  redis.call('HSET', jk, 'hist', append(hist, a))
 end
 if delay > 0 then
   redis.call('ZADD', P .. 'd', t + delay, id)
@@ -265,15 +280,16 @@ end
 return 1
 `)
 
-// buryScript: ARGV id gen reason attempt-json at limit. Returns false if the lease is lost,
-// else the dead letters evicted.
+// buryScript: ARGV id gen reason attempt-json at limit; an empty attempt-json (an attempt
+// of Number 0 and no error: nothing ran) adds no history entry. Returns false if the lease
+// is lost, else the dead letters evicted.
 var buryScript = goredis.NewScript(luaCommon + `
 local id, gen, reason, a, at, limit = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], tonumber(ARGV[6])
 local jk = leased(id, gen)
 if not jk then return false end
-local hist = redis.call('HGET', jk, 'hist')
-if hist == '' then hist = '[' .. a .. ']' else hist = string.sub(hist, 1, -2) .. ',' .. a .. ']' end
-redis.call('HSET', jk, 'hist', hist)
+if a ~= '' then
+  redis.call('HSET', jk, 'hist', append(redis.call('HGET', jk, 'hist'), a))
+end
 redis.call('INCR', P .. 'c:dead')
 return bury(id, reason, at, limit, now())
 `)
