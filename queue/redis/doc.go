@@ -17,6 +17,11 @@
 //     counted in that hash when a handler starts (Start), never from the stream's delivery
 //     counter, and Release gives back an attempt that Start counted. A run whose lease
 //     expired gets its history entry (queue.ErrLeaseExpired) when a Receive takes it back.
+//   - Each Backend that receives is one consumer of the group; Close removes it (unless it
+//     still holds an entry), and Receive deletes consumers idle for longer than twice the
+//     lease (at least ten poll intervals) with no pending entry: a dead process's consumer
+//     goes once its jobs were taken back (see Backend.Receive). The group holds the live
+//     consumers, not one for every Backend ever opened.
 //   - Retry delays and NotBefore go through a sorted set, promoted into the stream by the next
 //     Receive, atomically.
 //   - Dead letters are a stream of their own, with the reason and the attempt history, at most

@@ -389,17 +389,29 @@ func (b *Backend) checkOpen() error {
 }
 
 // Close implements queue.Backend: it wakes the Receive and Enqueue calls that wait, which
-// return queue.ErrClosed, and refuses later ones. It deletes nothing, and does not close the
-// client. A delivery in hand can still be settled. Later calls return nil.
+// return queue.ErrClosed, and refuses later ones, and removes this Backend's consumer from
+// the queue's consumer group if it holds no pending entry (a consumer that does, or whose
+// removal did not reach the server, is reaped later: see Receive). It deletes no job, and
+// does not close the client. A delivery in hand can still be settled. It returns
+// context.Cause(ctx) if ctx ends before the consumer was removed, else nil; later calls
+// return nil.
 func (b *Backend) Close(ctx context.Context) error {
 	if b.client == nil {
 		panic(zeroBackend)
 	}
 	b.mu.Lock()
-	defer b.mu.Unlock()
-	if !b.closed {
+	first, opened := !b.closed, b.opened
+	if first {
 		b.closed = true
 		close(b.closing)
+	}
+	b.mu.Unlock()
+	if !first || !opened {
+		return nil
+	}
+	_, err := b.run(ctx, "close", leaveScript, b.consumer)
+	if err != nil && ctx.Err() != nil {
+		return context.Cause(ctx)
 	}
 	return nil
 }

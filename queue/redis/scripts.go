@@ -126,6 +126,18 @@ local function append(hist, a)
   if not hist or hist == '' then return '[' .. a .. ']' end
   return string.sub(hist, 1, -2) .. ',' .. a .. ']'
 end
+-- reap deletes the group's consumers idle for longer than after (ms) with no pending entry.
+local function reap(after)
+  local ok, cs = pcall(redis.call, 'XINFO', 'CONSUMERS', P .. 's', 'g')
+  if not ok then return end
+  for _, c in ipairs(cs) do
+    local f = {}
+    for i = 1, #c, 2 do f[c[i]] = c[i+1] end
+    if tonumber(f['pending']) == 0 and tonumber(f['idle']) > after then
+      redis.call('XGROUP', 'DELCONSUMER', P .. 's', 'g', f['name'])
+    end
+  end
+end
 -- leased returns the job's hash key if delivery gen of job id is current, else false.
 local function leased(id, gen)
   local jk = P .. 'j:' .. id
@@ -179,7 +191,9 @@ store(id, key, body, enq, nb, nbn, sb, ver, t)
 return {'ok', ev, dev}
 `)
 
-// receiveScript: ARGV consumer lease-ms now-json lease-expired-json. A reclaimed delivery
+// receiveScript: ARGV consumer lease-ms now-json lease-expired-json reap-ms. With reap-ms
+// positive, it first deletes every consumer of the group idle for longer than reap-ms with no
+// pending entry (reap). A reclaimed delivery
 // whose handler had started (its Start came, and no settle) gets the history entry of that
 // run: {Number: att, Start: sat, End: now, Error: "queue: lease expired"}. Returns {"", due, more}, or {id, key, body, enq,
 // nbn, sb, att, gen, dlv, ver, due, more}: due is the time (ms) until the first delayed job is
@@ -187,8 +201,9 @@ return {'ok', ev, dev}
 // is: no entry after it in the stream, which a new one joins at its end, and it was not a
 // reclaimed lease).
 var receiveScript = goredis.NewScript(luaCommon + `
-local consumer, lease = ARGV[1], tonumber(ARGV[2])
+local consumer, lease, reapAfter = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[5])
 local t = now()
+if reapAfter > 0 then reap(reapAfter) end
 promote(t)
 local sid, id, more, reclaimed = nil, nil, '1', false
 local r = redis.call('XAUTOCLAIM', P .. 's', 'g', consumer, lease, '0-0', 'COUNT', 1)
@@ -332,6 +347,15 @@ local first = redis.call('ZRANGE', P .. 'o', 0, 0)[1]
 local enq = ''
 if first then enq = redis.call('HGET', P .. 'j:' .. first, 'enq') end
 return {n, p, d, kw, x, enq}
+`)
+
+// leaveScript: ARGV consumer. Deletes the consumer from the group if it has no pending
+// entry (an entry deleted with its consumer could never be claimed again).
+var leaveScript = goredis.NewScript(luaCommon + `
+if #redis.call('XPENDING', P .. 's', 'g', '-', '+', 1, ARGV[1]) == 0 then
+  return redis.call('XGROUP', 'DELCONSUMER', P .. 's', 'g', ARGV[1])
+end
+return 0
 `)
 
 // settingsScript: ARGV capacity overflow horizon-ms deadlimit replicas. Records them if the
