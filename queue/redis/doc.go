@@ -62,6 +62,12 @@
 // (an ack lost delivers its job again).
 // Without the append-only file, a restart loses everything since the last snapshot.
 //
+// A single server SIGKILLed and restarted on its append-only file, or stopped (SIGSTOP) and
+// continued: once it answers again, the queue's consumers ack a job again within two call
+// timeouts (WithCallTimeout), the queue's longest receive backoff (5s) and a second, the
+// bound the fault suite holds every run to. Calls made while it does not answer fail with
+// queue.ErrUnavailable at their deadline (see WithCallTimeout).
+//
 // Replication is asynchronous: a failover to a replica can lose the writes the replica had
 // not applied (the last ones acknowledged before the master died), unless the Backend was
 // created WithReplicas, which makes every write wait for that many replicas to confirm it:
