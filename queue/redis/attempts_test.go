@@ -87,3 +87,44 @@ func TestLeaseExpiredRunsInHistory(t *testing.T) {
 		}
 	}
 }
+
+// TestEvictedEntryHasNoRun pins the attempts contract for an eviction: a job evicted by
+// DropOldest after one failed run is dead-lettered with Attempt 1 and two history entries,
+// the run's (Number 1) and the eviction's (Number 0, saying why).
+func TestEvictedEntryHasNoRun(t *testing.T) {
+	srv := redistest.Start(t, "always")
+	ctx := context.Background()
+	b := redis.New(newClient(t, srv.Addr()), queueName(t), redis.WithPollInterval(10*time.Millisecond))
+	if err := b.Open(ctx, queue.Config{Capacity: 1, Overflow: queue.DropOldest}); err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close(ctx)
+	if _, err := b.Enqueue(ctx, queue.Message{ID: "old", Body: []byte("x")}); err != nil {
+		t.Fatal(err)
+	}
+	var d queue.Delivery
+	if err := b.Receive(ctx, time.Minute, &d); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Start(ctx, &d); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	if err := b.Nack(ctx, &d, time.Hour, queue.Attempt{Number: 1, Start: now, End: now, Error: "boom"}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := b.Enqueue(ctx, queue.Message{ID: "new", Body: []byte("x")})
+	if err != nil || len(res.Evicted) != 1 || res.Evicted[0] != "old" {
+		t.Fatalf("Enqueue at capacity: %+v, %v; want old evicted", res, err)
+	}
+	for dm, err := range b.DeadLetters(ctx) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := dm.History
+		if dm.ID != "old" || dm.Attempt != 1 || len(h) != 2 || h[0].Number != 1 || h[1].Number != 0 ||
+			h[1].Error != "queue: evicted by overflow (drop oldest)" || h[1].Start.IsZero() {
+			t.Errorf("evicted: %s attempt %d history %+v; want old, attempt 1, entries of Number 1 and 0 (evicted)", dm.ID, dm.Attempt, h)
+		}
+	}
+}

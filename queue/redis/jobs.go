@@ -50,7 +50,7 @@ func (b *Backend) Enqueue(ctx context.Context, m queue.Message) (queue.EnqueueRe
 		w := b.waiter()
 		v, err := b.run(ctx, "enqueue", enqueueScript, m.ID, m.Key, m.Body, nanos(m.EnqueuedAt), nb,
 			nanos(m.NotBefore), nanos(m.StartBy), b.cfg.DedupHorizon.Milliseconds(), b.cfg.Capacity,
-			b.cfg.Overflow.String(), b.cfg.DeadLetterLimit, nanos(time.Now()), m.Version)
+			b.cfg.Overflow.String(), b.cfg.DeadLetterLimit, nanos(time.Now()), m.Version, evictedJSON())
 		if err != nil {
 			return queue.EnqueueResult{}, err
 		}
@@ -118,6 +118,17 @@ func gen(d *queue.Delivery) string { return strconv.FormatUint(d.Seq, 10) }
 func jsonNow() string {
 	j, _ := json.Marshal(time.Now())
 	return string(j)
+}
+
+// errEvicted is the error of the history entry of a job evicted by DropOldest, as the
+// in-memory backend's.
+var errEvicted = errors.New("queue: evicted by overflow (drop oldest)")
+
+// evictedJSON returns the history entry of a job evicted now: Number 0, no run.
+func evictedJSON() []byte {
+	now := time.Now()
+	j, _ := json.Marshal(queue.Attempt{Start: now, End: now, Error: errEvicted.Error()})
+	return j
 }
 
 // leaseExpiredJSON is queue.ErrLeaseExpired's text as a JSON string.

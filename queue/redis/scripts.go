@@ -147,7 +147,8 @@ local function leased(id, gen)
 end
 `
 
-// enqueueScript: ARGV id key body enq nb nbn sb horizon-ms capacity overflow deadlimit at ver.
+// enqueueScript: ARGV id key body enq nb nbn sb horizon-ms capacity overflow deadlimit at ver
+// evicted-json: the history entry of a job evicted by DropOldest (Number 0: no run).
 // Returns {status, evicted, deadEvicted}: status "ok", "dup", "full", "dropped".
 var enqueueScript = goredis.NewScript(luaCommon + `
 local id, key, body, enq, nb, nbn, sb = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7]
@@ -183,6 +184,8 @@ if cap > 0 and tonumber(redis.call('GET', P .. 'n') or '0') >= cap then
   end
   if not victim then return {'full', {}, {}} end
   redis.call('INCR', P .. 'c:evicted')
+  local vk = P .. 'j:' .. victim
+  redis.call('HSET', vk, 'hist', append(redis.call('HGET', vk, 'hist'), ARGV[14]))
   dev = bury(victim, 'evicted', at, limit, t)
   ev = {victim}
 end
