@@ -189,7 +189,9 @@ func (r *faultRun) checkDeadLetters(ctx context.Context, rp jobReports, poison m
 	var deadIDs []string
 	for _, dl := range dls {
 		deadIDs = append(deadIDs, dl.Job.ID)
-		cut := !poison[dl.Job.ID] && rp.diedWith(dl.Job.ID)
+		// Cut as checkInnocentJob counts it: every reported start on a worker the poison took
+		// down, or not one start reported (each hidden by a poison exit).
+		cut := !poison[dl.Job.ID] && (rp.diedWith(dl.Job.ID) || len(poison) > 0 && len(rp.starts[dl.Job.ID]) == 0)
 		if !poison[dl.Job.ID] && !cut || dl.Reason != queue.ReasonAttempts || !runsRecorded(dl) {
 			r.t.Errorf("dead letter %s (%s, attempt %d, history %+v; events %v): want only the poison jobs, with reason "+
 				"attempts, attempt %d and one history entry per run",
