@@ -1,0 +1,4 @@
+package latency
+
+// BucketOf is bucket: the index of the bucket that holds d.
+var BucketOf = bucket
