@@ -52,7 +52,7 @@ func (p *Pool) runInline(t task) {
 		}
 		now := p.now()
 		p.mu.Lock()
-		p.finishedLocked(err, panicked, now-start)
+		p.finishedLocked(err, panicked, t.enq, start, now)
 		p.mu.Unlock()
 		p.finish(&t, err, now-start)
 	}()

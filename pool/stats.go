@@ -1,6 +1,10 @@
 package pool
 
-import "time"
+import (
+	"time"
+
+	"github.com/corral-go/corral/latency"
+)
 
 // Stats is a snapshot of a pool's counters and gauges, all read at one instant, so that they
 // are consistent with each other. Every submitted task is counted exactly once in one of
@@ -27,10 +31,23 @@ type Stats struct {
 	Waiting int // submitters blocked now (Block)
 	Workers int // worker goroutines now
 
-	// The summaries always count tasks; Total and Max stay zero unless the pool was created
-	// with WithTimings (or a Hooks.OnError, which times tasks too).
-	QueueWait Summary // time from queueing to start, of started tasks (0 for hand-offs)
-	RunTime   Summary // time from start to return, of finished tasks
+	// The distributions of the finished tasks' timings, recorded only when the pool is timed
+	// (WithTimings, or a Hooks.OnError, which times tasks too); otherwise they stay empty.
+	// A task is submitted when Submit, Call or Group.Go is called, starts when a worker (or
+	// the goroutine that runs it for its caller) takes it, and finishes when it returns,
+	// panics or calls runtime.Goexit. For every task, its end-to-end time is its wait plus its
+	// run time, so when the pool is timed
+	//
+	//	Wait.Count == Run.Count == EndToEnd.Count == Completed + Failed + Panicked
+	//	EndToEnd.Sum == Wait.Sum + Run.Sum
+	Wait     latency.Histogram // from submit to start: blocked in Submit, queued, handed over
+	Run      latency.Histogram // from start to finish
+	EndToEnd latency.Histogram // from submit to finish
+
+	// Deprecated: QueueWait is Wait's Count, Sum (as Total) and Max: read Wait.
+	QueueWait Summary
+	// Deprecated: RunTime is Run's Count, Sum (as Total) and Max: read Run.
+	RunTime Summary
 }
 
 // Drops counts dropped tasks by reason: a field per Reason, except ReasonExpired, whose tasks
@@ -44,13 +61,16 @@ type Drops struct {
 // Total returns the number of dropped tasks.
 func (d Drops) Total() uint64 { return d.Refused + d.Evicted + d.Shutdown }
 
-// Summary summarises a set of durations.
+// Summary summarises a set of durations: their number, sum and maximum.
+//
+// Deprecated: a latency.Histogram (Stats.Wait, Stats.Run) has the same Count, Sum (as Total)
+// and Max, and their distribution.
 type Summary struct {
 	// Count is the number of durations.
 	Count uint64
-	// Total is their sum (zero unless the pool is timed: see WithTimings).
+	// Total is their sum.
 	Total time.Duration
-	// Max is the longest of them (zero unless the pool is timed).
+	// Max is the longest of them.
 	Max time.Duration
 }
 
@@ -62,21 +82,23 @@ func (s Summary) Mean() time.Duration {
 	return s.Total / time.Duration(s.Count)
 }
 
-type summary struct {
-	count      uint64
-	total, max int64
+func summarise(h *latency.Histogram) Summary {
+	return Summary{Count: h.Count, Total: h.Sum, Max: h.Max}
 }
 
-func (s *summary) add(d int64) {
-	s.count++
-	s.total += d
-	if d > s.max {
-		s.max = d
-	}
+// timings are the distributions of Stats.Wait, Run and EndToEnd.
+type timings struct {
+	wait, run, total latency.Histogram
 }
 
-func (s summary) export() Summary {
-	return Summary{Count: s.count, Total: time.Duration(s.total), Max: time.Duration(s.max)}
+// record records a task submitted at enq, started at start and finished at end (Pool.now).
+func (t *timings) record(enq, start, end int64) {
+	// A worker reads the clock before it takes the lock to fetch its next task, so a task
+	// submitted meanwhile can seem to start before it was submitted: it started at once.
+	start = max(start, enq)
+	t.wait.Record(time.Duration(start - enq))
+	t.run.Record(time.Duration(end - start))
+	t.total.Record(time.Duration(end - enq))
 }
 
 // counters are guarded by Pool.mu. Every hot-path update happens inside a critical section
@@ -86,7 +108,7 @@ type counters struct {
 	submitted, started, completed, failed, panicked, rejected, skipped, inline uint64
 	refused, evicted, shutdown                                                 uint64
 	running                                                                    int
-	wait, run                                                                  summary
+	times                                                                      timings // recorded when the pool is timed
 }
 
 // Stats returns a consistent snapshot of the pool's counters. It is safe for concurrent use;
@@ -109,7 +131,10 @@ func (p *Pool) Stats() Stats {
 		Queued:    p.queued,
 		Waiting:   p.blocked.n,
 		Workers:   p.live,
-		QueueWait: p.st.wait.export(),
-		RunTime:   p.st.run.export(),
+		Wait:      p.st.times.wait,
+		Run:       p.st.times.run,
+		EndToEnd:  p.st.times.total,
+		QueueWait: summarise(&p.st.times.wait),
+		RunTime:   summarise(&p.st.times.run),
 	}
 }
