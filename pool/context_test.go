@@ -208,7 +208,6 @@ func TestTimingsOffByDefault(t *testing.T) {
 			t.Fatalf("untimed: completed %d, timings of %d, %d, %d tasks", s.Completed,
 				s.Wait.Count, s.Run.Count, s.EndToEnd.Count)
 		}
-		//lint:ignore SA1019 the deprecated summaries are empty too
 		if s.QueueWait != (pool.Summary{}) || s.RunTime != (pool.Summary{}) {
 			t.Fatalf("untimed summaries %+v %+v", s.QueueWait, s.RunTime)
 		}

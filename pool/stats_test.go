@@ -59,13 +59,11 @@ func TestStatsTimings(t *testing.T) {
 		mustClose(t, p)
 		s = p.Stats()
 		want = pool.Stats{Submitted: 4, Started: 3, Completed: 2, Failed: 1, Rejected: 1,
-			Wait:     hist(0, 3*time.Second, 5*time.Second),
-			Run:      hist(3*time.Second, 2*time.Second, 0),
-			EndToEnd: hist(3*time.Second, 5*time.Second, 5*time.Second),
-			//lint:ignore SA1019 the deprecated summaries stay filled in
+			Wait:      hist(0, 3*time.Second, 5*time.Second),
+			Run:       hist(3*time.Second, 2*time.Second, 0),
+			EndToEnd:  hist(3*time.Second, 5*time.Second, 5*time.Second),
 			QueueWait: pool.Summary{Count: 3, Total: 8 * time.Second, Max: 5 * time.Second},
-			//lint:ignore SA1019 the deprecated summaries stay filled in
-			RunTime: pool.Summary{Count: 3, Total: 5 * time.Second, Max: 3 * time.Second}}
+			RunTime:   pool.Summary{Count: 3, Total: 5 * time.Second, Max: 3 * time.Second}}
 		if s != want {
 			t.Fatalf("stats after Close:\n got %+v\nwant %+v", s, want)
 		}
