@@ -52,7 +52,10 @@ func (p *Pool) runInline(t task) {
 		}
 		now := p.now()
 		p.mu.Lock()
-		p.finishedLocked(err, panicked, t.enq, start, now)
+		p.finishedLocked(err, panicked)
+		if p.opts.timed {
+			p.st.times.record(t.enq, start, now)
+		}
 		p.mu.Unlock()
 		p.finish(&t, err, now-start)
 	}()

@@ -261,13 +261,10 @@ func (p *Pool) startedLocked() {
 }
 
 // finishedLocked counts a task that ran and returned err (or panicked). When the pool is timed,
-// it records the task's timings too: it was submitted at enq, started at start and returned
-// at end (Pool.now).
-func (p *Pool) finishedLocked(err error, panicked bool, enq, start, end int64) {
+// the caller records the task's timings too (timings.record), outside this function so that
+// the untimed path stays inlined.
+func (p *Pool) finishedLocked(err error, panicked bool) {
 	p.st.running--
-	if p.opts.timed {
-		p.st.times.record(enq, start, end)
-	}
 	switch {
 	case panicked:
 		p.st.panicked++
