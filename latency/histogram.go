@@ -2,7 +2,6 @@ package latency
 
 import (
 	"math"
-	"math/bits"
 	"strconv"
 	"time"
 )
@@ -47,17 +46,20 @@ func lowerBound(i int) time.Duration {
 }
 
 // bucket returns the index of the bucket that holds d; a negative d is taken as 0.
+//
+// It reads the index off the bits of float64(d), which is exact below 2^53: past the sign
+// bit, the top 11 bits are the exponent (1023 + the power of two at or below d) and the next
+// subBits bits the first bits of the mantissa (which eighth of the octave d is in), so that
+// bits>>(52-subBits) counts buckets of the layout from 1 ns up; an offset makes 2^minExp
+// bucket 1, and what is left of the range clamps to the first or the last bucket. This is a
+// conversion, a shift and two clamps, without branches: it runs for every duration recorded.
 func bucket(d time.Duration) int {
-	if d < 1<<minExp {
-		return 0
-	}
-	if d >= 1<<maxExp {
-		return Buckets - 1
-	}
-	exp := bits.Len64(uint64(d)) - 1 // minExp <= exp < maxExp
-	// d>>(exp-subBits) is in [subs, 2*subs): the top subBits+1 bits of d.
-	return (exp-minExp)<<subBits + int(d>>(exp-subBits)) - subs + 1
+	b := int(math.Float64bits(float64(max(d, 0))) >> (52 - subBits))
+	return min(max(b-bucketOffset, 0), Buckets-1)
 }
+
+// bucketOffset is what bucket subtracts: float64(2^minExp) shifted as bucket does, minus 1.
+const bucketOffset = (1023+minExp)<<subBits - 1
 
 // A Histogram counts durations in the fixed buckets described in the package doc, with their
 // number, sum and maximum. The zero value is an empty histogram, ready to use.
