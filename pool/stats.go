@@ -33,9 +33,9 @@ type Stats struct {
 
 	// The distributions of the finished tasks' timings, recorded only when the pool is timed
 	// (WithTimings, or a Hooks.OnError, which times tasks too); otherwise they stay empty.
-	// A task is submitted when Submit, Call or Group.Go is called, starts when a worker (or
-	// the goroutine that runs it for its caller) takes it, and finishes when it returns,
-	// panics or calls runtime.Goexit. For every task, its end-to-end time is its wait plus its
+	// A task is submitted when Submit, Call or Group.Go is called, starts when it begins to
+	// run (on a worker, or in the goroutine that runs it for its caller), and finishes when it
+	// returns, panics or calls runtime.Goexit. For every task, its end-to-end time is its wait plus its
 	// run time, so when the pool is timed
 	//
 	//	Wait.Count == Run.Count == EndToEnd.Count == Completed + Failed + Panicked
