@@ -64,9 +64,9 @@ const bucketOffset = (1023+minExp)<<subBits - 1
 // A Histogram counts durations in the fixed buckets described in the package doc, with their
 // number, sum and maximum. The zero value is an empty histogram, ready to use.
 //
-// A Histogram is a plain value: copying it copies its counts, and == compares them. Its
-// methods are not safe for concurrent use with Record or Merge on the same Histogram; record
-// from many goroutines with a Recorder.
+// A Histogram is a plain value: copying it copies its counts, and == compares them. It is not
+// safe for concurrent use: Record and Merge must not run at the same time as any other use of
+// the same Histogram. To record from many goroutines, use a Recorder.
 type Histogram struct {
 	// Count is the number of durations recorded: the sum of Counts.
 	Count uint64
