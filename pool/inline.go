@@ -53,8 +53,8 @@ func (p *Pool) runInline(t task) {
 		now := p.now()
 		p.mu.Lock()
 		p.finishedLocked(err, panicked)
-		if p.opts.timed {
-			p.st.times.record(t.enq, start, now)
+		if tt := p.st.times; tt != nil {
+			tt.record(t.enq, start, now)
 		}
 		p.mu.Unlock()
 		p.finish(&t, err, now-start)

@@ -75,6 +75,9 @@ func New(workers, queue int, opts ...Option) *Pool {
 	if p.opts.hooks.OnError != nil {
 		p.opts.timed = true // for ErrorEvent.Duration
 	}
+	if p.opts.timed {
+		p.st.times = new(timings)
+	}
 	p.life, p.kill = context.WithCancelCause(context.Background())
 	return p
 }

@@ -86,7 +86,8 @@ func summarise(h *latency.Histogram) Summary {
 	return Summary{Count: h.Count, Total: h.Sum, Max: h.Max}
 }
 
-// timings are the distributions of Stats.Wait, Run and EndToEnd.
+// timings are the distributions of Stats.Wait, Run and EndToEnd, made by New for a timed pool
+// only (an untimed one does not carry their buckets).
 type timings struct {
 	wait, run, total latency.Histogram
 }
@@ -108,7 +109,7 @@ type counters struct {
 	submitted, started, completed, failed, panicked, rejected, skipped, inline uint64
 	refused, evicted, shutdown                                                 uint64
 	running                                                                    int
-	times                                                                      timings // recorded when the pool is timed
+	times                                                                      *timings // nil unless the pool is timed
 }
 
 // Stats returns a consistent snapshot of the pool's counters. It is safe for concurrent use;
@@ -117,7 +118,7 @@ type counters struct {
 func (p *Pool) Stats() Stats {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return Stats{
+	s := Stats{
 		Submitted: p.st.submitted,
 		Started:   p.st.started,
 		Completed: p.st.completed,
@@ -131,10 +132,10 @@ func (p *Pool) Stats() Stats {
 		Queued:    p.queued,
 		Waiting:   p.blocked.n,
 		Workers:   p.live,
-		Wait:      p.st.times.wait,
-		Run:       p.st.times.run,
-		EndToEnd:  p.st.times.total,
-		QueueWait: summarise(&p.st.times.wait),
-		RunTime:   summarise(&p.st.times.run),
 	}
+	if t := p.st.times; t != nil {
+		s.Wait, s.Run, s.EndToEnd = t.wait, t.run, t.total
+		s.QueueWait, s.RunTime = summarise(&t.wait), summarise(&t.run)
+	}
+	return s
 }

@@ -143,8 +143,8 @@ func (p *Pool) deliver(s *shift) {
 func (p *Pool) nextLocked(w *worker, s *shift, err error, panicked bool, now int64) wakeups {
 	if s.t.fn != nil {
 		p.finishedLocked(err, panicked)
-		if p.opts.timed {
-			p.st.times.record(s.t.enq, s.start, now)
+		if t := p.st.times; t != nil {
+			t.record(s.t.enq, s.start, now)
 		}
 		if s.t.res != nil || err != nil && p.opts.hooks.OnError != nil {
 			s.out, s.outErr, s.outRan = s.t, err, now-s.start
