@@ -37,4 +37,5 @@
 // Quantile(1) is Max exactly.
 package latency
 
-// Where things are: histogram.go holds the buckets and Histogram, recorder.go the Recorder.
+// Where things are: histogram.go holds Histogram and the bounds, recorder.go the Recorder;
+// internal/bucket the layout (which pool uses too).

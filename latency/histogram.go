@@ -4,21 +4,13 @@ import (
 	"math"
 	"strconv"
 	"time"
-)
 
-// The bucket layout: octaves from 2^minExp to 2^maxExp nanoseconds, each split into
-// 2^subBits buckets of equal width, with an underflow bucket below and an overflow bucket
-// above.
-const (
-	minExp  = 10
-	maxExp  = 45
-	subBits = 3
-	subs    = 1 << subBits
+	"github.com/corral-go/corral/internal/bucket"
 )
 
 // Buckets is the number of buckets of every Histogram: 8 for each power of two of nanoseconds
 // from 2^10 to 2^45, one below (shorter than 1.024µs) and one above (2^45 ns and longer).
-const Buckets = 2 + (maxExp-minExp)*subs
+const Buckets = bucket.N
 
 // UpperBound returns the exclusive upper bound of bucket i, which is also the lower bound of
 // bucket i+1: bucket i holds the durations d with UpperBound(i-1) <= d < UpperBound(i) (0 <= d
@@ -32,34 +24,8 @@ func UpperBound(i int) time.Duration {
 	if i == Buckets-1 {
 		return math.MaxInt64
 	}
-	return lowerBound(i + 1)
+	return bucket.Lower(i + 1)
 }
-
-// lowerBound is the inclusive lower bound of bucket i, for 0 <= i < Buckets.
-func lowerBound(i int) time.Duration {
-	if i == 0 {
-		return 0
-	}
-	i--
-	exp := minExp + i>>subBits
-	return time.Duration(subs+i&(subs-1)) << (exp - subBits)
-}
-
-// bucket returns the index of the bucket that holds d; a negative d is taken as 0.
-//
-// It reads the index off the bits of float64(d), which is exact below 2^53: past the sign
-// bit, the top 11 bits are the exponent (1023 + the power of two at or below d) and the next
-// subBits bits the first bits of the mantissa (which eighth of the octave d is in), so that
-// bits>>(52-subBits) counts buckets of the layout from 1 ns up; an offset makes 2^minExp
-// bucket 1, and what is left of the range clamps to the first or the last bucket. This is a
-// conversion, a shift and two clamps, without branches: it runs for every duration recorded.
-func bucket(d time.Duration) int {
-	b := int(math.Float64bits(float64(max(d, 0))) >> (52 - subBits))
-	return min(max(b-bucketOffset, 0), Buckets-1)
-}
-
-// bucketOffset is what bucket subtracts: float64(2^minExp) shifted as bucket does, minus 1.
-const bucketOffset = (1023+minExp)<<subBits - 1
 
 // A Histogram counts durations in the fixed buckets described in the package doc, with their
 // number, sum and maximum. The zero value is an empty histogram, ready to use.
@@ -81,7 +47,7 @@ type Histogram struct {
 // Record adds d to the histogram. A negative d is recorded as 0.
 func (h *Histogram) Record(d time.Duration) {
 	d = max(d, 0)
-	h.Counts[bucket(d)]++
+	h.Counts[bucket.Of(d)]++
 	h.Count++
 	h.Sum += d
 	h.Max = max(h.Max, d)
@@ -137,6 +103,6 @@ func midpoint(i int) time.Duration {
 	if i == Buckets-1 {
 		return math.MaxInt64
 	}
-	lo := lowerBound(i)
-	return lo + (lowerBound(i+1)-lo)/2
+	lo := bucket.Lower(i)
+	return lo + (bucket.Lower(i+1)-lo)/2
 }

@@ -3,6 +3,8 @@ package latency
 import (
 	"sync/atomic"
 	"time"
+
+	"github.com/corral-go/corral/internal/bucket"
 )
 
 // A Recorder records durations from any number of goroutines at once, into the buckets of a
@@ -23,7 +25,7 @@ type Recorder struct {
 // Record adds d to the recorder. A negative d is recorded as 0.
 func (r *Recorder) Record(d time.Duration) {
 	d = max(d, 0)
-	r.counts[bucket(d)].Add(1)
+	r.counts[bucket.Of(d)].Add(1)
 	r.sum.Add(int64(d))
 	for m := r.max.Load(); int64(d) > m; m = r.max.Load() {
 		if r.max.CompareAndSwap(m, int64(d)) {

@@ -3,6 +3,7 @@ package pool
 import (
 	"time"
 
+	"github.com/corral-go/corral/internal/bucket"
 	"github.com/corral-go/corral/latency"
 )
 
@@ -87,9 +88,13 @@ func summarise(h *latency.Histogram) Summary {
 }
 
 // timings are the distributions of Stats.Wait, Run and EndToEnd, made by New for a timed pool
-// only (an untimed one does not carry their buckets).
+// only (an untimed one does not carry their buckets). The sums and maxima of the three sit
+// side by side, so that recording a task touches one line of them and one bucket of each; the
+// number of durations of each is the number of tasks finished, and Stats builds the
+// latency.Histogram values.
 type timings struct {
-	wait, run, total latency.Histogram
+	sum, max         [3]time.Duration // wait, run, end to end
+	wait, run, total [bucket.N]uint64 // counts per bucket
 }
 
 // record records a task submitted at enq, started at start and finished at end (Pool.now).
@@ -97,9 +102,25 @@ func (t *timings) record(enq, start, end int64) {
 	// A worker reads the clock before it takes the lock to fetch its next task, so a task
 	// submitted meanwhile can seem to start before it was submitted: it started at once.
 	start = max(start, enq)
-	t.wait.Record(time.Duration(start - enq))
-	t.run.Record(time.Duration(end - start))
-	t.total.Record(time.Duration(end - enq))
+	wait, run, total := time.Duration(start-enq), time.Duration(end-start), time.Duration(end-enq)
+	t.wait[bucket.Of(wait)]++
+	t.run[bucket.Of(run)]++
+	t.total[bucket.Of(total)]++
+	t.sum[0] += wait
+	t.sum[1] += run
+	t.sum[2] += total
+	t.max[0] = max(t.max[0], wait)
+	t.max[1] = max(t.max[1], run)
+	t.max[2] = max(t.max[2], total)
+}
+
+// histogram returns distribution k (0 wait, 1 run, 2 end to end) of counts as a Histogram.
+func (t *timings) histogram(k int, counts *[bucket.N]uint64) latency.Histogram {
+	h := latency.Histogram{Sum: t.sum[k], Max: t.max[k], Counts: *counts}
+	for _, n := range counts {
+		h.Count += n
+	}
+	return h
 }
 
 // counters are guarded by Pool.mu. Every hot-path update happens inside a critical section
@@ -134,8 +155,8 @@ func (p *Pool) Stats() Stats {
 		Workers:   p.live,
 	}
 	if t := p.st.times; t != nil {
-		s.Wait, s.Run, s.EndToEnd = t.wait, t.run, t.total
-		s.QueueWait, s.RunTime = summarise(&t.wait), summarise(&t.run)
+		s.Wait, s.Run, s.EndToEnd = t.histogram(0, &t.wait), t.histogram(1, &t.run), t.histogram(2, &t.total)
+		s.QueueWait, s.RunTime = summarise(&s.Wait), summarise(&s.Run)
 	}
 	return s
 }
