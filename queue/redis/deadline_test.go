@@ -114,3 +114,46 @@ func TestCallDeadlineWithAnyClient(t *testing.T) {
 		t.Errorf("Stats after SIGCONT: %v", err)
 	}
 }
+
+// TestCloseWaitsForAbandonedExchanges pins that the goroutine of an exchange abandoned at its
+// call's deadline has an owner: with the server SIGSTOPped, Close cannot finish while the
+// exchange waits for its answer (it returns its ctx's cause), and once the server answers the
+// exchange ends and a Close of another Backend on the same client returns nil.
+func TestCloseWaitsForAbandonedExchanges(t *testing.T) {
+	srv := redistest.Start(t, "always")
+	c := goredis.NewClient(&goredis.Options{Addr: srv.Addr(), ReadTimeout: time.Minute})
+	t.Cleanup(func() { _ = c.Close() })
+	ctx := context.Background()
+	open := func() *redis.Backend {
+		b := redis.New(c, queueName(t), redis.WithCallTimeout(200*time.Millisecond))
+		if err := b.Open(ctx, queue.Config{}); err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	b, other := open(), open()
+	srv.Pause(t)
+	paused := true
+	defer func() {
+		if paused {
+			srv.Continue(t)
+		}
+	}()
+	if _, err := b.Stats(ctx); !errors.Is(err, queue.ErrUnavailable) {
+		t.Fatalf("Stats with the server stopped: %v, want ErrUnavailable", err)
+	}
+	// b's Stats left an exchange waiting for the server (the client waits a minute).
+	closing := errors.New("close's deadline")
+	cctx, cancel := context.WithTimeoutCause(ctx, 300*time.Millisecond, closing)
+	defer cancel()
+	if err := b.Close(cctx); !errors.Is(err, closing) {
+		t.Fatalf("Close with an exchange still waiting: %v, want its ctx's cause", err)
+	}
+	srv.Continue(t)
+	paused = false
+	// other's Close removes its consumer and waits for nothing of b's: it returns once the
+	// server answers.
+	if err := other.Close(ctx); err != nil {
+		t.Fatalf("Close of the other Backend after SIGCONT: %v", err)
+	}
+}

@@ -238,7 +238,7 @@ func (b *Backend) DeadLetters(ctx context.Context) iter.Seq2[queue.DeadMessage, 
 		start := "-"
 		for {
 			cctx, cancel := b.call(ctx)
-			es, err := within(cctx, func(cctx context.Context) ([]goredis.XMessage, error) {
+			es, err := within(&b.xs, cctx, func(cctx context.Context) ([]goredis.XMessage, error) {
 				return b.client.XRangeN(cctx, b.prefix+"x", start, "+", 100).Result()
 			})
 			if err != nil {

@@ -45,6 +45,8 @@ type Backend struct {
 	wake    chan struct{} // closed and replaced when room freed (wakes every blocked Enqueue)
 	rcv     receivers     // the waiting receivers and what the looks saw (receivers.go)
 	closing chan struct{} // closed by Close
+
+	xs exchanges // the exchanges with the server running now (see within)
 }
 
 // Option configures a Backend in New. An option given a setting no backend can honour panics
@@ -147,23 +149,25 @@ func (b *Backend) call(ctx context.Context) (context.Context, context.CancelFunc
 	return context.WithTimeoutCause(ctx, b.o.callTimeout, errCallTimeout)
 }
 
-// within runs f, one exchange with the server, in a goroutine of its own and returns its
-// result, or context.Cause(cctx) as soon as cctx ends, whichever comes first: a call keeps
-// its deadline whatever the client's options (a goredis.Client without
+// within runs f, one exchange with the server, in a goroutine of its own that xs counts, and
+// returns its result, or context.Cause(cctx) as soon as cctx ends, whichever comes first: a
+// call keeps its deadline whatever the client's options (a goredis.Client without
 // ContextTimeoutEnabled waits for its read timeout, not for the context). A result that
 // arrives after cctx ended is not a success: the call's deadline passed.
 //
 // An exchange abandoned at the deadline ends with its connection: when the server answers,
 // the client's read timeout passes, or the client is closed; until then it holds one of the
-// client's connections. Its outcome is unknown, as with any answer lost: the call reports
-// queue.ErrUnavailable (or the caller's cause).
-func within[T any](cctx context.Context, f func(context.Context) (T, error)) (T, error) {
+// client's connections, and Close waits for it. Its outcome is unknown, as with any answer
+// lost: the call reports queue.ErrUnavailable (or the caller's cause).
+func within[T any](xs *exchanges, cctx context.Context, f func(context.Context) (T, error)) (T, error) {
 	type result struct {
 		v   T
 		err error
 	}
 	done := make(chan result, 1) // the exchange's goroutine never waits to hand its result over
+	xs.start()
 	go func() {
+		defer xs.end()
 		v, err := f(cctx)
 		done <- result{v, err}
 	}()
@@ -179,6 +183,49 @@ func within[T any](cctx context.Context, f func(context.Context) (T, error)) (T,
 	}
 }
 
+// exchanges counts the goroutines that within starts, so that the Backend that started them
+// can wait for them (Close). The zero value is ready to use.
+type exchanges struct {
+	mu   sync.Mutex    // guards the fields below
+	n    int           // exchanges running
+	idle chan struct{} // closed when n drops to 0, if a waiter made it; nil otherwise
+}
+
+func (x *exchanges) start() {
+	x.mu.Lock()
+	x.n++
+	x.mu.Unlock()
+}
+
+func (x *exchanges) end() {
+	x.mu.Lock()
+	if x.n--; x.n == 0 && x.idle != nil {
+		close(x.idle)
+		x.idle = nil
+	}
+	x.mu.Unlock()
+}
+
+// wait waits until no exchange runs, or returns context.Cause(ctx) if ctx ends first.
+func (x *exchanges) wait(ctx context.Context) error {
+	x.mu.Lock()
+	if x.n == 0 {
+		x.mu.Unlock()
+		return nil
+	}
+	if x.idle == nil {
+		x.idle = make(chan struct{})
+	}
+	idle := x.idle
+	x.mu.Unlock()
+	select {
+	case <-idle:
+		return nil
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+}
+
 // run runs script s with the queue's prefix as its key, within the call timeout.
 func (b *Backend) run(ctx context.Context, op string, s *goredis.Script, args ...any) (any, error) {
 	cctx, cancel := b.call(ctx)
@@ -186,7 +233,7 @@ func (b *Backend) run(ctx context.Context, op string, s *goredis.Script, args ..
 	if b.o.replicas > 0 && s != statsScript {
 		return b.runReplicated(ctx, cctx, op, s, args)
 	}
-	v, err := within(cctx, func(cctx context.Context) (any, error) {
+	v, err := within(&b.xs, cctx, func(cctx context.Context) (any, error) {
 		return s.Run(cctx, b.client, []string{b.prefix}, args...).Result()
 	})
 	if err != nil && !errors.Is(err, goredis.Nil) {
@@ -215,14 +262,14 @@ func (b *Backend) runReplicated(ctx, cctx context.Context, op string, s *goredis
 	var c goredis.Cmdable = b.client
 	cc, cluster := b.client.(*goredis.ClusterClient)
 	if cluster {
-		m, err := within(cctx, func(cctx context.Context) (*goredis.Client, error) { return cc.MasterForKey(cctx, b.prefix) })
+		m, err := within(&b.xs, cctx, func(cctx context.Context) (*goredis.Client, error) { return cc.MasterForKey(cctx, b.prefix) })
 		if err != nil {
 			cc.ReloadState(cctx)
 			return nil, fail(ctx, cctx, op, err)
 		}
 		c = m
 	}
-	v, err := within(cctx, func(cctx context.Context) (any, error) { return b.evalWait(cctx, c, s, args) })
+	v, err := within(&b.xs, cctx, func(cctx context.Context) (any, error) { return b.evalWait(cctx, c, s, args) })
 	if err != nil {
 		if cluster && moved(err) {
 			cc.ReloadState(cctx)
@@ -392,9 +439,11 @@ func (b *Backend) checkOpen() error {
 // return queue.ErrClosed, and refuses later ones, and removes this Backend's consumer from
 // the queue's consumer group if it holds no pending entry (a consumer that does, or whose
 // removal did not reach the server, is reaped later: see Receive). It deletes no job, and
-// does not close the client. A delivery in hand can still be settled. It returns
-// context.Cause(ctx) if ctx ends before the consumer was removed, else nil; later calls
-// return nil.
+// does not close the client. A delivery in hand can still be settled. An exchange with the
+// server that a call abandoned at its deadline (see WithCallTimeout) runs until the server
+// answers, the client's read timeout passes or the client is closed: Close waits for those
+// started before it. It returns context.Cause(ctx) if ctx ends before the consumer was
+// removed and those exchanges ended, else nil; later calls return nil.
 func (b *Backend) Close(ctx context.Context) error {
 	if b.client == nil {
 		panic(zeroBackend)
@@ -406,14 +455,16 @@ func (b *Backend) Close(ctx context.Context) error {
 		close(b.closing)
 	}
 	b.mu.Unlock()
-	if !first || !opened {
+	if !first {
 		return nil
 	}
-	_, err := b.run(ctx, "close", leaveScript, b.consumer)
-	if err != nil && ctx.Err() != nil {
-		return context.Cause(ctx)
+	if opened {
+		_, err := b.run(ctx, "close", leaveScript, b.consumer)
+		if err != nil && ctx.Err() != nil {
+			return context.Cause(ctx)
+		}
 	}
-	return nil
+	return b.xs.wait(ctx)
 }
 
 // waiter returns the channel the next signal closes.
