@@ -7,6 +7,18 @@ import (
 	"github.com/corral-go/corral/internal/panics"
 )
 
+// Codec encodes payloads for backends that store bytes. A Codec must be
+// safe for concurrent use.
+type Codec[T any] interface {
+	// Marshal encodes v, a payload given to Enqueue. An error fails that
+	// Enqueue, and nothing is stored.
+	Marshal(v T) ([]byte, error)
+	// Unmarshal decodes data for a delivery. An error (or a panic)
+	// dead-letters the job with [ReasonDecode] without running a
+	// handler.
+	Unmarshal(data []byte) (T, error)
+}
+
 // decode returns the payload of m.
 func (q *Queue[T]) decode(m *Message) (T, error) {
 	if q.values {

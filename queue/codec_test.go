@@ -16,6 +16,10 @@ type order struct {
 	Items []string
 }
 
+// bytesOnly hides the in-memory backend's value passing, so the queue
+// encodes payloads with its codec as it does for a broker backend.
+type bytesOnly struct{ queue.Backend }
+
 // With a byte backend the payload is encoded (JSON by default): the handler
 // gets its own copy, so a producer mutating its value afterwards changes
 // nothing.

@@ -2,6 +2,8 @@ package queue
 
 import (
 	"time"
+
+	"github.com/corral-go/corral/queue/driver"
 )
 
 // Job is one unit of work as a handler sees it.
@@ -44,49 +46,34 @@ type Job[T any] struct {
 	EnqueuedAt time.Time
 }
 
-// Reason says why a job was dead-lettered.
-type Reason string
+// Reason says why a job was dead-lettered (see the Reason constants).
+type Reason = driver.Reason
 
-// The reasons a job ends in the dead letters.
+// The reasons a job ends in the dead letters (see driver.Reason).
 const (
 	// ReasonAttempts: the last allowed attempt failed (or its lease expired).
-	ReasonAttempts Reason = "attempts"
+	ReasonAttempts = driver.ReasonAttempts
 	// ReasonPermanent: the handler returned an error marked permanent
 	// (retry.Permanent).
-	ReasonPermanent Reason = "permanent"
+	ReasonPermanent = driver.ReasonPermanent
 	// ReasonDecode: the payload could not be decoded at its version (a
 	// poison job): the codec or the version's upgrade ([WithUpgrade])
 	// failed or panicked. The error is in the job's history.
-	ReasonDecode Reason = "decode"
+	ReasonDecode = driver.ReasonDecode
 	// ReasonVersion: no consumer that understands the job's payload
 	// version took it within the version wait ([WithVersionWait]).
-	ReasonVersion Reason = "version"
+	ReasonVersion = driver.ReasonVersion
 	// ReasonPanic: the handler panicked (a poison job).
-	ReasonPanic Reason = "panic"
+	ReasonPanic = driver.ReasonPanic
 	// ReasonEvicted: the job was evicted by the DropOldest overflow policy.
-	ReasonEvicted Reason = "evicted"
+	ReasonEvicted = driver.ReasonEvicted
 	// ReasonExpired: the job was not started before its start-by deadline.
-	ReasonExpired Reason = "expired"
+	ReasonExpired = driver.ReasonExpired
 )
 
-// Attempt records one failed attempt of a job, kept in its dead letter.
-type Attempt struct {
-	// Number is the attempt number, 1 for the first.
-	Number int
-	// Start is when the attempt started. For a job dead-lettered without
-	// running (evicted, expired) it is the time of the decision. A
-	// consumer's worker that takes its next job from the in-memory backend
-	// as it acks the last one starts it at its keeper's latest reading of
-	// the clock, which it takes every 10ms at most (see [WithLease]): Start
-	// is then up to that much early (even before the job's EnqueuedAt), or
-	// more when every core of the machine is busy.
-	Start time.Time
-	// End is when the attempt ended (for a job dead-lettered without
-	// running, the time of the decision, as Start).
-	End time.Time
-	// Error is the text of the error the attempt ended with.
-	Error string
-}
+// Attempt records one failed attempt of a job, kept in its dead letter
+// (see driver.Attempt).
+type Attempt = driver.Attempt
 
 // DeadLetter is a job that will not be retried, with why and its history.
 type DeadLetter[T any] struct {

@@ -18,22 +18,19 @@ func (c *Consumer[T]) renewEvery() time.Duration {
 
 // sampleEvery is how often keep looks at the running handlers, and so how
 // late past its lease a handler may be cancelled: a sixteenth of the lease,
-// but no less than 100µs (a timer storm) and no more than 10ms (the
-// keeper's clock should stay close to the time: see Consumer.clock).
+// but no less than 100µs (a timer storm) and no more than 10ms.
 func (c *Consumer[T]) sampleEvery() time.Duration {
 	return min(max(c.opts.lease/16, 100*time.Microsecond), 10*time.Millisecond)
 }
 
 // keep is the consumer's keeper. While handlers run, it wakes every
-// [Consumer.sampleEvery] and:
-//   - reads the clock for the workers (see Consumer.clock), so that a job
-//     taken with the ack of the last one costs them no clock read;
-//   - cancels, with cause [ErrLeaseExpired], a handler that has run for the
-//     lease. A handler is timed from the first reading of the clock the
-//     keeper took after it saw the handler running, which is after its
-//     start: so it is never cancelled early, and it is cancelled at most
-//     sampleEvery late (when the keeper is on time: a machine whose every
-//     core is busy can make it late). A job costs no timer of its own.
+// [Consumer.sampleEvery] and cancels, with cause [ErrLeaseExpired], a
+// handler that has run for the lease. A handler is timed from the first
+// reading of the clock the keeper took after it saw the handler running,
+// which is after its start: so it is never cancelled early, and it is
+// cancelled at most sampleEvery late (when the keeper is on time: a machine
+// whose every core is busy can make it late). A job costs no timer of its
+// own.
 //
 // When no handler runs and none started since its last look, it parks
 // until one starts (see startLease). It returns once every worker loop has
@@ -67,9 +64,7 @@ func (c *Consumer[T]) keep() {
 			}
 			continue
 		}
-		now := time.Now()
-		c.clock.Store(&now)
-		d := c.sample(states, now.Sub(origin))
+		d := c.sample(states, time.Since(origin))
 		if t == nil {
 			t = time.NewTimer(d)
 		} else {
@@ -106,10 +101,8 @@ func (c *Consumer[T]) sample(states []uint64, since time.Duration) time.Duration
 }
 
 // park waits until a handler starts, and reports false if every worker loop
-// returned instead. It clears the clock first: the workers read it
-// themselves while the keeper is away.
+// returned instead.
 func (c *Consumer[T]) park() bool {
-	c.clock.Store(nil)
 	c.parked.Store(true)
 	// A worker sets stRunning, then looks at parked; this sets parked,
 	// then looks at stRunning: one of the two sees the other.
@@ -185,16 +178,6 @@ func (c *Consumer[T]) renew() {
 	}
 }
 
-// now returns the time to start a job at: the keeper's last reading while
-// it runs, which is at most [Consumer.sampleEvery] old when the keeper is
-// on time; else the queue's clock's.
-func (c *Consumer[T]) now() time.Time {
-	if t := c.clock.Load(); t != nil {
-		return *t
-	}
-	return c.q.clk.Now()
-}
-
 // startLease starts the lease of a new job and returns its context. It
 // takes w.mu only to replace a ctx cancelled by the previous job. It wakes
 // the keeper if it is parked.
@@ -248,8 +231,7 @@ func (w *worker[T]) expire(s uint64) {
 // no lock.
 //
 // The renewals of the job's lease stop here: the settle that follows takes
-// far less than the time left on it (at least the handler's lease, or no
-// end at all for a job held by ackNext).
+// far less than the time left on it (at least the handler's lease).
 func (w *worker[T]) endLease() bool {
 	s := w.st.Load()
 	if s&stClaimed == 0 && w.st.CompareAndSwap(s, s&^stRunning) {

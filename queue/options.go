@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/corral-go/corral/backoff"
+	"github.com/corral-go/corral/queue/driver"
 )
 
 // Option configures a Queue in [New]. Every option is named With<Setting>;
@@ -31,7 +32,8 @@ type optionFunc func(*options)
 
 func (f optionFunc) apply(o *options) { f(o) }
 
-// WithBackend stores the jobs in b instead of a new [Memory]. The queue owns
+// WithBackend stores the jobs in b instead of a new in-memory backend
+// (memory.New). The queue owns
 // b once New has returned it: [Queue.Close] closes b, and nothing else
 // should. (If New fails, b was not opened and is still the caller's.) It
 // panics if b is nil.
@@ -51,6 +53,24 @@ func WithCapacity(n int) Option {
 	}
 	return optionFunc(func(o *options) { o.cfg.Capacity = n })
 }
+
+// Overflow is what Enqueue does when the queue is at capacity (see
+// driver.Overflow).
+type Overflow = driver.Overflow
+
+// The overflow policies.
+const (
+	// Block waits for room, until the Enqueue ctx ends.
+	Block = driver.Block
+	// Reject fails the Enqueue with ErrFull.
+	Reject = driver.Reject
+	// DropNewest refuses the incoming job: Enqueue returns ErrDropped and
+	// the job is counted as dropped.
+	DropNewest = driver.DropNewest
+	// DropOldest accepts the incoming job and evicts the oldest stored job
+	// that is not being handled to the dead letters with ReasonEvicted.
+	DropOldest = driver.DropOldest
+)
 
 // WithOverflow sets what Enqueue does at capacity. The default is [Block].
 // It panics if p is not one of the four overflows.
@@ -75,7 +95,7 @@ func WithDedupHorizon(d time.Duration) Option {
 // WithDeadLetterLimit bounds the dead letters kept to n: when a job dies
 // with n dead letters kept, the oldest is deleted to make room, counted in
 // [Stats.DeadEvicted] and reported to [Hooks.OnDeadEvicted]. The default, 0,
-// means [DefaultDeadLetterLimit] (10,000). A backend shared by several
+// means driver.DefaultDeadLetterLimit (10,000). A backend shared by several
 // processes keeps one limit for all of them. It panics if n is negative.
 func WithDeadLetterLimit(n int) Option {
 	if n < 0 {
@@ -215,10 +235,7 @@ func WithWorkers(n int) ConsumerOption {
 // handler runs, the consumer keeps renewing the job's lease in the backend
 // (which it takes at 1.5 times d, renewing it every d/2), so the job is not
 // delivered to anyone else; if the consumer goes away, the backend
-// redelivers the job when that lease ends. (The in-memory backend lives in
-// the consumer's process: a job a worker takes from it as it acks the last
-// one is held with no end until the first renewal, and the consumer
-// settles it.) If the backend refuses a renewal
+// redelivers the job when that lease ends. If the backend refuses a renewal
 // ([ErrLeaseLost]: the renewals came too late, as they may with a lease of
 // a few milliseconds on a busy machine), the handler's ctx is cancelled
 // with that cause. The default is 30s. It panics if d is not positive.

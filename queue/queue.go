@@ -13,6 +13,8 @@ import (
 
 	"github.com/corral-go/corral/internal/clock"
 	"github.com/corral-go/corral/internal/panics"
+	"github.com/corral-go/corral/queue/driver"
+	"github.com/corral-go/corral/queue/memory"
 )
 
 // Queue is a typed job queue on a Backend. Producers call Enqueue; a
@@ -25,9 +27,8 @@ import (
 // Make one with [New]: the methods of a zero Queue panic.
 type Queue[T any] struct {
 	backend Backend
-	values  bool          // backend is a valueCarrier: no codec
-	fresher freshEnqueuer // the backend, if it is one
-	quick   quickConsumer // the backend, if it is one
+	fast    driver.InProcess // the backend, if it is one of its own (see New)
+	values  bool             // fast != nil: payloads cross as values, no codec
 	codec   Codec[T]
 	vers    versions[T] // set once by New
 	hooks   Hooks
@@ -54,7 +55,7 @@ type Queue[T any] struct {
 // New returns a queue of jobs with payload T, with its backend opened:
 // ctx bounds the Open (a broker backend's requests to create or check its
 // streams). Without [WithBackend] the jobs are kept in memory by a new
-// [Memory]. An error is the backend's: it could not be opened (a broker out
+// memory.Backend. An error is the backend's: it could not be opened (a broker out
 // of reach, settings that differ from the queue's). A nil ctx or option
 // panics, as do options with impossible settings (see [Option]).
 func New[T any](ctx context.Context, opts ...Option) (*Queue[T], error) {
@@ -69,18 +70,17 @@ func New[T any](ctx context.Context, opts ...Option) (*Queue[T], error) {
 		opt.apply(&o)
 	}
 	if o.backend == nil {
-		o.backend = NewMemory()
+		o.backend = memory.New()
 	}
 	q := &Queue[T]{backend: o.backend, hooks: o.hooks, maxWait: o.maxWait, codec: codecFor[T](&o),
 		consumers: make(map[*Consumer[T]]struct{})}
 	q.vers.init(&o)
 	q.onHealth = q.healthChanged
 	q.hl.init(time.Now())
-	// The backend's fast paths (see fastpath.go), looked for once.
-	_, q.values = o.backend.(valueCarrier)
-	if ownsFastPaths(o.backend) {
-		q.fresher, _ = o.backend.(freshEnqueuer)
-		q.quick, _ = o.backend.(quickConsumer)
+	// The backend's fast paths, looked for once: only a backend whose
+	// InProcess methods are its own (see driver.InProcess.Self).
+	if ip, ok := o.backend.(driver.InProcess); ok && ip.Self() == o.backend {
+		q.fast, q.values = ip, true
 	}
 	var b [8]byte
 	_, _ = rand.Read(b[:])
@@ -101,8 +101,8 @@ const zeroQueue = "queue: zero Queue: use queue.New"
 // (context.Cause(ctx) if ctx ended first). The consumers' reports are not
 // returned: close a consumer yourself first to read its report.
 //
-// What the backend stores survives as the backend keeps it: with a
-// [Memory], nothing outlives the process; with a broker backend, every
+// What the backend stores survives as the backend keeps it: with the
+// in-memory backend, nothing outlives the process; with a broker backend, every
 // stored job and dead letter stays on the broker for the next process.
 //
 // After Close, Enqueue, Consume, Redrive, Purge, Stats and DeadLetters fail
@@ -191,15 +191,15 @@ func (q *Queue[T]) Enqueue(ctx context.Context, payload T, opts ...EnqueueOption
 	if len(opts) == 0 && q.values && q.maxWait == 0 {
 		// message's work for a job with no options, a backend that keeps
 		// values and no start-by deadline, written out here: every job of
-		// the default queue takes this path, and message's frame measured
-		// 75 instructions a job (callgrind, BenchmarkQueueInMemory).
+		// the default queue takes this path, and a frame less on it shows
+		// in BenchmarkQueueInMemory.
 		m.ID, m.Version, m.EnqueuedAt, m.Value = q.newID(), q.vers.current, q.clk.Now(), payload
 	} else if fresh, err = q.message(&m, payload, opts); err != nil {
 		return m.ID, err
 	}
 	var res EnqueueResult
-	if fresh && q.fresher != nil {
-		res, err = q.fresher.enqueueFresh(ctx, m)
+	if fresh && q.fast != nil {
+		res, err = q.fast.EnqueueFresh(ctx, m)
 	} else {
 		res, err = q.backend.Enqueue(ctx, m)
 	}
@@ -217,8 +217,8 @@ func (q *Queue[T]) Enqueue(ctx context.Context, payload T, opts ...EnqueueOption
 // Message returns the Message that Enqueue would give the backend for payload and opts,
 // without storing it: its ID (generated if opts give none), key, NotBefore and start-by
 // deadline (the queue's [WithMaxWait] if opts give none), its enqueue time, and the payload
-// encoded by the queue's [Codec] (in Value instead, for a backend of this package that keeps
-// values), with the queue's payload version ([WithVersion]). It is for backends that store a
+// encoded by the queue's [Codec] (in Value instead, for a backend that keeps values: see
+// driver.InProcess), with the queue's payload version ([WithVersion]). It is for backends that store a
 // job by a path of their own, such as an enqueue in the caller's database transaction: such a
 // job is not counted in [Stats.Enqueued] and no hook is called for it (the transaction may
 // roll back). It fails as Enqueue does before the backend is called: ErrClosed once the queue
@@ -320,8 +320,6 @@ func (q *Queue[T]) enqueued(ctx context.Context, m *Message, res EnqueueResult, 
 		}
 	}
 }
-
-var errEvicted = errors.New("queue: evicted by overflow (drop oldest)")
 
 // deadEvicted counts and reports the dead letters with ids, evicted by the
 // dead-letter limit during a backend call made with ctx: by a worker of c,

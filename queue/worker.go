@@ -18,12 +18,12 @@ type worker[T any] struct {
 	c *Consumer[T]
 	d Delivery
 
-	// With a quickConsumer backend, acking a job also takes the next ready
-	// one into d, in one step (ackNext): hasNext says d holds it, as if
+	// With an InProcess backend, acking a job also takes the next ready
+	// one into d, in one step (AckNext): hasNext says d holds it, as if
 	// Receive had returned it.
 	hasNext bool
-	// at is when a quickConsumer backend leased the job in d (receiveAt,
-	// or the time given to ackNext), zero with any other backend.
+	// at is when an InProcess backend leased the job in d (ReceiveAt or
+	// AckNext), zero with any other backend.
 	at time.Time
 	// in is the Backend method the worker is calling, if any: the Where of
 	// a panic in it.
@@ -224,10 +224,10 @@ func (w *worker[T]) renewWaiting() bool {
 }
 
 // receive receives a job into d, and returns when the backend leased it if
-// the backend is a quickConsumer (zero otherwise).
+// the backend is InProcess (zero otherwise).
 func (c *Consumer[T]) receive(d *Delivery) (time.Time, error) {
-	if c.quick != nil {
-		return c.quick.receiveAt(c.recv, c.backendLease(), d)
+	if c.fast != nil {
+		return c.fast.ReceiveAt(c.recv, c.backendLease(), d)
 	}
 	return time.Time{}, c.q.backend.Receive(c.recv, c.backendLease(), d)
 }
@@ -244,9 +244,9 @@ func (w *worker[T]) handle() {
 	// The start-by deadline is for the first start only: a job released
 	// at shutdown comes back with Attempt 1 but Redelivered.
 	startBy := d.Attempt == 1 && !d.Redelivered && !d.StartBy.IsZero()
-	// When a quickConsumer backend handed the job over (see worker.at):
-	// the start, or a little before it if the time was the keeper's. The
-	// start-by deadline is checked against the clock itself.
+	// When an InProcess backend leased the job (see worker.at), a little
+	// before the start. The start-by deadline is checked against the clock
+	// itself.
 	now := w.at
 	if now.IsZero() || startBy {
 		now = q.clk.Now()

@@ -1,15 +1,16 @@
-package queue_test
+package memory_test
 
 import (
 	"testing"
 	"time"
 
 	"github.com/corral-go/corral/queue"
+	"github.com/corral-go/corral/queue/memory"
 	"github.com/corral-go/corral/queue/queuetest"
 )
 
 func TestMemoryConformance(t *testing.T) {
-	queuetest.Run(t, func(t *testing.T) queue.Backend { return queue.NewMemory() }, queuetest.Capabilities{})
+	queuetest.Run(t, func(t *testing.T) queue.Backend { return memory.New() }, queuetest.Capabilities{})
 }
 
 // The suite's real-time mode, which broker backends use, run against the
@@ -18,7 +19,7 @@ func TestMemoryConformanceRealTime(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real time")
 	}
-	queuetest.Run(t, func(t *testing.T) queue.Backend { return queue.NewMemory() },
+	queuetest.Run(t, func(t *testing.T) queue.Backend { return memory.New() },
 		queuetest.Capabilities{RealTime: true, Unit: 20 * time.Millisecond})
 }
 
@@ -27,5 +28,5 @@ func TestMemoryConformanceRealTime(t *testing.T) {
 type bytesOnly struct{ queue.Backend }
 
 func TestMemoryConformanceEncoded(t *testing.T) {
-	queuetest.Run(t, func(t *testing.T) queue.Backend { return bytesOnly{queue.NewMemory()} }, queuetest.Capabilities{})
+	queuetest.Run(t, func(t *testing.T) queue.Backend { return bytesOnly{memory.New()} }, queuetest.Capabilities{})
 }

@@ -1,17 +1,20 @@
-package queue
+package memory
 
 import (
 	"container/heap"
 	"context"
+	"errors"
 	"fmt"
 	"time"
+
+	"github.com/corral-go/corral/queue/driver"
 )
 
 // lease puts e, leased, in m.leased in order of lease end (then of lease
 // start). Leases are mostly taken, and renewed, for the same duration, so a
 // new lease end is mostly the latest: the search from the tail is O(1)
 // then, as is remove, where a heap would be O(log n) for both.
-func (m *Memory) lease(e *entry) {
+func (m *Backend) lease(e *entry) {
 	at := m.leased.tail
 	for at != nil && at.leaseEnd.After(e.leaseEnd) {
 		at = at.ln[onLease].prev
@@ -20,7 +23,7 @@ func (m *Memory) lease(e *entry) {
 }
 
 // promote moves due delayed jobs to ready and expires leases. m.mu held.
-func (m *Memory) promote(now time.Time) {
+func (m *Backend) promote(now time.Time) {
 	for m.timed.Len() > 0 && !m.timed.es[0].readyAt.After(now) {
 		e := heap.Pop(&m.timed).(*entry)
 		e.state = stateReady
@@ -29,8 +32,12 @@ func (m *Memory) promote(now time.Time) {
 	for m.leased.head != nil && !m.leased.head.leaseEnd.After(now) {
 		e := m.leased.head
 		m.leased.remove(e)
+		// expired first, then started; Start writes started, then reads
+		// expired: one of the two sees the other, so a Start that missed
+		// the expiry was seen here, and its run counted.
+		e.expired.Store(e.gen)
 		if e.started.Load() == e.gen {
-			e.history = append(e.history, Attempt{Number: e.attempt, Start: e.leaseStart, End: now, Error: ErrLeaseExpired.Error()})
+			e.history = append(e.history, driver.Attempt{Number: e.attempt, Start: e.leaseStart, End: now, Error: driver.ErrLeaseExpired.Error()})
 		} else {
 			e.attempt-- // no handler ran on this lease: no attempt spent
 		}
@@ -41,7 +48,7 @@ func (m *Memory) promote(now time.Time) {
 }
 
 // next returns the earliest time something becomes ready. m.mu held.
-func (m *Memory) next() time.Time {
+func (m *Backend) next() time.Time {
 	var t time.Time
 	if m.timed.Len() > 0 {
 		t = m.timed.es[0].readyAt
@@ -61,17 +68,17 @@ func (m *Memory) next() time.Time {
 	return t
 }
 
-// Receive implements Backend.
-func (m *Memory) Receive(ctx context.Context, lease time.Duration, d *Delivery) error {
-	_, err := m.receiveAt(ctx, lease, d)
+// Receive implements driver.Backend. It fails if lease is not positive.
+func (m *Backend) Receive(ctx context.Context, lease time.Duration, d *driver.Delivery) error {
+	_, err := m.ReceiveAt(ctx, lease, d)
 	return err
 }
 
-// receiveAt is Receive, and returns the time it read when it leased the job
-// (see quickConsumer).
-func (m *Memory) receiveAt(ctx context.Context, lease time.Duration, d *Delivery) (time.Time, error) {
+// ReceiveAt implements driver.InProcess: Receive, which also returns the
+// time the lease starts.
+func (m *Backend) ReceiveAt(ctx context.Context, lease time.Duration, d *driver.Delivery) (time.Time, error) {
 	if lease <= 0 {
-		return time.Time{}, fmt.Errorf("queue: lease %v must be positive", lease)
+		return time.Time{}, fmt.Errorf("memory: lease %v must be positive", lease)
 	}
 	if m.kick == nil {
 		panic(unopened)
@@ -81,7 +88,7 @@ func (m *Memory) receiveAt(ctx context.Context, lease time.Duration, d *Delivery
 	for {
 		if m.closed.Load() {
 			m.mu.Unlock()
-			return time.Time{}, ErrClosed
+			return time.Time{}, driver.ErrClosed
 		}
 		if err := ctx.Err(); err != nil {
 			// This receiver may have been woken for a job: pass it on.
@@ -115,21 +122,16 @@ func (m *Memory) receiveAt(ctx context.Context, lease time.Duration, d *Delivery
 	}
 }
 
-// take leases the first ready job for lease into d, or holds it if lease is
-// 0 (see ackNext). m.ready must not be empty. m.mu held.
-func (m *Memory) take(now time.Time, lease time.Duration, d *Delivery) {
+// take leases the first ready job for lease from now into d. m.ready must
+// not be empty. m.mu held.
+func (m *Backend) take(now time.Time, lease time.Duration, d *driver.Delivery) {
 	e := m.ready.pop()
 	e.state = stateLeased
 	e.attempt++
 	e.gen++
 	e.leaseStart = now
-	if lease > 0 {
-		e.leaseEnd = now.Add(lease)
-		m.lease(e)
-	} else {
-		e.held = true
-		m.held++ // counted, not listed: nothing looks for held jobs
-	}
+	e.leaseEnd = now.Add(lease)
+	m.lease(e)
 	d.Message = e.msg
 	d.Attempt = e.attempt
 	d.Redelivered = e.delivered
@@ -148,65 +150,57 @@ func (m *Memory) take(now time.Time, lease time.Duration, d *Delivery) {
 	}
 }
 
-// ackNext is Ack followed, under the same lock, by a Receive that does not
-// wait: if a job is ready, it is taken into d, in place of the job acked,
-// and ackNext reports true. A consumer's worker that acks a job and goes
-// back for the next one thus takes the lock once, not twice.
-//
-// now is the caller's reading of the time, which may be old: the consumer's
-// keeper reads the clock for its workers, a clock read per job being a
-// fifth of the cost of a job, and it can be late on a busy machine. So the
-// job taken is held: its lease has no end until the consumer renews it
-// (Extend gives it one), as it does for every handler running longer than
-// a renewal interval, and the consumer settles every job it takes. Had the
-// lease ended at now plus the lease, an old now could end it before the
-// handler even started, and the job could be handled twice at once. now
-// only dates the lease's start (for the history) and promotes due jobs,
-// late if it is old, never early.
-func (m *Memory) ackNext(d *Delivery, now time.Time) (bool, error) {
+// AckNext implements driver.InProcess: Ack of d and, under the same lock,
+// a Receive that does not wait. A consumer's worker that acks a job and
+// goes back for the next one thus takes the lock once, not twice. It fails
+// as Receive does if lease is not positive, and then acks nothing.
+func (m *Backend) AckNext(ctx context.Context, d *driver.Delivery, lease time.Duration) (bool, time.Time, error) {
+	if lease <= 0 {
+		return false, time.Time{}, fmt.Errorf("memory: lease %v must be positive", lease)
+	}
+	now := m.clk.Now() // outside the lock, as Receive reads it
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	e, err := m.unlease(d)
 	if err != nil {
-		return false, err
+		return false, time.Time{}, err
 	}
 	m.remove(e)
 	m.promote(now)
 	m.drainIfIdle()
-	if m.ready.len() == 0 {
-		return false, nil
+	if m.ready.len() == 0 || m.closed.Load() {
+		return false, time.Time{}, nil
 	}
-	m.take(now, 0, d)
-	return true, nil
+	m.take(now, lease, d)
+	return true, now, nil
 }
 
 // leasedEntry returns the entry d holds a current lease on. m.mu held.
-func (m *Memory) leasedEntry(d *Delivery) (*entry, error) {
+func (m *Backend) leasedEntry(d *driver.Delivery) (*entry, error) {
 	e, ok := d.Token.(*entry)
 	if !ok || e == nil {
-		return nil, fmt.Errorf("queue: delivery not from this backend")
+		return nil, errNotMine
 	}
 	// An expired lease not yet taken back still holds: nobody else has
 	// the job, so settling it is correct.
 	if e.gen != d.Seq || e.state != stateLeased {
-		return nil, ErrLeaseLost
+		return nil, driver.ErrLeaseLost
 	}
 	return e, nil
 }
 
 // dropLease takes e off the leased jobs. m.mu held.
-func (m *Memory) dropLease(e *entry) {
-	if e.held {
-		e.held = false
-		m.held--
-		return
-	}
+func (m *Backend) dropLease(e *entry) {
 	m.leased.remove(e)
 }
 
+// errNotMine is the error of a call given a Delivery this backend did not
+// make.
+var errNotMine = errors.New("memory: delivery not from this backend")
+
 // unlease takes the job of d out of the leased jobs, to settle it. m.mu
 // held.
-func (m *Memory) unlease(d *Delivery) (*entry, error) {
+func (m *Backend) unlease(d *driver.Delivery) (*entry, error) {
 	e, err := m.leasedEntry(d)
 	if err != nil {
 		return nil, err
@@ -215,8 +209,8 @@ func (m *Memory) unlease(d *Delivery) (*entry, error) {
 	return e, nil
 }
 
-// Extend implements Backend.
-func (m *Memory) Extend(ctx context.Context, d *Delivery, lease time.Duration) error {
+// Extend implements driver.Backend.
+func (m *Backend) Extend(ctx context.Context, d *driver.Delivery, lease time.Duration) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	e, err := m.leasedEntry(d)
@@ -226,28 +220,32 @@ func (m *Memory) Extend(ctx context.Context, d *Delivery, lease time.Duration) e
 	m.dropLease(e)
 	e.leaseEnd = m.clk.Now().Add(lease)
 	m.lease(e)
-	// A job that was held (see ackNext) may now end first: a sleeping
-	// receiver must recompute its wake-up time (see take).
+	// A lease renewed for less than it had left may now end first: a
+	// sleeping receiver must recompute its wake-up time (see take).
 	if m.leased.head == e && m.recvWait.Wakeable() {
 		m.signal(&m.recvWait)
 	}
 	return nil
 }
 
-// Start implements Backend. It takes no lock: it records the start on the
-// job with one atomic store, read when the lease expires. A Start after the
-// lease expired records nothing (the job has moved on).
-func (m *Memory) Start(ctx context.Context, d *Delivery) error {
+// Start implements driver.Backend. It takes no lock: it records the start on
+// the job with one atomic store, read when the lease expires. A Start on a
+// lease that expired and was taken back fails with ErrLeaseLost, and spends
+// no attempt (the job has moved on; its handler must not run).
+func (m *Backend) Start(ctx context.Context, d *driver.Delivery) error {
 	e, ok := d.Token.(*entry)
 	if !ok || e == nil {
-		return fmt.Errorf("queue: delivery not from this backend")
+		return errNotMine
 	}
 	e.started.Store(d.Seq)
+	if e.expired.Load() == d.Seq {
+		return driver.ErrLeaseLost
+	}
 	return nil
 }
 
-// Ack implements Backend.
-func (m *Memory) Ack(ctx context.Context, d *Delivery) error {
+// Ack implements driver.Backend.
+func (m *Backend) Ack(ctx context.Context, d *driver.Delivery) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	e, err := m.unlease(d)
@@ -258,8 +256,8 @@ func (m *Memory) Ack(ctx context.Context, d *Delivery) error {
 	return nil
 }
 
-// Nack implements Backend.
-func (m *Memory) Nack(ctx context.Context, d *Delivery, delay time.Duration, a Attempt) error {
+// Nack implements driver.Backend.
+func (m *Backend) Nack(ctx context.Context, d *driver.Delivery, delay time.Duration, a driver.Attempt) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	e, err := m.unlease(d)
@@ -277,8 +275,8 @@ func (m *Memory) Nack(ctx context.Context, d *Delivery, delay time.Duration, a A
 	return nil
 }
 
-// Release implements Backend.
-func (m *Memory) Release(ctx context.Context, d *Delivery, delay time.Duration) error {
+// Release implements driver.Backend.
+func (m *Backend) Release(ctx context.Context, d *driver.Delivery, delay time.Duration) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	e, err := m.unlease(d)
@@ -298,7 +296,7 @@ func (m *Memory) Release(ctx context.Context, d *Delivery, delay time.Duration) 
 
 // remove forgets the stored entry e (not in any heap), unblocks its key and
 // recycles it. m.mu held.
-func (m *Memory) remove(e *entry) {
+func (m *Backend) remove(e *entry) {
 	m.out.Add(1)
 	if !e.fresh {
 		delete(m.ids, e.msg.ID)

@@ -1,0 +1,43 @@
+package driver
+
+import "time"
+
+// Reason says why a job was dead-lettered.
+type Reason string
+
+// The reasons a job ends in the dead letters.
+const (
+	// ReasonAttempts: the last allowed attempt failed (or its lease expired).
+	ReasonAttempts Reason = "attempts"
+	// ReasonPermanent: the handler returned an error marked permanent
+	// (retry.Permanent).
+	ReasonPermanent Reason = "permanent"
+	// ReasonDecode: the payload could not be decoded at its version (a
+	// poison job): the codec or the version's upgrade (queue.WithUpgrade)
+	// failed or panicked. The error is in the job's history.
+	ReasonDecode Reason = "decode"
+	// ReasonVersion: no consumer that understands the job's payload
+	// version took it within the version wait (queue.WithVersionWait).
+	ReasonVersion Reason = "version"
+	// ReasonPanic: the handler panicked (a poison job).
+	ReasonPanic Reason = "panic"
+	// ReasonEvicted: the job was evicted by the DropOldest overflow policy.
+	ReasonEvicted Reason = "evicted"
+	// ReasonExpired: the job was not started before its start-by deadline.
+	ReasonExpired Reason = "expired"
+)
+
+// Attempt records one failed attempt of a job, kept in its dead letter.
+type Attempt struct {
+	// Number is the attempt number, 1 for the first.
+	Number int
+	// Start is when the attempt started: when the backend leased the job
+	// for the run, or a little later. For a job dead-lettered without
+	// running (evicted, expired) it is the time of the decision.
+	Start time.Time
+	// End is when the attempt ended (for a job dead-lettered without
+	// running, the time of the decision, as Start).
+	End time.Time
+	// Error is the text of the error the attempt ended with.
+	Error string
+}
