@@ -139,9 +139,9 @@ type nilErr struct{ msg string }
 func (e *nilErr) Error() string { return e.msg }
 
 // A handler error whose methods panic (a typed nil) makes the job poison:
-// it is dead-lettered with ReasonPanic, not left unsettled. Job b is taken
-// with the ack of a, so it is held: unsettled, it would stay in flight for
-// good. The worker goes on with c.
+// it is dead-lettered with ReasonPanic, not left unsettled (to come back
+// when its lease ends). Job b is taken with the ack of a. The worker goes
+// on with c.
 func TestHandlerErrorThatPanicsIsPoison(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		q, _ := New[string](context.Background())

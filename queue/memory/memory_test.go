@@ -106,7 +106,7 @@ func mustEnqueue(t *testing.T, m *Backend, msg driver.Message) driver.EnqueueRes
 }
 
 // mustEnqueueFresh enqueues msg as a job whose ID the queue generated
-// (see freshEnqueuer).
+// (see driver.InProcess.EnqueueFresh).
 func mustEnqueueFresh(t *testing.T, m *Backend, msg driver.Message) driver.EnqueueResult {
 	t.Helper()
 	res, err := m.EnqueueFresh(context.Background(), msg)

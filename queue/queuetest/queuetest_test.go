@@ -17,7 +17,7 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// The suite itself runs against queue.NewMemory in package queue
+// The suite itself runs against memory.New in package memory
 // (conformance_test.go); these tests check that it catches broken backends.
 
 // broken is a backend with one deliberate defect.
