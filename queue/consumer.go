@@ -80,6 +80,11 @@ type Consumer[T any] struct {
 	fast    driver.InProcess // the queue's (see Queue.fast), nil if none
 	keepers sync.WaitGroup   // keep and renewLoop
 
+	// The keeper's clock (see keep): its last reading while it samples the
+	// running handlers, nil while it is parked. A worker dates the job it
+	// takes with the ack of the last one (driver.InProcess.AckNext) at this
+	// time, without reading the clock itself.
+	clock atomic.Pointer[time.Time]
 	// parked is set while the keeper waits for a handler to start; the
 	// worker that clears it wakes the keeper through wake (capacity 1).
 	parked atomic.Bool

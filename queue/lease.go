@@ -18,19 +18,22 @@ func (c *Consumer[T]) renewEvery() time.Duration {
 
 // sampleEvery is how often keep looks at the running handlers, and so how
 // late past its lease a handler may be cancelled: a sixteenth of the lease,
-// but no less than 100µs (a timer storm) and no more than 10ms.
+// but no less than 100µs (a timer storm) and no more than 10ms (the
+// keeper's clock should stay close to the time: see Consumer.clock).
 func (c *Consumer[T]) sampleEvery() time.Duration {
 	return min(max(c.opts.lease/16, 100*time.Microsecond), 10*time.Millisecond)
 }
 
 // keep is the consumer's keeper. While handlers run, it wakes every
-// [Consumer.sampleEvery] and cancels, with cause [ErrLeaseExpired], a
-// handler that has run for the lease. A handler is timed from the first
-// reading of the clock the keeper took after it saw the handler running,
-// which is after its start: so it is never cancelled early, and it is
-// cancelled at most sampleEvery late (when the keeper is on time: a machine
-// whose every core is busy can make it late). A job costs no timer of its
-// own.
+// [Consumer.sampleEvery] and:
+//   - reads the clock for the workers (see Consumer.clock), so that a job
+//     taken with the ack of the last one is dated without a clock read;
+//   - cancels, with cause [ErrLeaseExpired], a handler that has run for the
+//     lease. A handler is timed from the first reading of the clock the
+//     keeper took after it saw the handler running, which is after its
+//     start: so it is never cancelled early, and it is cancelled at most
+//     sampleEvery late (when the keeper is on time: a machine whose every
+//     core is busy can make it late). A job costs no timer of its own.
 //
 // When no handler runs and none started since its last look, it parks
 // until one starts (see startLease). It returns once every worker loop has
@@ -64,7 +67,9 @@ func (c *Consumer[T]) keep() {
 			}
 			continue
 		}
-		d := c.sample(states, time.Since(origin))
+		now := time.Now()
+		c.clock.Store(&now)
+		d := c.sample(states, now.Sub(origin))
 		if t == nil {
 			t = time.NewTimer(d)
 		} else {
@@ -101,8 +106,10 @@ func (c *Consumer[T]) sample(states []uint64, since time.Duration) time.Duration
 }
 
 // park waits until a handler starts, and reports false if every worker loop
-// returned instead.
+// returned instead. It clears the clock first: the workers read it
+// themselves while the keeper is away.
 func (c *Consumer[T]) park() bool {
+	c.clock.Store(nil)
 	c.parked.Store(true)
 	// A worker sets stRunning, then looks at parked; this sets parked,
 	// then looks at stRunning: one of the two sees the other.
@@ -176,6 +183,16 @@ func (c *Consumer[T]) renew() {
 		}
 		w.mu.Unlock()
 	}
+}
+
+// now returns the time to start a job at: the keeper's last reading while
+// it runs, which is at most [Consumer.sampleEvery] old when the keeper is
+// on time; else the queue's clock's.
+func (c *Consumer[T]) now() time.Time {
+	if t := c.clock.Load(); t != nil {
+		return *t
+	}
+	return c.q.clk.Now()
 }
 
 // startLease starts the lease of a new job and returns its context. It

@@ -162,9 +162,11 @@ func TestBackToBackJobStartsAtKeepersClock(t *testing.T) {
 	})
 }
 
-// The keeper parks while no handler runs, and is back once a handler
-// starts.
-func TestKeeperParksWhileIdle(t *testing.T) {
+// The keeper parks while no handler runs, and drops its clock reading
+// then: the first job after a long idle spell must not start at a reading
+// from before it. Once a handler starts, the keeper is back with a fresh
+// reading.
+func TestKeeperParksAndDropsItsClock(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		q, _ := New[string](context.Background())
 		release := make(chan struct{})
@@ -183,13 +185,16 @@ func TestKeeperParksWhileIdle(t *testing.T) {
 		enqueueOK(t, q, "quick")
 		// The keeper parks at its first look after the handler returned.
 		time.Sleep(time.Hour)
-		if !c.parked.Load() {
-			t.Error("idle consumer: keeper not parked")
+		if !c.parked.Load() || c.clock.Load() != nil {
+			t.Errorf("idle consumer: keeper parked %v, clock %v; want parked without a clock", c.parked.Load(), c.clock.Load())
 		}
 		enqueueOK(t, q, "hold")
 		synctest.Wait()
 		if c.parked.Load() {
 			t.Error("keeper still parked while a handler runs")
+		}
+		if got := c.clock.Load(); got == nil || !got.Equal(time.Now()) {
+			t.Errorf("keeper's clock %v while a handler runs, want %v", got, time.Now())
 		}
 		close(release)
 		if _, err := c.Close(context.Background()); err != nil {

@@ -118,7 +118,8 @@ func (w *worker[T]) settle(ctx context.Context, counted bool, o op, delay time.D
 	case opAck:
 		w.in = callAck
 		if acksNext(c.fast, hooks.OnSuccess, c.lane, c.recv) {
-			w.hasNext, w.at, err = c.fast.AckNext(c.bg, d, c.backendLease())
+			w.at = c.now()
+			w.hasNext, err = c.fast.AckNext(c.bg, d, c.backendLease())
 		} else {
 			err = b.Ack(c.bg, d)
 		}

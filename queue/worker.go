@@ -22,8 +22,9 @@ type worker[T any] struct {
 	// one into d, in one step (AckNext): hasNext says d holds it, as if
 	// Receive had returned it.
 	hasNext bool
-	// at is when an InProcess backend leased the job in d (ReceiveAt or
-	// AckNext), zero with any other backend.
+	// at is when an InProcess backend leased the job in d (ReceiveAt), or
+	// the keeper's reading of the clock when the worker took it with
+	// AckNext; zero with any other backend.
 	at time.Time
 	// in is the Backend method the worker is calling, if any: the Where of
 	// a panic in it.
@@ -244,9 +245,9 @@ func (w *worker[T]) handle() {
 	// The start-by deadline is for the first start only: a job released
 	// at shutdown comes back with Attempt 1 but Redelivered.
 	startBy := d.Attempt == 1 && !d.Redelivered && !d.StartBy.IsZero()
-	// When an InProcess backend leased the job (see worker.at), a little
-	// before the start. The start-by deadline is checked against the clock
-	// itself.
+	// When an InProcess backend handed the job over (see worker.at): the
+	// start, or a little before it if the time was the keeper's. The
+	// start-by deadline is checked against the clock itself.
 	now := w.at
 	if now.IsZero() || startBy {
 		now = q.clk.Now()

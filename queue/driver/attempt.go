@@ -31,9 +31,14 @@ const (
 type Attempt struct {
 	// Number is the attempt number, 1 for the first.
 	Number int
-	// Start is when the attempt started: when the backend leased the job
-	// for the run, or a little later. For a job dead-lettered without
-	// running (evicted, expired) it is the time of the decision.
+	// Start is when the attempt started. For a job dead-lettered without
+	// running (evicted, expired) it is the time of the decision. A run of
+	// a job an in-process backend handed to a worker with the ack of its
+	// last (InProcess.AckNext) is dated with the consumer's latest reading
+	// of the clock, taken at most every 10ms while handlers run (see
+	// queue.WithLease): Start is then up to that much early (even before
+	// the job's EnqueuedAt), or more when every core of the machine is
+	// busy. A run whose lease expired unsettled starts when its lease did.
 	Start time.Time
 	// End is when the attempt ended (for a job dead-lettered without
 	// running, the time of the decision, as Start).

@@ -52,8 +52,8 @@ type InProcess interface {
 
 	// AckNext is Ack of d followed, in one step, by a Receive that does
 	// not wait: if a job is ready, it is leased for lease into d, as
-	// Receive leases it, and AckNext reports true and the time its lease
-	// starts (as ReceiveAt); if none is, it reports false and d is left as
-	// it was. If the Ack fails (ErrLeaseLost), nothing is received.
-	AckNext(ctx context.Context, d *Delivery, lease time.Duration) (next bool, at time.Time, err error)
+	// Receive leases it, and AckNext reports true; if none is, it reports
+	// false and d is left as it was. If the Ack fails (ErrLeaseLost),
+	// nothing is received.
+	AckNext(ctx context.Context, d *Delivery, lease time.Duration) (next bool, err error)
 }

@@ -157,7 +157,7 @@ func (m *Backend) enqueueStore(ctx context.Context, msg driver.Message, fresh bo
 			continue
 		}
 		// Block.
-		if err := m.wait(ctx, &m.roomWait, time.Time{}, nil); err != nil {
+		if err := m.wait(ctx, &m.roomWait, 0, nil); err != nil {
 			return res, err
 		}
 		now = m.clk.Now()
@@ -194,7 +194,7 @@ func (m *Backend) waitRoom(ctx context.Context) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for !m.reserve() {
-		if err := m.wait(ctx, &m.roomWait, time.Time{}, nil); err != nil {
+		if err := m.wait(ctx, &m.roomWait, 0, nil); err != nil {
 			return err
 		}
 		if m.closed.Load() {

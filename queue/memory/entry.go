@@ -25,8 +25,8 @@ type entry struct {
 	gen        uint64 // generation of the current lease
 	attempt    int
 	readyAt    time.Time
-	leaseEnd   time.Time
-	leaseStart time.Time
+	leaseEnd   time.Duration // in the backend's mono time
+	leaseStart time.Duration // in the backend's mono time
 	history    []driver.Attempt
 	fresh      bool // the queue generated msg's ID for it: not in ids (see stored)
 	delivered  bool // Receive has leased e at least once
@@ -194,7 +194,7 @@ func (e *entry) recycle() {
 	gen, hist := e.gen+1, e.history[:0]
 	e.msg = driver.Message{}
 	e.state, e.seq, e.attempt = 0, 0, 0
-	e.readyAt, e.leaseEnd, e.leaseStart = time.Time{}, time.Time{}, time.Time{}
+	e.readyAt, e.leaseEnd, e.leaseStart = time.Time{}, 0, 0
 	e.fresh, e.delivered = false, false
 	e.heapIdx = -1
 	e.ln = [numLists]links{}

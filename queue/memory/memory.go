@@ -6,6 +6,7 @@ import (
 	"errors"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/corral-go/corral/internal/clock"
 
@@ -42,6 +43,7 @@ type Backend struct {
 	// Written once (cfg by Open, before any other call; kick by New)
 	// or once a second (clk's anchor); read by everyone.
 	clk    clock.Anchored // reads the time (time.Now, at half the cost)
+	epoch  clock.Epoch    // the origin of the lease times (see mono); set by init
 	cfg    driver.Config
 	kick   chan struct{} // capacity 1: wakes a waiting receiver for the inbox, without mu
 	closed atomic.Bool   // set once by Close (under mu), never reset
@@ -119,7 +121,13 @@ func (m *Backend) init() {
 	m.queuedLater = make(map[*entry]struct{})
 	m.kick = make(chan struct{}, 1)
 	m.leased = dlist{on: onLease}
+	m.epoch = clock.Start()
 }
+
+// mono returns the backend's monotonic time, in which it keeps its leases:
+// the time since init. (A lease taken with the ack of a job is every job's
+// path: a duration costs it less than a time.Time, to read and to store.)
+func (m *Backend) mono() time.Duration { return m.epoch.Since() }
 
 // unopened is the panic of a zero Backend used before Open.
 const unopened = "memory: zero Backend used before Open: use memory.New, or give it to queue.New"
@@ -227,7 +235,7 @@ func (m *Backend) Stats(ctx context.Context) (driver.Stats, error) {
 	defer m.mu.Unlock()
 	now := m.clk.Now()
 	m.drain()
-	m.promote(now)
+	m.promote(now, m.mono())
 	s := driver.Stats{
 		InFlight: m.leased.n,
 		Delayed:  m.timed.Len(),

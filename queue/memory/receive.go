@@ -16,20 +16,27 @@ import (
 // then, as is remove, where a heap would be O(log n) for both.
 func (m *Backend) lease(e *entry) {
 	at := m.leased.tail
-	for at != nil && at.leaseEnd.After(e.leaseEnd) {
+	for at != nil && at.leaseEnd > e.leaseEnd {
 		at = at.ln[onLease].prev
 	}
 	m.leased.insertAfter(at, e)
 }
 
-// promote moves due delayed jobs to ready and expires leases. m.mu held.
-func (m *Backend) promote(now time.Time) {
-	for m.timed.Len() > 0 && !m.timed.es[0].readyAt.After(now) {
-		e := heap.Pop(&m.timed).(*entry)
-		e.state = stateReady
-		m.ready.push(e)
+// promote moves due delayed jobs to ready and expires leases, at now and
+// mono, two readings of the clock taken together; now may be zero, and is
+// then read only if a delayed job or an expired lease needs it. m.mu held.
+func (m *Backend) promote(now time.Time, mono time.Duration) {
+	if m.timed.Len() > 0 {
+		if now.IsZero() {
+			now = m.clk.Now()
+		}
+		for m.timed.Len() > 0 && !m.timed.es[0].readyAt.After(now) {
+			e := heap.Pop(&m.timed).(*entry)
+			e.state = stateReady
+			m.ready.push(e)
+		}
 	}
-	for m.leased.head != nil && !m.leased.head.leaseEnd.After(now) {
+	for m.leased.head != nil && m.leased.head.leaseEnd <= mono {
 		e := m.leased.head
 		m.leased.remove(e)
 		// expired first, then started; Start writes started, then reads
@@ -37,7 +44,11 @@ func (m *Backend) promote(now time.Time) {
 		// the expiry was seen here, and its run counted.
 		e.expired.Store(e.gen)
 		if e.started.Load() == e.gen {
-			e.history = append(e.history, driver.Attempt{Number: e.attempt, Start: e.leaseStart, End: now, Error: driver.ErrLeaseExpired.Error()})
+			if now.IsZero() {
+				now = m.clk.Now()
+			}
+			start := now.Add(e.leaseStart - mono)
+			e.history = append(e.history, driver.Attempt{Number: e.attempt, Start: start, End: now, Error: driver.ErrLeaseExpired.Error()})
 		} else {
 			e.attempt-- // no handler ran on this lease: no attempt spent
 		}
@@ -47,25 +58,29 @@ func (m *Backend) promote(now time.Time) {
 	}
 }
 
-// next returns the earliest time something becomes ready. m.mu held.
-func (m *Backend) next() time.Time {
-	var t time.Time
+// next returns how long a receiver waits, from now and mono (see promote),
+// until something becomes ready; zero if nothing will. m.mu held.
+func (m *Backend) next(now time.Time, mono time.Duration) time.Duration {
+	const none = time.Duration(1<<63 - 1)
+	wait := none
 	if m.timed.Len() > 0 {
-		t = m.timed.es[0].readyAt
+		wait = m.timed.es[0].readyAt.Sub(now)
 	}
-	if m.leased.head != nil {
-		if l := m.leased.head.leaseEnd; t.IsZero() || l.Before(t) {
-			t = l
-		}
+	if h := m.leased.head; h != nil {
+		wait = min(wait, h.leaseEnd-mono)
 	}
 	if h := m.cfg.DedupHorizon; h > 0 && m.seen.fifo.n > 0 {
 		// A waiting receiver wakes to forget expired IDs, a batch at a time, so that an
 		// idle queue gives their memory back too.
-		if e := m.seen.fifo.peek().at.Add(h); t.IsZero() || e.Before(t) {
-			t = e
-		}
+		wait = min(wait, m.seen.fifo.peek().at.Add(h).Sub(now))
 	}
-	return t
+	switch {
+	case wait == none:
+		return 0
+	case wait <= 0:
+		return 1 // due already: look again at once
+	}
+	return wait
 }
 
 // Receive implements driver.Backend. It fails if lease is not positive.
@@ -83,7 +98,7 @@ func (m *Backend) ReceiveAt(ctx context.Context, lease time.Duration, d *driver.
 	if m.kick == nil {
 		panic(unopened)
 	}
-	now := m.clk.Now() // outside the lock; read again after a wait
+	now, mono := m.clk.Now(), m.mono() // outside the lock; read again after a wait
 	m.mu.Lock()
 	for {
 		if m.closed.Load() {
@@ -96,13 +111,13 @@ func (m *Backend) ReceiveAt(ctx context.Context, lease time.Duration, d *driver.
 			m.mu.Unlock()
 			return time.Time{}, context.Cause(ctx)
 		}
-		m.promote(now)
+		m.promote(now, mono)
 		if m.cfg.DedupHorizon > 0 {
 			m.seen.prune(now, m.cfg.DedupHorizon)
 		}
 		m.drainIfIdle()
 		if m.ready.len() > 0 {
-			m.take(now, lease, d)
+			m.take(mono, lease, d)
 			m.mu.Unlock()
 			return now, nil
 		}
@@ -112,25 +127,25 @@ func (m *Backend) ReceiveAt(ctx context.Context, lease time.Duration, d *driver.
 			m.sleepers.Add(-1)
 			continue
 		}
-		err := m.wait(ctx, &m.recvWait, m.next(), m.kick)
+		err := m.wait(ctx, &m.recvWait, m.next(now, mono), m.kick)
 		m.sleepers.Add(-1)
 		if err != nil {
 			m.mu.Unlock()
 			return time.Time{}, err
 		}
-		now = m.clk.Now()
+		now, mono = m.clk.Now(), m.mono()
 	}
 }
 
-// take leases the first ready job for lease from now into d. m.ready must
+// take leases the first ready job for lease from mono into d. m.ready must
 // not be empty. m.mu held.
-func (m *Backend) take(now time.Time, lease time.Duration, d *driver.Delivery) {
+func (m *Backend) take(mono, lease time.Duration, d *driver.Delivery) {
 	e := m.ready.pop()
 	e.state = stateLeased
 	e.attempt++
 	e.gen++
-	e.leaseStart = now
-	e.leaseEnd = now.Add(lease)
+	e.leaseStart = mono
+	e.leaseEnd = mono + lease
 	m.lease(e)
 	d.Message = e.msg
 	d.Attempt = e.attempt
@@ -154,25 +169,25 @@ func (m *Backend) take(now time.Time, lease time.Duration, d *driver.Delivery) {
 // a Receive that does not wait. A consumer's worker that acks a job and
 // goes back for the next one thus takes the lock once, not twice. It fails
 // as Receive does if lease is not positive, and then acks nothing.
-func (m *Backend) AckNext(ctx context.Context, d *driver.Delivery, lease time.Duration) (bool, time.Time, error) {
+func (m *Backend) AckNext(ctx context.Context, d *driver.Delivery, lease time.Duration) (bool, error) {
 	if lease <= 0 {
-		return false, time.Time{}, fmt.Errorf("memory: lease %v must be positive", lease)
+		return false, fmt.Errorf("memory: lease %v must be positive", lease)
 	}
-	now := m.clk.Now() // outside the lock, as Receive reads it
+	mono := m.mono() // outside the lock, as Receive reads it
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	e, err := m.unlease(d)
 	if err != nil {
-		return false, time.Time{}, err
+		return false, err
 	}
 	m.remove(e)
-	m.promote(now)
+	m.promote(time.Time{}, mono)
 	m.drainIfIdle()
 	if m.ready.len() == 0 || m.closed.Load() {
-		return false, time.Time{}, nil
+		return false, nil
 	}
-	m.take(now, lease, d)
-	return true, now, nil
+	m.take(mono, lease, d)
+	return true, nil
 }
 
 // leasedEntry returns the entry d holds a current lease on. m.mu held.
@@ -218,7 +233,7 @@ func (m *Backend) Extend(ctx context.Context, d *driver.Delivery, lease time.Dur
 		return err
 	}
 	m.dropLease(e)
-	e.leaseEnd = m.clk.Now().Add(lease)
+	e.leaseEnd = m.mono() + lease
 	m.lease(e)
 	// A lease renewed for less than it had left may now end first: a
 	// sleeping receiver must recompute its wake-up time (see take).

@@ -57,11 +57,11 @@ func (m *Backend) wakeOldest(l *waitList) {
 	}
 }
 
-// wait releases m.mu until signalled, deadline (if not zero) or ctx, and
-// reacquires it. It returns the ctx cause if ctx ended.
+// wait releases m.mu until signalled, for at most d (if not zero), or until
+// ctx ends, and reacquires it. It returns the ctx cause if ctx ended.
 //
 // kick, if not nil, also ends the wait (see Backend.kick).
-func (m *Backend) wait(ctx context.Context, l *waitList, deadline time.Time, kick <-chan struct{}) error {
+func (m *Backend) wait(ctx context.Context, l *waitList, d time.Duration, kick <-chan struct{}) error {
 	var w *waiter
 	if n := len(m.idle); n > 0 {
 		w = m.idle[n-1]
@@ -71,8 +71,7 @@ func (m *Backend) wait(ctx context.Context, l *waitList, deadline time.Time, kic
 	}
 	l.Park(w)
 	var tc <-chan time.Time
-	if !deadline.IsZero() {
-		d := time.Until(deadline)
+	if d > 0 {
 		if w.timer == nil {
 			w.timer = time.NewTimer(d)
 		} else {
