@@ -158,13 +158,13 @@ func (w *worker[T]) settle(ctx context.Context, counted bool, o op, delay time.D
 
 // acksNext reports whether a worker's ack takes the next ready job with it
 // (driver.InProcess.AckNext), given the consumer's fast, OnSuccess hook,
-// lane and recv. It needs an InProcess backend. Taking the next job with the
-// ack holds it while the OnSuccess hook runs, its lease not yet renewed:
-// with a hook, a slow hook would keep the job from the other workers. A consumer of a Share waits
-// for a slot with the job in hand, which needs a lease end: it receives.
-// And intake must not have stopped. (A function of the fields, not a
-// method of the generic Consumer: so it is inlined in settle, which it
-// keeps within gocyclo 15.)
+// lane and recv. It needs an InProcess backend. Taking the next job with
+// the ack holds it, its lease not yet renewed, while the OnSuccess hook
+// runs: with a hook, a slow hook would keep the job from the other
+// workers. A consumer of a Share receives its jobs, and waits for a slot
+// with each in hand. And intake must not have stopped. (A function of the
+// fields, not a method of the generic Consumer: so it is inlined in settle,
+// which it keeps within gocyclo 15.)
 func acksNext(fast driver.InProcess, onSuccess func(context.Context, Event), share *lane, recv context.Context) bool {
 	return fast != nil && onSuccess == nil && share == nil && recv.Err() == nil
 }
