@@ -142,13 +142,13 @@ func (p *Pool) await(w *waiter, ctx context.Context) error {
 }
 
 // admitLocked moves the oldest blocked submitter's task into the queue if there is room.
-// The returned waiter must be signalled once Pool.mu is released.
-func (p *Pool) admitLocked(now int64) *waiter {
+// The returned waiter must be signalled once Pool.mu is released. The task keeps the time it
+// was submitted: its wait (Stats.Wait) includes the time its submitter was blocked.
+func (p *Pool) admitLocked() *waiter {
 	if p.queue.Len() >= p.capacity || !p.refuseExpiredLocked() {
 		return nil
 	}
 	w := p.blocked.pop(nil)
-	w.t.enq = now
 	p.queue.Push(&w.t)
 	p.queued++
 	return w

@@ -69,9 +69,10 @@ func TestChaosAccounting(t *testing.T) {
 func chaosRound(t *testing.T, policy pool.Overflow, rng *rand.Rand) {
 	l := &ledger{out: map[int]outcome{}}
 	var groupDrops [pool.ReasonShutdown + 1]atomic.Int64
-	p := pool.New(1+rng.IntN(4), rng.IntN(5),
+	timed := rng.IntN(2) == 0
+	opts := []pool.Option{
 		pool.WithOverflow(policy),
-		pool.WithIdleTimeout(time.Duration(rng.IntN(2))*time.Millisecond),
+		pool.WithIdleTimeout(time.Duration(rng.IntN(2)) * time.Millisecond),
 		onDrop(func(ctx context.Context, r pool.Reason) {
 			id, ok := ctx.Value(idKey{}).(int)
 			if !ok { // a group task: its context is the group's
@@ -80,7 +81,12 @@ func chaosRound(t *testing.T, policy pool.Overflow, rng *rand.Rand) {
 			}
 			l.set(id, map[pool.Reason]outcome{pool.ReasonRefused: refused, pool.ReasonEvicted: evicted,
 				pool.ReasonExpired: skipped, pool.ReasonShutdown: abandoned}[r])
-		}))
+		}),
+	}
+	if timed {
+		opts = append(opts, pool.WithTimings())
+	}
+	p := pool.New(1+rng.IntN(4), rng.IntN(5), opts...)
 
 	const submitters, perSubmitter = 4, 60
 	type call struct {
@@ -214,6 +220,9 @@ func chaosRound(t *testing.T, policy pool.Overflow, rng *rand.Rand) {
 		t.Fatalf("%v: pool not empty after Close: %+v", policy, s)
 	}
 	checkIdentity(t, s)
+	if timed {
+		checkTimings(t, s) // every task that ran, by every path, is timed once
+	}
 	if len(l.twice) > 0 {
 		t.Fatalf("%v: tasks with two outcomes: %v", policy, l.twice)
 	}

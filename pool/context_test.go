@@ -196,7 +196,7 @@ func TestTaskContextCache(t *testing.T) {
 	})
 }
 
-// Without WithTimings, the summaries count tasks but measure no durations.
+// Without WithTimings, the pool reads no clock for its tasks and its distributions stay empty.
 func TestTimingsOffByDefault(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := pool.New(1, 1)
@@ -204,7 +204,11 @@ func TestTimingsOffByDefault(t *testing.T) {
 		mustSubmit(t, p, bg, func(context.Context) error { return nil })
 		mustClose(t, p)
 		s := p.Stats()
-		if s.QueueWait != (pool.Summary{Count: 2}) || s.RunTime != (pool.Summary{Count: 2}) {
+		if s.Completed != 2 || s.Wait.Count != 0 || s.Run.Count != 0 || s.EndToEnd.Count != 0 {
+			t.Fatalf("untimed: completed %d, timings of %d, %d, %d tasks", s.Completed,
+				s.Wait.Count, s.Run.Count, s.EndToEnd.Count)
+		}
+		if s.QueueWait != (pool.Summary{}) || s.RunTime != (pool.Summary{}) {
 			t.Fatalf("untimed summaries %+v %+v", s.QueueWait, s.RunTime)
 		}
 	})

@@ -37,10 +37,15 @@
 // timeout, so an idle pool holds no goroutines; after Close, none at all.
 //
 // Stats. Pool.Stats returns a consistent snapshot of counters and gauges, with an exact
-// accounting identity (every submit ends in exactly one outcome) and queue-wait and run-time
-// summaries. Counters are updated inside critical sections the pool takes anyway. The
-// summaries always count tasks; their durations (Total, Max) are measured only with
-// WithTimings, as they cost two clock reads per task.
+// accounting identity (every submit ends in exactly one outcome). Counters are updated inside
+// critical sections the pool takes anyway. With WithTimings, which costs two clock reads per
+// task, Stats also holds the distributions of the tasks' wait, run and end-to-end times, as
+// latency.Histogram values from which p50, p95 and p99 are read:
+//
+//	p := pool.New(8, 1024, pool.WithTimings())
+//	...
+//	s := p.Stats()
+//	p99 := s.EndToEnd.Quantile(0.99)
 //
 // Hooks. WithHooks sets Hooks.OnDrop and Hooks.OnError; each gets the context the task was
 // submitted with and an event (DropEvent, ErrorEvent) that implements slog.LogValuer.

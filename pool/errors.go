@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+
+	"github.com/corral-go/corral/internal/panics"
 )
 
 var (
@@ -20,8 +22,9 @@ var (
 	ErrExpired = errors.New("pool: task expired in queue")
 	// ErrGoexit is the error of a task that called runtime.Goexit (as t.FailNow does)
 	// instead of returning. Such a task has failed: its Handle or Group, or Hooks.OnError,
-	// sees ErrGoexit, and Stats counts it in Failed.
-	ErrGoexit = errors.New("pool: task called runtime.Goexit")
+	// sees ErrGoexit, and Stats counts it in Failed. It is the same value as scope.ErrGoexit
+	// and queue.ErrGoexit.
+	ErrGoexit = panics.ErrGoexit
 )
 
 // A PanicError is the failure of a task that panicked. The worker that ran the task survives.

@@ -138,7 +138,7 @@ func (g *Group) Go(fn func(ctx context.Context) error) {
 	case placedNowhere:
 		gt.state = gTaken
 		p.st.inline++
-		p.startedLocked(0)
+		p.startedLocked()
 		p.inline++
 		p.mu.Unlock()
 		p.runContained(t)
@@ -195,7 +195,7 @@ func (g *Group) Wait() error {
 		var admitted []*waiter
 		if p.blocked.head != nil { // the claim made room for blocked submitters
 			p.compactLocked()
-			for w := p.admitLocked(p.now()); w != nil; w = p.admitLocked(p.now()) {
+			for w := p.admitLocked(); w != nil; w = p.admitLocked() {
 				admitted = append(admitted, w)
 			}
 		}
@@ -208,11 +208,11 @@ func (g *Group) Wait() error {
 			continue
 		}
 		p.st.inline++
-		p.startedLocked(p.now() - gt.enq)
+		p.startedLocked()
 		p.inline++
 		p.mu.Unlock()
 		signalAll(admitted)
-		p.runContained(task{ctx: g.ctx, fn: gt.fn, res: gt})
+		p.runContained(task{ctx: g.ctx, fn: gt.fn, res: gt, enq: gt.enq})
 		p.mu.Lock()
 	}
 	g.waited = true

@@ -72,8 +72,8 @@ func TestOnErrorReportsContextAndDuration(t *testing.T) {
 			t.Errorf("errors: %v, %v, %v, %v", calls[0].Err, calls[1].Err, calls[2].Err, calls[3].Err)
 		}
 		// The gate's task ran while the inline one did: 7ms too.
-		if s := p.Stats(); s.RunTime.Total != 30*time.Millisecond+time.Second+2*time.Second+5*time.Millisecond+7*time.Millisecond+7*time.Millisecond {
-			t.Errorf("OnError times the pool's tasks: RunTime %+v", s.RunTime)
+		if s := p.Stats(); s.Run.Sum != 30*time.Millisecond+time.Second+2*time.Second+5*time.Millisecond+7*time.Millisecond+7*time.Millisecond {
+			t.Errorf("OnError times the pool's tasks: Run.Sum %v", s.Run.Sum)
 		}
 	})
 }
@@ -117,7 +117,7 @@ func TestEventsLogValue(t *testing.T) {
 	want := `{"level":"INFO","msg":"x","e":{"reason":"evicted"}}
 {"level":"INFO","msg":"x"}
 {"level":"INFO","msg":"x","e":{"err":"disk full","duration":1500000000}}
-{"level":"INFO","msg":"x","e":{"err":"pool: task called runtime.Goexit"}}
+{"level":"INFO","msg":"x","e":{"err":"corral: task called runtime.Goexit"}}
 {"level":"INFO","msg":"x"}
 `
 	if got := buf.String(); got != want {

@@ -52,7 +52,10 @@ func (p *Pool) runInline(t task) {
 		}
 		now := p.now()
 		p.mu.Lock()
-		p.finishedLocked(err, panicked, now-start)
+		p.finishedLocked(err, panicked)
+		if tt := p.st.times; tt != nil {
+			tt.record(t.enq, start, now)
+		}
 		p.mu.Unlock()
 		p.finish(&t, err, now-start)
 	}()

@@ -150,7 +150,7 @@ type Hooks struct {
 	// submitted with Call or Group.Go report their failures to their Handle or Group instead.
 	// It runs in the goroutine that ran the task, right after it; it should return quickly.
 	// To report how long each failed task ran, a pool with OnError times every task as
-	// WithTimings does: two clock reads per task, and Stats' summaries are measured too.
+	// WithTimings does: two clock reads per task, and Stats' distributions are recorded too.
 	OnError func(ctx context.Context, e ErrorEvent)
 }
 
@@ -199,12 +199,12 @@ func WithIdleTimeout(d time.Duration) Option {
 	return optionFunc(func(o *options) { o.idle = d })
 }
 
-// WithTimings turns on the measurement of queue-wait and run times in Stats.QueueWait and
-// Stats.RunTime. It costs two reads of the monotonic clock per task (one when the task is
-// queued, one when it returns; a worker's end-of-task read doubles as the start of its next
-// task), which is a large part of the cost of a tiny task, so it is off by default: without
-// it, both summaries still count tasks but their Total and Max stay zero. A Hooks.OnError
-// turns it on too, for ErrorEvent.Duration.
+// WithTimings turns on the measurement of task timings: the distributions of wait, run and
+// end-to-end times in Stats.Wait, Stats.Run and Stats.EndToEnd. It costs two reads of the
+// monotonic clock per task (one when the task is submitted, one when it returns; a worker's
+// end-of-task read doubles as the start of its next task), which is a large part of the cost
+// of a tiny task, so it is off by default: without it, the distributions stay empty. A
+// Hooks.OnError turns it on too, for ErrorEvent.Duration.
 func WithTimings() Option {
 	return optionFunc(func(o *options) { o.timed = true })
 }

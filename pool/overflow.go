@@ -27,7 +27,7 @@ func (p *Pool) overflowUnlock(t task) error {
 		return ErrDropped
 	case CallerRuns:
 		p.st.inline++
-		p.startedLocked(0)
+		p.startedLocked()
 		p.inline++
 		p.mu.Unlock()
 		p.runContained(t)

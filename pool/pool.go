@@ -45,7 +45,7 @@ type task struct {
 	ctx context.Context // the submitter's context
 	fn  func(context.Context) error
 	res resolver // who learns the result: nil for Submit
-	enq int64    // when it was queued (Pool.now)
+	enq int64    // when it was submitted (Pool.now)
 }
 
 // A resolver learns a task's final error: the task's own, a *PanicError, or why it did not run.
@@ -74,6 +74,9 @@ func New(workers, queue int, opts ...Option) *Pool {
 	}
 	if p.opts.hooks.OnError != nil {
 		p.opts.timed = true // for ErrorEvent.Duration
+	}
+	if p.opts.timed {
+		p.st.times = new(timings)
 	}
 	p.life, p.kill = context.WithCancelCause(context.Background())
 	return p
@@ -153,7 +156,7 @@ const (
 func (p *Pool) placeLocked(t *task) (placement, *worker) {
 	if p.live < p.size && p.idle.Len() == 0 {
 		p.live++
-		p.startedLocked(0)
+		p.startedLocked()
 		return placedSpawn, nil
 	}
 	if n := p.queue.Len(); n == p.capacity && p.queued < n {
@@ -167,7 +170,7 @@ func (p *Pool) placeLocked(t *task) (placement, *worker) {
 	if w, ok := p.idle.TakeNewest(); ok { // hand-off (queue of 0, or full while workers wake up)
 		w.parked = false
 		w.next = *t
-		p.startedLocked(0)
+		p.startedLocked()
 		return placedIdle, w
 	}
 	return placedNowhere, nil
@@ -255,15 +258,16 @@ func (p *Pool) report(t task, r Reason, cause error) {
 	}
 }
 
-func (p *Pool) startedLocked(wait int64) {
+func (p *Pool) startedLocked() {
 	p.st.started++
 	p.st.running++
-	p.st.wait.add(wait)
 }
 
-func (p *Pool) finishedLocked(err error, panicked bool, ran int64) {
+// finishedLocked counts a task that ran and returned err (or panicked). When the pool is timed,
+// the caller records the task's timings too (timings.record), outside this function so that
+// the untimed path stays inlined.
+func (p *Pool) finishedLocked(err error, panicked bool) {
 	p.st.running--
-	p.st.run.add(ran)
 	switch {
 	case panicked:
 		p.st.panicked++

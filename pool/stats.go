@@ -1,6 +1,11 @@
 package pool
 
-import "time"
+import (
+	"time"
+
+	"github.com/corral-go/corral/internal/bucket"
+	"github.com/corral-go/corral/latency"
+)
 
 // Stats is a snapshot of a pool's counters and gauges, all read at one instant, so that they
 // are consistent with each other. Every submitted task is counted exactly once in one of
@@ -27,10 +32,23 @@ type Stats struct {
 	Waiting int // submitters blocked now (Block)
 	Workers int // worker goroutines now
 
-	// The summaries always count tasks; Total and Max stay zero unless the pool was created
-	// with WithTimings (or a Hooks.OnError, which times tasks too).
-	QueueWait Summary // time from queueing to start, of started tasks (0 for hand-offs)
-	RunTime   Summary // time from start to return, of finished tasks
+	// The distributions of the finished tasks' timings, recorded only when the pool is timed
+	// (WithTimings, or a Hooks.OnError, which times tasks too); otherwise they stay empty.
+	// A task is submitted when Submit, Call or Group.Go is called, starts when it begins to
+	// run (on a worker, or in the goroutine that runs it for its caller), and finishes when it
+	// returns, panics or calls runtime.Goexit. For every task, its end-to-end time is its wait plus its
+	// run time, so when the pool is timed
+	//
+	//	Wait.Count == Run.Count == EndToEnd.Count == Completed + Failed + Panicked
+	//	EndToEnd.Sum == Wait.Sum + Run.Sum
+	Wait     latency.Histogram // from submit to start: blocked in Submit, queued, handed over
+	Run      latency.Histogram // from start to finish
+	EndToEnd latency.Histogram // from submit to finish
+
+	// Deprecated: QueueWait is Wait's Count, Sum (as Total) and Max: read Wait.
+	QueueWait Summary
+	// Deprecated: RunTime is Run's Count, Sum (as Total) and Max: read Run.
+	RunTime Summary
 }
 
 // Drops counts dropped tasks by reason: a field per Reason, except ReasonExpired, whose tasks
@@ -44,13 +62,16 @@ type Drops struct {
 // Total returns the number of dropped tasks.
 func (d Drops) Total() uint64 { return d.Refused + d.Evicted + d.Shutdown }
 
-// Summary summarises a set of durations.
+// Summary summarises a set of durations: their number, sum and maximum.
+//
+// Deprecated: a latency.Histogram (Stats.Wait, Stats.Run) has the same Count, Sum (as Total)
+// and Max, and their distribution.
 type Summary struct {
 	// Count is the number of durations.
 	Count uint64
-	// Total is their sum (zero unless the pool is timed: see WithTimings).
+	// Total is their sum.
 	Total time.Duration
-	// Max is the longest of them (zero unless the pool is timed).
+	// Max is the longest of them.
 	Max time.Duration
 }
 
@@ -62,21 +83,44 @@ func (s Summary) Mean() time.Duration {
 	return s.Total / time.Duration(s.Count)
 }
 
-type summary struct {
-	count      uint64
-	total, max int64
+func summarise(h *latency.Histogram) Summary {
+	return Summary{Count: h.Count, Total: h.Sum, Max: h.Max}
 }
 
-func (s *summary) add(d int64) {
-	s.count++
-	s.total += d
-	if d > s.max {
-		s.max = d
+// timings are the distributions of Stats.Wait, Run and EndToEnd, made by New for a timed pool
+// only (an untimed one does not carry their buckets). The sums and maxima of the three sit
+// side by side, so that recording a task touches one line of them and one bucket of each; the
+// number of durations of each is the number of tasks finished, and Stats builds the
+// latency.Histogram values.
+type timings struct {
+	sum, max         [3]time.Duration // wait, run, end to end
+	wait, run, total [bucket.N]uint64 // counts per bucket
+}
+
+// record records a task submitted at enq, started at start and finished at end (Pool.now).
+func (t *timings) record(enq, start, end int64) {
+	// A worker reads the clock before it takes the lock to fetch its next task, so a task
+	// submitted meanwhile can seem to start before it was submitted: it started at once.
+	start = max(start, enq)
+	wait, run, total := time.Duration(start-enq), time.Duration(end-start), time.Duration(end-enq)
+	t.wait[bucket.Of(wait)]++
+	t.run[bucket.Of(run)]++
+	t.total[bucket.Of(total)]++
+	t.sum[0] += wait
+	t.sum[1] += run
+	t.sum[2] += total
+	t.max[0] = max(t.max[0], wait)
+	t.max[1] = max(t.max[1], run)
+	t.max[2] = max(t.max[2], total)
+}
+
+// histogram returns distribution k (0 wait, 1 run, 2 end to end) of counts as a Histogram.
+func (t *timings) histogram(k int, counts *[bucket.N]uint64) latency.Histogram {
+	h := latency.Histogram{Sum: t.sum[k], Max: t.max[k], Counts: *counts}
+	for _, n := range counts {
+		h.Count += n
 	}
-}
-
-func (s summary) export() Summary {
-	return Summary{Count: s.count, Total: time.Duration(s.total), Max: time.Duration(s.max)}
+	return h
 }
 
 // counters are guarded by Pool.mu. Every hot-path update happens inside a critical section
@@ -86,7 +130,7 @@ type counters struct {
 	submitted, started, completed, failed, panicked, rejected, skipped, inline uint64
 	refused, evicted, shutdown                                                 uint64
 	running                                                                    int
-	wait, run                                                                  summary
+	times                                                                      *timings // nil unless the pool is timed
 }
 
 // Stats returns a consistent snapshot of the pool's counters. It is safe for concurrent use;
@@ -95,7 +139,7 @@ type counters struct {
 func (p *Pool) Stats() Stats {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return Stats{
+	s := Stats{
 		Submitted: p.st.submitted,
 		Started:   p.st.started,
 		Completed: p.st.completed,
@@ -109,7 +153,10 @@ func (p *Pool) Stats() Stats {
 		Queued:    p.queued,
 		Waiting:   p.blocked.n,
 		Workers:   p.live,
-		QueueWait: p.st.wait.export(),
-		RunTime:   p.st.run.export(),
 	}
+	if t := p.st.times; t != nil {
+		s.Wait, s.Run, s.EndToEnd = t.histogram(0, &t.wait), t.histogram(1, &t.run), t.histogram(2, &t.total)
+		s.QueueWait, s.RunTime = summarise(&s.Wait), summarise(&s.Run)
+	}
+	return s
 }

@@ -142,7 +142,10 @@ func (p *Pool) deliver(s *shift) {
 // than in a function of its own spares every task a call: PoolSubmit.)
 func (p *Pool) nextLocked(w *worker, s *shift, err error, panicked bool, now int64) wakeups {
 	if s.t.fn != nil {
-		p.finishedLocked(err, panicked, now-s.start)
+		p.finishedLocked(err, panicked)
+		if t := p.st.times; t != nil {
+			t.record(s.t.enq, s.start, now)
+		}
 		if s.t.res != nil || err != nil && p.opts.hooks.OnError != nil {
 			s.out, s.outErr, s.outRan = s.t, err, now-s.start
 		}
@@ -193,7 +196,7 @@ func (wk wakeups) send() {
 func (p *Pool) fetchLocked(now int64, next *task) (bool, wakeups) {
 	for p.queue.Len() > 0 {
 		p.queue.PopInto(next)
-		adm := p.admitLocked(now)
+		adm := p.admitLocked()
 		if !takeLocked(next) {
 			if adm != nil {
 				p.mu.Unlock()
@@ -213,7 +216,7 @@ func (p *Pool) fetchLocked(now int64, next *task) (bool, wakeups) {
 			p.mu.Lock()
 			continue
 		}
-		p.startedLocked(now - next.enq)
+		p.startedLocked()
 		wk := wakeups{admitted: adm}
 		if p.queue.Len() > 0 {
 			wk.worker = p.wakeOneLocked() // more work than this worker can take
@@ -223,7 +226,7 @@ func (p *Pool) fetchLocked(now int64, next *task) (bool, wakeups) {
 	if p.refuseExpiredLocked() { // hand-off queue (capacity 0): take a blocked submitter's task
 		wt := p.blocked.pop(nil)
 		*next = wt.t // wt is recycled once signalled
-		p.startedLocked(0)
+		p.startedLocked()
 		return true, wakeups{admitted: wt}
 	}
 	*next = task{}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/corral-go/corral/backoff"
+	"github.com/corral-go/corral/internal/panics"
 	"github.com/corral-go/corral/queue/driver"
 	"github.com/corral-go/corral/retry"
 )
@@ -371,7 +372,13 @@ func (e *closeCause) Error() string {
 func (e *closeCause) Is(target error) bool { return target == ErrClosed }
 func (e *closeCause) Unwrap() error        { return e.cause }
 
-var errGoexit = errors.New("queue: handler called runtime.Goexit")
+// ErrGoexit is the error of a handler that called runtime.Goexit (as
+// t.FailNow does) instead of returning. Such a run fails its job as a panic
+// does: the job is dead-lettered with [ReasonPanic] at once, the OnDead
+// event's Err matches ErrGoexit (a handler's panic is a [*PanicError]
+// instead), and the last entry of the job's history has its text. It is the
+// same value as scope.ErrGoexit and pool.ErrGoexit.
+var ErrGoexit = panics.ErrGoexit
 
 // errLoopPanic ends intake after a panic on a worker (see run).
 var errLoopPanic = errors.New("queue: a worker panicked")

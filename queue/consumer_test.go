@@ -56,7 +56,7 @@ func TestConsumerGoexit(t *testing.T) {
 		}
 		for range 2 {
 			e := <-dead
-			if e.Reason != ReasonPanic || !errors.Is(e.Err, errGoexit) {
+			if e.Reason != ReasonPanic || !errors.Is(e.Err, ErrGoexit) {
 				t.Errorf("dead event %+v: want reason panic, errGoexit", e)
 			}
 		}

@@ -50,10 +50,10 @@
 //     [Queue.Close] closes the queue's consumers and its backend, which the
 //     queue owns.
 //   - Shutdown keeps its word: [Consumer.Drain] works off the backlog (ready,
-//     delayed and in-flight jobs, those enqueued meanwhile included) before
-//     it closes, or stops at its ctx and says so. What survives the process
-//     is the backend's: with the in-memory backend, nothing; with a broker
-//     backend, every stored job and dead letter.
+//     delayed and in-flight jobs) until it finds none stored, then closes,
+//     or stops at its ctx and says so. What survives the process is the
+//     backend's: with the in-memory backend, nothing; with a broker backend,
+//     every stored job and dead letter.
 //   - Jobs with the same ordering key ([WithKey]) are handled one at a time
 //     in enqueue order. A failing job holds its key, through its retry
 //     delays, until it is acked or dead-lettered; other keys run in parallel.

@@ -15,13 +15,17 @@ import (
 // queued behind a busy ordering key; delayed ones, whose [WithDelay] or
 // [WithNotBefore] time or retry backoff has not come yet, which Drain
 // handles once they are due; and jobs in flight, whose handlers Drain waits
-// for (a retry they schedule is backlog too). Jobs enqueued while Drain runs
-// are backlog as well, so stop the producers first: a producer that keeps
-// enqueueing keeps Drain going until ctx ends. Drain takes jobs as the
+// for (a retry they schedule is backlog too). Drain takes jobs as the
 // consumer always does (ordering keys, leases, attempts and hooks as
-// usual), and stops once the backend reports no job stored
-// (Stats: Ready, Delayed and InFlight all zero), or when ctx ends. A job
-// enqueued after that moment stays stored.
+// usual).
+//
+// Drain stops the first time it finds the backend storing no job (Stats:
+// Ready, Delayed and InFlight all zero), or when ctx ends. It does not wait
+// for producers: a job enqueued before that moment is backlog, which Drain
+// waits for; a job enqueued after it stays stored. So stop the producers
+// first. A producer slower than the workers lets the backlog empty between
+// its jobs, and Drain returns at the first such gap; one that never lets it
+// empty keeps Drain going until ctx ends.
 //
 // Drain returns nil once the backlog is empty and the consumer closed. If
 // ctx ends first, Drain closes the consumer with that ended ctx, as Close

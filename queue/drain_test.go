@@ -3,6 +3,7 @@ package queue_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -234,4 +235,52 @@ func mustEnqueue(t *testing.T, q *queue.Queue[string], p string, opts ...queue.E
 	if _, err := q.Enqueue(bg, p, opts...); err != nil {
 		t.Fatalf("Enqueue(%q): %v", p, err)
 	}
+}
+
+// Drain does not wait for producers: it stops the first time it finds the backend storing no
+// job. A producer slower than the workers lets the backlog empty between its jobs: the job it
+// enqueued while a job was in hand is handled, Drain returns at the first gap, and every job
+// enqueued after that stays stored.
+func TestDrainStopsAtTheFirstEmptyBacklogWithASlowProducer(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		q, _ := queue.New[string](bg)
+		defer q.Close(bg)
+		gate := make(chan struct{})
+		c, _ := q.Consume(bg, func(ctx context.Context, j queue.Job[string]) error {
+			if j.Payload == "first" {
+				<-gate
+			}
+			return nil
+		}, queue.WithWorkers(2))
+		mustEnqueue(t, q, "first")
+		synctest.Wait() // a worker holds it
+		done := make(chan drainResult, 1)
+		go func() {
+			r, err := c.Drain(bg)
+			done <- drainResult{r, err}
+		}()
+		synctest.Wait() // Drain waits for the job in hand
+		mustEnqueue(t, q, "meanwhile")
+		synctest.Wait() // the other worker handled it; "first" still holds the backlog
+		const later = 300
+		produced := make(chan struct{})
+		go func() { // one job a second: slower than the workers
+			defer close(produced)
+			for i := range later {
+				time.Sleep(time.Second)
+				if _, err := q.Enqueue(bg, fmt.Sprint("later", i)); err != nil {
+					t.Errorf("Enqueue: %v", err)
+				}
+			}
+		}()
+		close(gate)
+		res := <-done
+		if res.err != nil || res.r != (queue.Report{Acked: 2}) {
+			t.Errorf("Drain = %+v, %v; want 2 acked (the job in hand and the one enqueued before the backlog emptied), nil", res.r, res.err)
+		}
+		<-produced
+		if s, _ := q.Stats(bg); s.Acked != 2 || s.Ready != later {
+			t.Errorf("stats: %d acked, %d ready; want 2 acked, the %d jobs enqueued after Drain found the backlog empty still ready", s.Acked, s.Ready, later)
+		}
+	})
 }

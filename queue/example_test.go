@@ -75,7 +75,7 @@ func Example_deadLetters() {
 	<-dead
 
 	for dl := range q.DeadLetters(ctx) {
-		fmt.Printf("%s: %s after %d attempt(s), payload %q\n", dl.Job.ID, dl.Reason, len(dl.History), dl.Job.Payload)
+		fmt.Printf("%s: %s after %d attempt(s), payload %q\n", dl.Job.ID, dl.Reason, dl.Job.Attempt, dl.Job.Payload)
 	}
 
 	fixed.Lock()

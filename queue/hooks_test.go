@@ -68,6 +68,17 @@ func TestHooksGetTheWorksContextAndDuration(t *testing.T) {
 		defer q.Close(bg)
 		var mu sync.Mutex
 		handlerCtx := map[string][]context.Context{}
+		pctx := context.WithValue(bg, ctxKey{}, "producer")
+		for _, p := range []string{"ok", "flaky", "poison"} {
+			if _, err := q.Enqueue(pctx, p, queue.WithID(p)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := q.Enqueue(pctx, "late", queue.WithID("late"), queue.WithStartBy(time.Now().Add(-time.Second))); err != nil {
+			t.Fatal(err)
+		}
+		// Consumed once every job and its OnEnqueue are in: a worker could
+		// otherwise start a job before its producer's OnEnqueue returned.
 		cctx := context.WithValue(bg, ctxKey{}, "consumer")
 		c, err := q.Consume(cctx, func(ctx context.Context, j queue.Job[string]) error {
 			mu.Lock()
@@ -92,15 +103,6 @@ func TestHooksGetTheWorksContextAndDuration(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		pctx := context.WithValue(bg, ctxKey{}, "producer")
-		for _, p := range []string{"ok", "flaky", "poison"} {
-			if _, err := q.Enqueue(pctx, p, queue.WithID(p)); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if _, err := q.Enqueue(pctx, "late", queue.WithID("late"), queue.WithStartBy(time.Now().Add(-time.Second))); err != nil {
-			t.Fatal(err)
-		}
 		if _, err := c.Drain(bg); err != nil {
 			t.Fatal(err)
 		}
@@ -115,7 +117,8 @@ func TestHooksGetTheWorksContextAndDuration(t *testing.T) {
 			"ok":     {{"OnEnqueue", "producer", 0, 0, 0}, {"OnStart", "consumer", 1, 1, 0}, {"OnSuccess", "consumer", 1, 1, 3 * time.Second}},
 			"flaky":  {{"OnEnqueue", "producer", 0, 0, 0}, {"OnStart", "consumer", 1, 1, 0}, {"OnRetry", "consumer", 1, 1, 2 * time.Second}, {"OnStart", "consumer", 2, 2, 0}, {"OnSuccess", "consumer", 2, 2, 2 * time.Second}},
 			"poison": {{"OnEnqueue", "producer", 0, 0, 0}, {"OnStart", "consumer", 1, 1, 0}, {"OnDead", "consumer", 1, 1, time.Second}},
-			"late":   {{"OnEnqueue", "producer", 0, 0, 0}, {"OnDead", "consumer", 0, 1, 0}},
+			// Dead-lettered without a run: its attempts used, none.
+			"late": {{"OnEnqueue", "producer", 0, 0, 0}, {"OnDead", "consumer", 0, 0, 0}},
 		} {
 			got := r.of(id)
 			if len(got) != len(wants) {

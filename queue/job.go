@@ -63,7 +63,9 @@ const (
 	// ReasonVersion: no consumer that understands the job's payload
 	// version took it within the version wait ([WithVersionWait]).
 	ReasonVersion = driver.ReasonVersion
-	// ReasonPanic: the handler panicked (a poison job).
+	// ReasonPanic: the handler panicked or called runtime.Goexit (a poison
+	// job). The OnDead event's Err tells them apart: a [*PanicError], or an
+	// error matching [ErrGoexit].
 	ReasonPanic = driver.ReasonPanic
 	// ReasonEvicted: the job was evicted by the DropOldest overflow policy.
 	ReasonEvicted = driver.ReasonEvicted
@@ -77,12 +79,17 @@ type Attempt = driver.Attempt
 
 // DeadLetter is a job that will not be retried, with why and its history.
 type DeadLetter[T any] struct {
-	// Job is the job as it was last delivered (Attempt is the number of
-	// attempts it used).
+	// Job is the job as it was last delivered; its Attempt is the number
+	// of handler runs the job had (3 for a job that failed, or whose
+	// process died in its handler, on each of 3 runs with max attempts 3).
 	Job Job[T]
 	// Reason says why the job was dead-lettered.
 	Reason Reason
-	// History lists the failed attempts, oldest first.
+	// History lists the attempts, oldest first: one entry per handler
+	// run, numbered 1 to Job.Attempt; a job dead-lettered without a run on
+	// its last delivery for another reason than ReasonAttempts (decode,
+	// version, expired, evicted) has one more entry, with Number 0, that
+	// says why.
 	History []Attempt
 	// At is when the job was dead-lettered.
 	At time.Time

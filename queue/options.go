@@ -3,7 +3,9 @@ package queue
 import (
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/corral-go/corral/backoff"
 	"github.com/corral-go/corral/queue/driver"
@@ -154,6 +156,12 @@ func (o idOption) applyJob(m *Message) { m.ID = string(o) }
 // generates a unique ID. An ID this queue generated may be given again (to
 // enqueue a job again under its ID); one that it has not generated yet, but
 // would, is refused, so that a generated ID is never taken.
+//
+// An ID must be one that every backend can store and give back unchanged:
+// valid UTF-8 of at most 1024 bytes, without a NUL byte, a carriage
+// return or a line feed, and without a space or tab at either end. Enqueue
+// and [Queue.Message] refuse any other ID with an error that starts
+// "queue: job ID", whatever the backend.
 func WithID(id string) EnqueueOption { return idOption(id) }
 
 type keyOption string
@@ -162,7 +170,38 @@ func (o keyOption) applyJob(m *Message) { m.Key = string(o) }
 
 // WithKey sets the job's ordering key: jobs with the same key are handled
 // one at a time in enqueue order, retries included.
+//
+// A key obeys the rule of [WithID] (valid UTF-8 of at most 1024 bytes,
+// without NUL, CR or LF, without a space or tab at either end): Enqueue and
+// [Queue.Message] refuse any other key with an error that starts
+// "queue: ordering key", whatever the backend.
 func WithKey(key string) EnqueueOption { return keyOption(key) }
+
+// maxIDLen is the length in bytes that a job ID ([WithID]) or an ordering
+// key ([WithKey]) may have at most.
+const maxIDLen = 1024
+
+// checkStorable returns the error of an ID or key (what names the field)
+// that some backend cannot store and give back unchanged: the Postgres
+// backend's text columns take neither NUL nor invalid UTF-8 and index a
+// bounded length; the JetStream backend's headers trim spaces and tabs at
+// the ends and turn CR and LF into spaces, and its subjects, which encode
+// the ID and the key, are bounded.
+func checkStorable(what, s string) error {
+	switch {
+	case len(s) > maxIDLen:
+		return fmt.Errorf("queue: %s of %d bytes is longer than %d", what, len(s), maxIDLen)
+	case !utf8.ValidString(s):
+		return fmt.Errorf("queue: %s %q is not valid UTF-8", what, s)
+	case strings.IndexByte(s, 0) >= 0:
+		return fmt.Errorf("queue: %s %q contains a NUL byte", what, s)
+	case strings.ContainsAny(s, "\r\n"):
+		return fmt.Errorf("queue: %s %q contains a carriage return or line feed", what, s)
+	case s != strings.Trim(s, " \t"):
+		return fmt.Errorf("queue: %s %q begins or ends with a space or tab", what, s)
+	}
+	return nil
+}
 
 type notBeforeOption time.Time
 
@@ -264,7 +303,9 @@ func WithLease(d time.Duration) ConsumerOption {
 // prefetched by a process that died before handing it to a worker, comes
 // back with the same [Job.Attempt]. A job whose handler took its process
 // down every time (a poison job) is dead-lettered with ReasonAttempts when
-// it is delivered after n such runs, without running again.
+// it is delivered after n such runs, without running again: its dead
+// letter's Job.Attempt and the OnDead event's Attempt are n, and its
+// history has the n runs, each ended by [ErrLeaseExpired].
 func WithMaxAttempts(n int) ConsumerOption {
 	if n < 1 {
 		panic("queue: WithMaxAttempts(" + strconv.Itoa(n) + "): need at least 1")

@@ -168,7 +168,8 @@ func (q *Queue[T]) forget(c *Consumer[T]) {
 // overflow policies at capacity: Block waits for room or ctx, Reject returns
 // ErrFull, DropNewest returns ErrDropped, and DropOldest dead-letters the
 // oldest waiting job to make room. The payload must not be mutated after
-// Enqueue (see [Job]).
+// Enqueue (see [Job]). An ID or ordering key that some backend cannot store
+// (see [WithID] and [WithKey]) is refused before the backend is called.
 //
 // With a broker backend, an error matching [ErrUnavailable] means the
 // broker could not be reached or did not answer in time: the job may have
@@ -222,7 +223,8 @@ func (q *Queue[T]) Enqueue(ctx context.Context, payload T, opts ...EnqueueOption
 // job by a path of their own, such as an enqueue in the caller's database transaction: such a
 // job is not counted in [Stats.Enqueued] and no hook is called for it (the transaction may
 // roll back). It fails as Enqueue does before the backend is called: ErrClosed once the queue
-// is closed, an ID the queue has yet to generate, a payload the codec cannot encode. A nil
+// is closed, an ID the queue has yet to generate, an ID or key that some backend cannot store
+// ([WithID], [WithKey]), a payload the codec cannot encode. A nil
 // option panics.
 func (q *Queue[T]) Message(payload T, opts ...EnqueueOption) (Message, error) {
 	if q.backend == nil {
@@ -258,6 +260,12 @@ func (q *Queue[T]) message(m *Message, payload T, opts []EnqueueOption) (fresh b
 			o.applyJob(mp)
 		}
 		*m = *mp
+		if err := checkStorable("job ID", m.ID); err != nil {
+			return false, err
+		}
+		if err := checkStorable("ordering key", m.Key); err != nil {
+			return false, err
+		}
 		if q.ahead(m.ID) {
 			return false, fmt.Errorf("queue: job ID %s is one this queue has yet to generate", m.ID)
 		}

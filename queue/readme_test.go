@@ -56,7 +56,7 @@ func TestREADMESnippet(t *testing.T) {
 		report, err = c.Drain(shutdownCtx) // works off the backlog, then closes: acked, returned, dead-lettered, abandoned
 
 		for dl, err := range q.DeadLetters(ctx) { // then q.Redrive(ctx, id) once fixed, or q.Purge(ctx, id)
-			log.Printf("%s: %s after %d attempt(s), %v", dl.Job.ID, dl.Reason, len(dl.History), err)
+			log.Printf("%s: %s after %d attempt(s), %v", dl.Job.ID, dl.Reason, dl.Job.Attempt, err)
 		}
 		return err
 	}()

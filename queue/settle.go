@@ -107,7 +107,7 @@ func (w *worker[T]) settle(ctx context.Context, counted bool, o op, delay time.D
 	b := c.q.backend
 	d := &w.d
 	hooks := &c.q.hooks
-	ev.ID, ev.Key, ev.Attempt = d.ID, d.Key, d.Attempt
+	ev.ID, ev.Key, ev.Attempt = d.ID, d.Key, runs(d, a)
 	var (
 		counter *atomic.Uint64               // the queue's counter of o, nil if none
 		hook    func(context.Context, Event) // the hook that reports o, nil if none or unset
@@ -154,6 +154,16 @@ func (w *worker[T]) settle(ctx context.Context, counted bool, o op, delay time.D
 	if dead.DeadEvicted != nil {
 		c.q.deadEvicted(c.bg, dead.DeadEvicted, c)
 	}
+}
+
+// runs is the Attempt of the event of settling d with the attempt a: the
+// handler runs the job had. A settle whose Attempt has Number 0 ran no
+// handler on d (refuse, or a release), so its job had d.Attempt-1.
+func runs(d *Delivery, a *Attempt) int {
+	if a.Number == 0 {
+		return d.Attempt - 1
+	}
+	return d.Attempt
 }
 
 // acksNext reports whether a worker's ack takes the next ready job with it

@@ -288,9 +288,9 @@ func TestVersionWaitDeadLetters(t *testing.T) {
 			dls = append(dls, dl)
 		}
 		if len(dls) != 1 || dls[0].Reason != queue.ReasonVersion || dls[0].Job.Version != 2 ||
-			dls[0].Job.Payload.Cents != 100 || len(dls[0].History) != 1 || dls[0].History[0].Number != 1 ||
+			dls[0].Job.Payload.Cents != 100 || dls[0].Job.Attempt != 0 || len(dls[0].History) != 1 || dls[0].History[0].Number != 0 ||
 			!strings.Contains(dls[0].History[0].Error, "payload version 2 not understood (this queue understands 1)") {
-			t.Fatalf("dead letters %+v: want one at version 2, reason version, one history entry naming the versions", dls)
+			t.Fatalf("dead letters %+v: want one at version 2, reason version, no run, one history entry (Number 0) naming the versions", dls)
 		}
 		if s1, _ := q1.Stats(ctx); s1.AwaitingVersion != 0 || s1.DeadLettered[queue.ReasonVersion] != 1 {
 			t.Errorf("v1 stats %+v: want nothing awaiting, one dead-lettered for its version", s1)

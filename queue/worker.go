@@ -290,6 +290,11 @@ func (w *worker[T]) handle() {
 // understand (see handBack). now is the time it was to start. (The checks
 // are handle's, where the common case costs no call; refuse only tells
 // them apart.)
+//
+// Nothing runs on this delivery: the Attempt given to Bury has Number 0.
+// A job with no attempt left is buried with a zero Attempt, which adds no
+// entry to its history (the backend recorded its last run, whose lease
+// expired); the other reasons add one entry that says why.
 func (w *worker[T]) refuse(err error, now time.Time, startBy bool) {
 	c := w.c
 	d := &w.d
@@ -297,9 +302,10 @@ func (w *worker[T]) refuse(err error, now time.Time, startBy bool) {
 	switch {
 	case d.Attempt > c.opts.maxAttempts:
 		// The last attempt's lease expired in the backend (its consumer
-		// was gone): no attempt left.
-		err = fmt.Errorf("queue: delivered %d times, max attempts %d", d.Attempt, c.opts.maxAttempts)
-		reason = ReasonAttempts
+		// was gone), which recorded it: no attempt left.
+		err = fmt.Errorf("queue: %d attempts used, max attempts %d", d.Attempt-1, c.opts.maxAttempts)
+		w.settle(c.base, c.counting.Load(), opBury, 0, &Attempt{}, &Event{Reason: ReasonAttempts, Err: err})
+		return
 	case startBy && now.After(d.StartBy):
 		err = errors.New("queue: not started by " + d.StartBy.Format(time.RFC3339Nano))
 		reason = ReasonExpired
@@ -312,7 +318,7 @@ func (w *worker[T]) refuse(err error, now time.Time, startBy bool) {
 	default:
 		reason = ReasonDecode
 	}
-	w.settle(c.base, c.counting.Load(), opBury, 0, &Attempt{Number: d.Attempt, Start: now, End: now, Error: err.Error()},
+	w.settle(c.base, c.counting.Load(), opBury, 0, &Attempt{Start: now, End: now, Error: err.Error()},
 		&Event{Reason: reason, Err: err})
 }
 
@@ -382,7 +388,7 @@ func (w *worker[T]) finish(hctx context.Context, catch *panics.Catcher, herrp *e
 	case catch.Panic != nil:
 		panicErr = &PanicError{Where: "Handler", Value: catch.Panic.Value, Stack: catch.Panic.Stack}
 	case catch.Goexit:
-		panicErr = errGoexit
+		panicErr = ErrGoexit
 	}
 	failed := herr != nil || panicErr != nil
 	var end time.Time

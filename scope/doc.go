@@ -28,7 +28,8 @@
 //     is cancelled: tasks that start tasks use TryGo, or leave room in the limit.
 //   - Errors: Run returns nil or an error in which errors.Is and errors.As find every failure,
 //     root cause first, and Errors lists each of them once. A task that merely returns its
-//     scope's cancellation (ctx.Err()) is not a failure.
+//     scope's cancellation (ctx.Err()) is not a failure; when WithTimeout cut it off, the
+//     timeout Run reports names it (a *TimeoutError lists the tasks it interrupted).
 //   - Panics: a task panic is recovered with its stack, cancels the scope, and is re-raised in
 //     the goroutine that called Run once every task has returned, as a *PanicError that carries
 //     every other panic and failure. WithPanicsAsErrors returns it instead. A task that calls

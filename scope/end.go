@@ -120,6 +120,9 @@ func (s *Scope) result() error {
 	var errs []error
 	if cause := context.Cause(s.ctx); cause != nil && cause != s.cause &&
 		(s.echoed.Load() || s.skipped.Load() > 0 || len(s.failures) > 0) {
+		if cause == error(s.timeout) && len(s.interrupted) > 0 {
+			cause = s.timeoutReport()
+		}
 		errs = append(errs, cause) // cancelled from outside, and it mattered
 	}
 	if s.won {
@@ -138,6 +141,14 @@ func (s *Scope) result() error {
 	// A copy, so that errs itself does not escape: a Run with no failure, or one, keeps
 	// its list on the stack.
 	return &joinedError{slices.Clone(errs)}
+}
+
+// timeoutReport is the timeout as Run reports it: naming the tasks it interrupted, by start
+// index. s.mu must be held.
+func (s *Scope) timeoutReport() *TimeoutError {
+	in := slices.Clone(s.interrupted)
+	slices.SortFunc(in, func(a, b *TaskError) int { return a.Index - b.Index })
+	return &TimeoutError{Timeout: s.timeout.Timeout, Interrupted: in}
 }
 
 // raised returns the *PanicError that Run raises once every task has returned, carrying every

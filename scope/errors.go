@@ -7,14 +7,17 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/corral-go/corral/internal/panics"
 )
 
 // ErrGoexit is the error of a task that called runtime.Goexit (as t.FailNow does) instead of
-// returning. It is reported inside a *TaskError: a task that exits this way has failed.
-var ErrGoexit = errors.New("scope: task called runtime.Goexit")
+// returning. It is reported inside a *TaskError: a task that exits this way has failed. It is
+// the same value as pool.ErrGoexit and queue.ErrGoexit.
+var ErrGoexit = panics.ErrGoexit
 
 // ErrTimeout matches, with errors.Is, the cancellation cause of a scope whose WithTimeout
-// expired.
+// expired (a *TimeoutError), and Run's error that reports it.
 // That cause also matches context.DeadlineExceeded.
 var ErrTimeout = errors.New("scope: timeout")
 
@@ -100,12 +103,51 @@ func taskLabel(name string, index int) string {
 	return "#" + strconv.Itoa(index)
 }
 
-// timeoutError is the cancellation cause of a scope whose WithTimeout expired.
-type timeoutError struct{ d time.Duration }
+// TimeoutError is the expiry of a scope's WithTimeout. It matches ErrTimeout and
+// context.DeadlineExceeded (errors.Is).
+//
+// It is the cancellation cause the tasks see through context.Cause, with Interrupted empty, and,
+// when Run reports the timeout (see Errors), an element of Run's error that names the tasks the
+// timeout interrupted: those that returned the scope's cancellation instead of a result. Such a
+// task is not a failure of its own (its error only echoes the timeout), so it is listed here,
+// not among the failures.
+type TimeoutError struct {
+	// Timeout is the duration given to WithTimeout.
+	Timeout time.Duration
+	// Interrupted lists the tasks that ended by returning the timeout's cancellation (ctx.Err(),
+	// or an error matching it), in start index order: each with its Name, Index and the error it
+	// returned (Err). It is nil in the cause the tasks see.
+	Interrupted []*TaskError
+}
 
-func (e *timeoutError) Error() string { return "scope: timed out after " + e.d.String() }
+// Error says how long the timeout was, and which tasks it interrupted: `scope: timed out after
+// 2s, interrupting tasks "b6" (#6), #7`.
+func (e *TimeoutError) Error() string {
+	msg := "scope: timed out after " + e.Timeout.String()
+	switch len(e.Interrupted) {
+	case 0:
+		return msg
+	case 1:
+		msg += ", interrupting task "
+	default:
+		msg += ", interrupting tasks "
+	}
+	var b strings.Builder
+	b.WriteString(msg)
+	for i, t := range e.Interrupted {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(taskLabel(t.Name, t.Index))
+		if t.Name != "" {
+			b.WriteString(" (#" + strconv.Itoa(t.Index) + ")")
+		}
+	}
+	return b.String()
+}
 
-func (e *timeoutError) Is(target error) bool {
+// Is reports whether target is ErrTimeout or context.DeadlineExceeded.
+func (e *TimeoutError) Is(target error) bool {
 	return target == ErrTimeout || target == context.DeadlineExceeded
 }
 
@@ -155,8 +197,8 @@ func (e *joinedError) Unwrap() []error { return e.errs }
 // *PanicError that Run panicked with (recovered). Each element is one failure: a *TaskError (a
 // task's error, or its runtime.Goexit), a *PanicError (a task's panic with WithPanicsAsErrors,
 // or a panic outside the tasks: Name "body", "Joiner" or "StuckReport"), an error that the
-// body returned, or the cancellation from outside (the parent ctx, WithTimeout) when Run
-// reports it. So len(Errors(err)) counts the failures of a Supervise scope, whatever their
+// body returned, or the cancellation from outside (the parent ctx, or WithTimeout's
+// *TimeoutError, which names the tasks the timeout interrupted) when Run reports it. So len(Errors(err)) counts the failures of a Supervise scope, whatever their
 // number:
 //
 //	for _, f := range scope.Errors(err) {

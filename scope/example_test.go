@@ -184,8 +184,33 @@ func ExampleWithTimeout() {
 	fmt.Println(err)
 	fmt.Println(errors.Is(err, scope.ErrTimeout), errors.Is(err, context.DeadlineExceeded))
 	// Output:
-	// scope: timed out after 10ms
+	// scope: timed out after 10ms, interrupting task #0
 	// true true
+}
+
+func ExampleTimeoutError() {
+	err := scope.Run(context.Background(), func(s *scope.Scope) error {
+		for _, b := range []string{"b0", "b1", "b2"} {
+			s.GoNamed(b, func(ctx context.Context) error {
+				if b == "b1" {
+					<-ctx.Done() // a backend that does not answer
+					return fmt.Errorf("%s: %w", b, ctx.Err())
+				}
+				return nil
+			})
+		}
+		return nil
+	}, scope.WithTimeout(10*time.Millisecond), scope.WithJoiner(scope.Supervise))
+	var te *scope.TimeoutError
+	if errors.As(err, &te) {
+		for _, t := range te.Interrupted {
+			fmt.Printf("%s (#%d): %v\n", t.Name, t.Index, t.Err)
+		}
+	}
+	fmt.Println(err)
+	// Output:
+	// b1 (#1): b1: context deadline exceeded
+	// scope: timed out after 10ms, interrupting task "b1" (#1)
 }
 
 func ExampleFirstSuccess() {

@@ -18,21 +18,18 @@ func (s *Scope) ended(t *task, c *panics.Catcher, errp *error) {
 	if *errp != nil || c.Panic != nil || c.Goexit {
 		pe, echo, failure, err = s.outcome(t, c, *errp)
 	}
-	if echo && !s.echoed.Load() {
-		// Not a failure, and cheap: many tasks echo a cancellation at once.
-		s.echoed.Store(true)
-	}
-	if failure != nil || (!echo && !s.successNoop) || s.track {
+	switch {
+	case echo:
+		s.echoedBy(t, err)
+	case failure != nil || !s.successNoop || s.track:
 		s.mu.Lock()
 		if s.track {
 			delete(s.running, t.index)
 		}
-		switch {
-		case echo:
-		case pe != nil && !s.opts.returnPanics:
+		if pe != nil && !s.opts.returnPanics {
 			s.panics = append(s.panics, pe)
 			s.cancelLocked(pe)
-		default:
+		} else {
 			s.decideLocked(t, failure)
 		}
 		s.mu.Unlock()
@@ -41,6 +38,33 @@ func (s *Scope) ended(t *task, c *panics.Catcher, errp *error) {
 	if s.lim == nil {
 		s.publish(t)
 	}
+}
+
+// echoedBy records that t ended by returning err, its scope's cancellation: not a failure, but
+// an interruption that Run names if the scope's WithTimeout caused it.
+func (s *Scope) echoedBy(t *task, err error) {
+	if !s.echoed.Load() {
+		// Cheap: many tasks echo a cancellation at once.
+		s.echoed.Store(true)
+	}
+	interrupted := s.timedOut()
+	if !interrupted && !s.track {
+		return
+	}
+	s.mu.Lock()
+	if s.track {
+		delete(s.running, t.index)
+	}
+	if interrupted {
+		s.interrupted = append(s.interrupted, &TaskError{Name: t.name, Index: t.index, Err: err})
+	}
+	s.mu.Unlock()
+}
+
+// timedOut reports whether the scope was cancelled by its WithTimeout expiring (not by
+// itself, nor by its parent first).
+func (s *Scope) timedOut() bool {
+	return s.timeout != nil && context.Cause(s.ctx) == error(s.timeout)
 }
 
 // outcome classifies how t ended, given what its Catcher saw and the error it returned: pe is

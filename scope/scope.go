@@ -27,9 +27,10 @@ type Scope struct {
 	cancel      context.CancelCauseFunc
 	release     context.CancelFunc // releases the WithTimeout context, if any
 	opts        options
-	joiner      Joiner // made for this scope by the WithJoiner constructor; used under mu
-	successNoop bool   // the joiner ignores successes, so a plain success skips the lock
-	track       bool   // WithStuckReport is set: running tasks are tracked by index
+	joiner      Joiner        // made for this scope by the WithJoiner constructor; used under mu
+	successNoop bool          // the joiner ignores successes, so a plain success skips the lock
+	track       bool          // WithStuckReport is set: running tasks are tracked by index
+	timeout     *TimeoutError // WithTimeout's cancellation cause, if set
 
 	tasks   joinCount    // tasks handed to the scope that have not ended; closed by the join
 	next    atomic.Int64 // start index of the next task
@@ -47,6 +48,8 @@ type Scope struct {
 	failures []error    // reported failures, root cause first
 	panics   []*PanicError
 	running  map[int]string // names of the tasks running, by start index (only if track)
+	// interrupted lists the tasks that echoed the WithTimeout cancellation, in end order.
+	interrupted []*TaskError
 
 	stuckPanic *PanicError // the stuck report's panic; used only by the goroutine that called Run
 }
@@ -159,7 +162,8 @@ func newScope(ctx context.Context, opts []Option) *Scope {
 		s.successNoop = true
 	}
 	if s.opts.timeoutSet {
-		ctx, s.release = context.WithTimeoutCause(ctx, s.opts.timeout, &timeoutError{s.opts.timeout})
+		s.timeout = &TimeoutError{Timeout: s.opts.timeout}
+		ctx, s.release = context.WithTimeoutCause(ctx, s.opts.timeout, s.timeout)
 	}
 	s.ctx, s.cancel = context.WithCancelCause(ctx)
 	s.done = s.ctx.Done()

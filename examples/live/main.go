@@ -358,7 +358,7 @@ func (d *demo) snapshot(ctx context.Context) (snapshot, error) {
 	d.mu.Unlock()
 	s.Pool.Workers, s.Pool.Running, s.Pool.Queued = ps.Workers, ps.Running, ps.Queued
 	s.Pool.Completed, s.Pool.Failed = ps.Completed, ps.Failed+ps.Panicked
-	s.Pool.QueueWaitMS = float64(ps.QueueWait.Mean().Microseconds()) / 1000
+	s.Pool.QueueWaitMS = float64(ps.Wait.Mean().Microseconds()) / 1000
 	return s, nil
 }
 

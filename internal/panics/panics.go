@@ -11,7 +11,10 @@
 //	c.Returned()
 package panics
 
-import "runtime/debug"
+import (
+	"errors"
+	"runtime/debug"
+)
 
 // Recovered is a recovered panic value and the stack of the goroutine that panicked, captured
 // while it was panicking (so the stack shows the panic site).
@@ -47,3 +50,8 @@ func (c *Catcher) Recover() {
 	}
 	c.Goexit = true
 }
+
+// ErrGoexit is the error of a task that called runtime.Goexit (as t.FailNow does) instead of
+// returning. scope, pool and queue export this one value as their ErrGoexit, so that
+// errors.Is matches it whichever package reported it.
+var ErrGoexit = errors.New("corral: task called runtime.Goexit")

@@ -19,7 +19,9 @@ const (
 	// ReasonVersion: no consumer that understands the job's payload
 	// version took it within the version wait (queue.WithVersionWait).
 	ReasonVersion Reason = "version"
-	// ReasonPanic: the handler panicked (a poison job).
+	// ReasonPanic: the handler panicked or called runtime.Goexit (a poison
+	// job). The OnDead event's Err tells them apart: a *queue.PanicError,
+	// or an error matching queue.ErrGoexit.
 	ReasonPanic Reason = "panic"
 	// ReasonEvicted: the job was evicted by the DropOldest overflow policy.
 	ReasonEvicted Reason = "evicted"
@@ -27,9 +29,13 @@ const (
 	ReasonExpired Reason = "expired"
 )
 
-// Attempt records one failed attempt of a job, kept in its dead letter.
+// Attempt records one failed attempt of a job, kept in its dead letter:
+// a handler run that failed, or whose lease expired, or the decision to
+// dead-letter a job without running it.
 type Attempt struct {
-	// Number is the attempt number, 1 for the first.
+	// Number is the attempt number, 1 for the first: the number of the
+	// handler run. It is 0 for the entry of a job dead-lettered without a
+	// run on its last delivery (decode, version, expired, evicted).
 	Number int
 	// Start is when the attempt started. For a job dead-lettered without
 	// running (evicted, expired) it is the time of the decision. A run of
@@ -38,11 +44,16 @@ type Attempt struct {
 	// of the clock, taken at most every 10ms while handlers run (see
 	// queue.WithLease): Start is then up to that much early (even before
 	// the job's EnqueuedAt), or more when every core of the machine is
-	// busy. A run whose lease expired unsettled starts when its lease did.
+	// busy.
 	Start time.Time
 	// End is when the attempt ended (for a job dead-lettered without
 	// running, the time of the decision, as Start).
 	End time.Time
-	// Error is the text of the error the attempt ended with.
+	// Error is the text of the error the attempt ended with. A run whose
+	// lease expired before it was settled (its process died, or its
+	// handler overran the lease) has the text of [ErrLeaseExpired],
+	// recorded by the backend when it took the job back: its Start is then
+	// the run's start (or its lease's, on a backend that does not know the
+	// run's), and its End when the backend took the job back.
 	Error string
 }

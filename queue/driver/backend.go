@@ -32,6 +32,15 @@ import (
 // dead-lettered because its payload could not be decoded or its start-by
 // deadline passed) spends none.
 //
+// A job's history has one entry per handler run, numbered 1 to n in order:
+// Nack and Bury record the run's Attempt the consumer gives them, and a run
+// that ended without a settle (its lease expired: its process died, or its
+// handler overran) gets its entry from the backend when the backend takes
+// the job back, with Number that run's attempt, Start the run's start (or
+// the lease's, if the backend does not know it), End when the backend took
+// the job back, and Error the text of [ErrLeaseExpired]. A dead letter's
+// Attempt is the number of runs its job had.
+//
 // Implementations must be safe for concurrent use. Every method may block
 // and must return context.Cause(ctx) when ctx ends first. A backend that
 // talks to a broker bounds every request with a deadline of its own, and
@@ -57,7 +66,10 @@ type Backend interface {
 	// Receive waits for a ready job, leases it for lease and fills d.
 	// d.Attempt is the attempt a handler started on d makes: one more than
 	// the handler runs the job had (1 for a job never started). Lease
-	// expiry makes the job ready again; Extend pushes it back.
+	// expiry makes the job ready again; Extend pushes it back. Taking back
+	// a job whose started run's lease expired records that run in the
+	// job's history, as an attempt that failed with the text of
+	// [ErrLeaseExpired] (see Backend).
 	Receive(ctx context.Context, lease time.Duration, d *Delivery) error
 
 	// Start records that a handler starts on d, spending the attempt
@@ -91,9 +103,15 @@ type Backend interface {
 	Release(ctx context.Context, d *Delivery, delay time.Duration) error
 
 	// Bury moves the job of d to the dead letters with reason, recording
-	// the final attempt a (JetStream: publish to the dead-letter subject,
-	// then Term). When the dead letters are at cfg.DeadLetterLimit, the
-	// oldest are deleted to make room and their IDs reported in the result.
+	// the final attempt a in its history (JetStream: publish to the
+	// dead-letter subject, then Term). An a with Number 0 is a burial
+	// without a run on d: an a whose Number is 0 and Error "" records no
+	// entry (the consumer buries so a job delivered with every attempt
+	// spent), and one with an Error records that entry, with Number 0. The
+	// dead letter's Attempt is the handler runs the job had: d.Attempt if
+	// Start succeeded on d, d.Attempt-1 if not. When the dead letters are
+	// at cfg.DeadLetterLimit, the oldest are deleted to make room and
+	// their IDs reported in the result.
 	Bury(ctx context.Context, d *Delivery, reason Reason, a Attempt) (BuryResult, error)
 
 	// DeadLetters lists the dead letters, oldest first.
@@ -177,13 +195,17 @@ type Delivery struct {
 	Redelivered bool
 }
 
-// DeadMessage is a dead letter as a Backend stores it.
+// DeadMessage is a dead letter as a Backend stores it. Its Message.Attempt
+// is the number of handler runs the job had (see Backend.Bury).
 type DeadMessage struct {
 	Message
 	// Reason says why the job was dead-lettered.
 	Reason Reason
-	// History lists the job's failed attempts, oldest first, the last one
-	// included.
+	// History lists the job's attempts, oldest first: one entry per
+	// handler run, numbered 1 to Attempt (a run whose lease expired has
+	// the text of ErrLeaseExpired as its Error), then, for a job buried
+	// without a run for another reason than ReasonAttempts, one entry
+	// with Number 0 that says why.
 	History []Attempt
 	// At is when the job was dead-lettered.
 	At time.Time

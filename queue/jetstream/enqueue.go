@@ -135,7 +135,7 @@ func (b *Backend) evictOldest(ctx context.Context) (string, []string, error) {
 		return "", nil, err
 	}
 	now := time.Now()
-	a := queue.Attempt{Number: d.Attempt, Start: now, End: now, Error: evictedError}
+	a := queue.Attempt{Start: now, End: now, Error: evictedError}
 	evicted, err := b.bury(rctx, d, queue.ReasonEvicted, a)
 	if err != nil {
 		return "", evicted, err

@@ -1,7 +1,9 @@
 package jetstream
 
 import (
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/corral-go/corral/queue"
 )
@@ -40,5 +42,48 @@ func TestReasonFromStoredHeader(t *testing.T) {
 		if got := reasonFrom(stored); got != want {
 			t.Errorf("reasonFrom(%q) = %q, want %q", stored, got, want)
 		}
+	}
+}
+
+// expireRun records the run in progress of a job the broker took back once its lease is over:
+// from the run's start, or, in a record written before starts were kept, from its lease's; it
+// leaves a run whose lease has not ended (Start refuses that delivery), a record with no run in
+// progress, and a run the history already has.
+func TestExpireRun(t *testing.T) {
+	const ackWait = 10 * time.Second
+	b := &Backend{lease: ackWait}
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	until := start.Add(ackWait)
+	expired := queue.ErrLeaseExpired.Error()
+	earlier := queue.Attempt{Number: 1, Error: "boom"}
+	for _, tc := range []struct {
+		name string
+		st   jobState
+		now  time.Time
+		want []queue.Attempt // the history after
+		kept bool            // the run is still in progress after
+	}{
+		{"started", jobState{Starts: 2, Until: until, Started: start, History: []queue.Attempt{earlier}}, until,
+			[]queue.Attempt{earlier, {Number: 2, Start: start, End: until, Error: expired}}, false},
+		{"no start recorded", jobState{Starts: 1, Until: until}, until.Add(time.Second),
+			[]queue.Attempt{{Number: 1, Start: start, End: until.Add(time.Second), Error: expired}}, false},
+		{"within the margin", jobState{Starts: 1, Until: until, Started: start}, until.Add(-time.Second),
+			[]queue.Attempt{{Number: 1, Start: start, End: until.Add(-time.Second), Error: expired}}, false},
+		{"lease not over", jobState{Starts: 1, Until: until, Started: start}, until.Add(-time.Second - time.Nanosecond), nil, true},
+		{"no run in progress", jobState{Starts: 1, History: []queue.Attempt{earlier}}, until, []queue.Attempt{earlier}, false},
+		{"run recorded", jobState{Starts: 1, Until: until, Started: start, History: []queue.Attempt{earlier}}, until,
+			[]queue.Attempt{earlier}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st := tc.st
+			b.expireRun(&st, tc.now)
+			var until, started time.Time // the run in progress after: none, unless kept
+			if tc.kept {
+				until, started = tc.st.Until, tc.st.Started
+			}
+			if !slices.Equal(st.History, tc.want) || !st.Until.Equal(until) || !st.Started.Equal(started) {
+				t.Errorf("expireRun at %v: %+v, want history %+v, run kept %v", tc.now, st, tc.want, tc.kept)
+			}
+		})
 	}
 }

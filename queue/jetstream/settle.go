@@ -31,7 +31,13 @@ func (b *Backend) token(d *queue.Delivery) (*delivered, error) {
 // The margin, a tenth of the lease up to a second, costs nothing to a consumer that renews
 // its leases long before they end.
 func localLeaseEnd(start time.Time, lease time.Duration) time.Time {
-	return start.Add(lease - min(lease/10, time.Second))
+	return start.Add(lease - leaseMargin(lease))
+}
+
+// leaseMargin is how long before a lease of length lease ends this process stops trusting it
+// (see localLeaseEnd).
+func leaseMargin(lease time.Duration) time.Duration {
+	return min(lease/10, time.Second)
 }
 
 // leased returns d's token if its lease has not ended.
@@ -99,12 +105,12 @@ func (b *Backend) Start(ctx context.Context, d *queue.Delivery) error {
 	tok.stMu.Lock()
 	defer tok.stMu.Unlock()
 	now := time.Now()
-	if now.Before(tok.st.Until.Add(-min(ackWait/10, time.Second))) {
+	if now.Before(tok.st.Until.Add(-leaseMargin(ackWait))) {
 		return queue.ErrLeaseLost
 	}
 	st := tok.st
 	tok.st.Starts++
-	tok.st.Until = now.Add(ackWait)
+	tok.st.Until, tok.st.Started = now.Add(ackWait), now
 	if err := b.saveState(ctx, d, tok); err != nil {
 		tok.st = st
 		if errors.Is(err, errStateMoved) {
@@ -171,7 +177,7 @@ func (b *Backend) Nack(ctx context.Context, d *queue.Delivery, delay time.Durati
 	defer tok.stMu.Unlock()
 	tok.st.History = fillHistory(tok.st.History, d.Attempt)
 	tok.st.History = append(tok.st.History, a)
-	tok.st.Until = time.Time{}
+	tok.st.Until, tok.st.Started = time.Time{}, time.Time{}
 	if err := b.saveState(ctx, d, tok); err != nil {
 		if errors.Is(err, errStateMoved) {
 			return queue.ErrLeaseLost
@@ -189,7 +195,9 @@ func (b *Backend) Nack(ctx context.Context, d *queue.Delivery, delay time.Durati
 }
 
 // fillHistory adds an entry for each attempt before attempt that left none: its handler started
-// and its lease expired (its process may have died).
+// and its lease expired (its process may have died). Such entries are recorded with their
+// dates as the job is taken back (see expireRun); this fills in, undated, those a record
+// written by an earlier version lacks.
 func fillHistory(h []queue.Attempt, attempt int) []queue.Attempt {
 	have := make(map[int]bool, len(h))
 	for _, a := range h {
@@ -221,7 +229,7 @@ func (b *Backend) Release(ctx context.Context, d *queue.Delivery, delay time.Dur
 		tok.st.Starts--
 		tok.started = false
 	}
-	tok.st.Until = time.Time{}
+	tok.st.Until, tok.st.Started = time.Time{}, time.Time{}
 	tok.st.Released = true
 	if err := b.saveState(ctx, d, tok); err != nil {
 		if errors.Is(err, errStateMoved) {
@@ -236,7 +244,8 @@ func (b *Backend) Release(ctx context.Context, d *queue.Delivery, delay time.Dur
 }
 
 // Bury implements queue.Backend: the job is published to the dead-letter stream with its
-// reason and attempt history, and only then terminated, so that a crash in between leaves a
+// reason, the handler runs it had (its state's Starts) and its attempt history (a with Number 0
+// and no Error adds no entry), and only then terminated, so that a crash in between leaves a
 // duplicate dead letter at worst (deduplicated by the broker for ten minutes), never a lost job.
 // At the dead-letter limit, the oldest dead letters are deleted first and reported.
 func (b *Backend) Bury(ctx context.Context, d *queue.Delivery, reason queue.Reason, a queue.Attempt) (queue.BuryResult, error) {
@@ -259,14 +268,16 @@ func (b *Backend) bury(ctx context.Context, d *queue.Delivery, reason queue.Reas
 	tok.stMu.Lock()
 	defer tok.stMu.Unlock()
 	hist := fillHistory(append([]queue.Attempt(nil), tok.st.History...), d.Attempt)
-	hist = append(hist, a)
+	if a.Number != 0 || a.Error != "" {
+		hist = append(hist, a)
+	}
 	hj, err := json.Marshal(hist)
 	if err != nil {
 		return nil, err
 	}
 	h := jobHeader(&d.Message)
 	h.Set(hdrReason, string(reason))
-	h.Set(hdrAttempt, strconv.Itoa(d.Attempt))
+	h.Set(hdrAttempt, strconv.Itoa(tok.st.Starts))
 	h.Set(hdrHistory, string(hj))
 	h.Set(hdrSeq, strconv.FormatUint(d.Seq, 10))
 	putTime(h, hdrDeadAt, time.Now())

@@ -47,6 +47,9 @@ type jobState struct {
 	// Until is when the lease of the run in progress ends (zero if none): another delivery
 	// of the job is not started before it.
 	Until time.Time `json:"until,omitzero"`
+	// Started is when the run in progress started (zero if none, or written by a version
+	// that did not record it).
+	Started time.Time `json:"started,omitzero"`
 	// Released says a delivery was handed to a consumer and given back by Release: the job
 	// has been started in time (see queue.Delivery.Redelivered).
 	Released bool            `json:"released,omitempty"`
@@ -130,11 +133,36 @@ func (b *Backend) delivery(ctx context.Context, m natsjs.Msg) (*queue.Delivery, 
 		if tok.st, tok.stSeq, err = b.loadState(ctx, md.Sequence.Stream, qm.ID); err != nil {
 			return nil, err
 		}
+		b.expireRun(&tok.st, time.Now())
 	}
 	tok.marked = md.NumDelivered > 1 || !qm.NotBefore.IsZero()
 	qm.Attempt = tok.st.Starts + 1
 	return &queue.Delivery{Message: qm, Token: tok, Seq: md.Sequence.Stream,
 		Redelivered: tok.st.Starts > 0 || tok.st.Released}, nil
+}
+
+// expireRun records in st, at now, the run in progress if its lease is over: the broker took
+// the job back unsettled (its process died, or its handler overran its lease), and the run
+// failed with queue.ErrLeaseExpired, from its start (or, in a record that lacks it, its
+// lease's) to now. The entry is saved with the record's next write (Start, Nack, Release,
+// Bury); until then a later delivery records it again. A run whose lease has not ended (a
+// crashed broker can redeliver a job that is still being handled) is left to Start to refuse.
+func (b *Backend) expireRun(st *jobState, now time.Time) {
+	if st.Until.IsZero() || st.Starts == 0 {
+		return
+	}
+	ackWait := b.ackWait()
+	if now.Before(st.Until.Add(-leaseMargin(ackWait))) {
+		return
+	}
+	if n := len(st.History); n == 0 || st.History[n-1].Number < st.Starts {
+		start := st.Started
+		if start.IsZero() {
+			start = st.Until.Add(-ackWait)
+		}
+		st.History = append(st.History, queue.Attempt{Number: st.Starts, Start: start, End: now, Error: queue.ErrLeaseExpired.Error()})
+	}
+	st.Until, st.Started = time.Time{}, time.Time{}
 }
 
 // ack sends an acknowledgement (+ACK, -NAK, +WPI, +TERM) and waits for the server to confirm

@@ -77,7 +77,7 @@ func TestMemoryHorizonForgetsInBatches(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		time.Sleep(2 * time.Minute)
+		time.Sleep(time.Minute) // every ID expired, before the sweep is due
 		mustEnqueue(t, m, driver.Message{ID: "new"})
 		m.mu.Lock()
 		left := len(m.seen.seen)
@@ -136,6 +136,84 @@ func TestMemoryHorizonForgetsWhileIdle(t *testing.T) {
 		}
 		if left != 0 || seen != nil {
 			t.Fatalf("an idle queue still remembers %d expired IDs (map dropped: %v)", left, seen == nil)
+		}
+	})
+}
+
+// With no call at all, no receiver waiting and no enqueue, the backend's
+// sweep forgets every expired ID within horizon + horizon/8 of its enqueue,
+// sweepBatch at a time, and drops the map once empty; Close stops the
+// sweep.
+func TestMemoryHorizonForgetsWithoutCalls(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const h = time.Minute
+		m := open(t, driver.Config{DedupHorizon: h})
+		ctx := context.Background()
+		const n = 10 * sweepBatch
+		for i := range n {
+			mustEnqueue(t, m, driver.Message{ID: fmt.Sprint("old", i)})
+			d := receive(t, m)
+			if err := m.Ack(ctx, &d); err != nil {
+				t.Fatal(err)
+			}
+		}
+		time.Sleep(h + h/8 - time.Nanosecond)
+		synctest.Wait()
+		m.mu.Lock()
+		left := m.seen.fifo.n
+		m.mu.Unlock()
+		if left != n {
+			t.Fatalf("%d IDs forgotten before the sweep was due, want 0", n-left)
+		}
+		time.Sleep(time.Nanosecond)
+		synctest.Wait()
+		m.mu.Lock()
+		left, inMap, dropped := m.seen.fifo.n, len(m.seen.seen), m.seen.seen == nil && m.seen.peak == 0
+		m.mu.Unlock()
+		if left != 0 || inMap != 0 || !dropped {
+			t.Fatalf("after horizon + horizon/8 with no calls: %d IDs remembered (%d in the map, map dropped: %v), want 0 and dropped", left, inMap, dropped)
+		}
+		// The sweep is armed again by the next ID, and Close stops it.
+		mustEnqueue(t, m, driver.Message{ID: "new"})
+		if err := m.Close(ctx); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(2 * h)
+		synctest.Wait()
+		m.mu.Lock()
+		left = m.seen.fifo.n
+		m.mu.Unlock()
+		if left != 1 {
+			t.Errorf("a closed backend swept: %d IDs remembered, want 1", left)
+		}
+	})
+}
+
+// The sweep rebuilds a map that has shrunk a lot, not only one that has emptied: with the old
+// IDs forgotten and a few young ones left, the map is made anew, small.
+func TestMemoryHorizonSweepRebuildsAShrunkMap(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const h = time.Minute
+		m := open(t, driver.Config{DedupHorizon: h})
+		defer m.Close(context.Background())
+		const old, young = 10 * sweepBatch, 10
+		for i := range old {
+			mustEnqueue(t, m, driver.Message{ID: fmt.Sprint("old", i)})
+		}
+		time.Sleep(h / 2)
+		for i := range young {
+			mustEnqueue(t, m, driver.Message{ID: fmt.Sprint("young", i)})
+		}
+		time.Sleep(h/2 + h/8)
+		synctest.Wait()
+		m.mu.Lock()
+		left, inMap, peak := m.seen.fifo.n, len(m.seen.seen), m.seen.peak
+		m.mu.Unlock()
+		if left != young || inMap != young {
+			t.Fatalf("%d IDs remembered (%d in the map), want the %d young ones", left, inMap, young)
+		}
+		if peak > 4*seenChunk {
+			t.Errorf("map not rebuilt: its peak is %d, want at most %d", peak, 4*seenChunk)
 		}
 	})
 }

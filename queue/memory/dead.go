@@ -24,8 +24,10 @@ func (m *Backend) Bury(ctx context.Context, d *driver.Delivery, reason driver.Re
 	return res, nil
 }
 
-// bury moves e to the dead letters, evicting the oldest dead letters beyond
-// the limit, whose IDs it appends to evicted and returns. m.mu held.
+// bury moves e to the dead letters with the final attempt a, evicting the
+// oldest dead letters beyond the limit, whose IDs it appends to evicted and
+// returns. A zero a (Number 0, no Error) adds no history entry. The dead
+// letter's Attempt is the handler runs e had. m.mu held.
 func (m *Backend) bury(e *entry, reason driver.Reason, a driver.Attempt, now time.Time, evicted []string) []string {
 	switch e.state {
 	case stateReady:
@@ -37,8 +39,13 @@ func (m *Backend) bury(e *entry, reason driver.Reason, a driver.Attempt, now tim
 	}
 	dm := &driver.DeadMessage{Message: e.msg, Reason: reason, At: now}
 	dm.Attempt = e.attempt
+	if e.state == stateLeased && e.started.Load() != e.gen {
+		dm.Attempt-- // no handler started on this lease: Receive counted it ahead
+	}
 	dm.History = append(make([]driver.Attempt, 0, len(e.history)+1), e.history...)
-	dm.History = append(dm.History, a)
+	if a.Number != 0 || a.Error != "" {
+		dm.History = append(dm.History, a)
+	}
 	if old := m.deadIDs[dm.ID]; old != nil {
 		// A later job with the same ID: the newer dead letter replaces
 		// the older, so that Redrive and Purge name one.

@@ -4,11 +4,12 @@ import "time"
 
 // The dedup horizon of the in-memory backend: the IDs enqueued within it,
 // with their enqueue times, forgotten in enqueue order as they leave it. The
-// forgetting is incremental: each enqueue, and each turn of a receiver's
-// loop (a waiting receiver wakes when the oldest ID expires), forgets at most
-// pruneBatch IDs, so that no call holds the lock for a pass over
-// every ID (a million of them took 273ms), and the map is rebuilt small
-// once it has shrunk, since a Go map never gives its memory back by itself.
+// forgetting is incremental, so that no call holds the lock for a pass over
+// every ID: each enqueue, and each turn of a receiver's loop, forgets at
+// most pruneBatch IDs, and a timer the backend owns (see sweep) forgets the
+// rest, sweepBatch at a time, whether or not calls come. The map is rebuilt
+// small once it has shrunk, since a Go map never gives its memory back by
+// itself.
 
 // pruneBatch is how many expired IDs one call forgets at most: more than
 // the one ID an enqueue adds, so that forgetting outpaces remembering.
@@ -82,7 +83,13 @@ func (d *dedup) taken(id string, now time.Time, horizon time.Duration) bool {
 // before now, oldest first, and rebuilds the map once it is a quarter of its
 // peak (at a cost of at most a quarter of the forgetting that led there).
 func (d *dedup) prune(now time.Time, horizon time.Duration) {
-	for range pruneBatch {
+	d.forget(now, horizon, pruneBatch)
+}
+
+// forget is prune, forgetting at most batch IDs. It reports whether it
+// stopped at the batch with expired IDs left.
+func (d *dedup) forget(now time.Time, horizon time.Duration, batch int) (more bool) {
+	for range batch {
 		if d.fifo.n == 0 {
 			break
 		}
@@ -95,6 +102,7 @@ func (d *dedup) prune(now time.Time, horizon time.Duration) {
 		}
 		d.fifo.pop()
 	}
+	more = d.fifo.n > 0 && now.Sub(d.fifo.peek().at) >= horizon
 	switch n := len(d.seen); {
 	case n == 0 && d.peak > 0:
 		d.seen, d.peak = nil, 0
@@ -105,5 +113,57 @@ func (d *dedup) prune(now time.Time, horizon time.Duration) {
 			m[id] = at
 		}
 		d.seen, d.peak = m, n
+	}
+	return more
+}
+
+// sweepBatch is how many expired IDs the sweep forgets per hold of the
+// lock: it lets other calls in between its batches.
+const sweepBatch = 16 * pruneBatch
+
+// sweepSlack is the sweep's lateness, as a fraction of the horizon: the
+// sweep for the oldest ID runs horizon/sweepSlack after that ID expired, and
+// forgets every ID expired by then, so that it runs at most once per
+// horizon/sweepSlack however many IDs expire.
+const sweepSlack = 8
+
+// armSweep makes sure a sweep is due for the IDs remembered: at the oldest
+// one's expiry plus horizon/sweepSlack. It does nothing once the backend is
+// closed, or if a sweep is already due. m.mu held.
+func (m *Backend) armSweep() {
+	if m.sweepArmed || m.closed.Load() || m.seen.fifo.n == 0 {
+		return
+	}
+	h := m.cfg.DedupHorizon
+	at := m.seen.fifo.peek().at.Add(h + h/sweepSlack)
+	m.sweepArmed = true
+	m.sweeps.Add(1) // done by the sweep, or by Close if it stops the timer
+	if m.sweepTimer == nil {
+		m.sweepTimer = time.AfterFunc(time.Until(at), m.sweep)
+		return
+	}
+	m.sweepTimer.Reset(time.Until(at))
+}
+
+// sweep runs on the timer armSweep set: it forgets every ID expired by now,
+// sweepBatch at a time, unlocking between batches, then arms the next sweep
+// for the IDs left. Close waits for a sweep that has begun (m.sweeps).
+func (m *Backend) sweep() {
+	defer m.sweeps.Done()
+	for {
+		m.mu.Lock()
+		if m.closed.Load() {
+			m.sweepArmed = false
+			m.mu.Unlock()
+			return
+		}
+		more := m.seen.forget(m.clk.Now(), m.cfg.DedupHorizon, sweepBatch)
+		if !more {
+			m.sweepArmed = false
+			m.armSweep()
+			m.mu.Unlock()
+			return
+		}
+		m.mu.Unlock()
 	}
 }

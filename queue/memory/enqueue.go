@@ -164,6 +164,7 @@ func (m *Backend) enqueueStore(ctx context.Context, msg driver.Message, fresh bo
 	}
 	if m.cfg.DedupHorizon > 0 {
 		m.seen.remember(msg.ID, now)
+		m.armSweep()
 	}
 	m.store(msg, fresh, msg.NotBefore, now)
 	m.passRoom()
@@ -182,7 +183,7 @@ func (m *Backend) evictOldest(res *driver.EnqueueResult, now time.Time) bool {
 		return false
 	}
 	res.Evicted = append(res.Evicted, victim.msg.ID)
-	res.DeadEvicted = m.bury(victim, driver.ReasonEvicted, driver.Attempt{Number: victim.attempt, Start: now, End: now, Error: driver.ErrEvicted.Error()}, now, res.DeadEvicted)
+	res.DeadEvicted = m.bury(victim, driver.ReasonEvicted, driver.Attempt{Start: now, End: now, Error: driver.ErrEvicted.Error()}, now, res.DeadEvicted)
 	return true
 }
 

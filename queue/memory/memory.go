@@ -30,6 +30,11 @@ import (
 // leases, the dedup horizon) follows the time package, so it runs on virtual
 // time inside a testing/synctest bubble when created there.
 //
+// With a dedup horizon (driver.Config.DedupHorizon), a Backend forgets an
+// ID, and gives back the memory it took, at most horizon + horizon/8 after
+// the ID's enqueue, whether or not calls come: a timer the Backend owns,
+// which Close stops, sweeps the expired IDs.
+//
 // A Backend serves one queue: Open fails if called twice. The zero Backend
 // is ready to use once opened, as queue.New opens the backend it is given
 // (queue.WithBackend(&memory.Backend{})); its Enqueue and Receive panic if
@@ -82,6 +87,12 @@ type Backend struct {
 	seq    uint64   // enqueue order
 
 	seen dedup // the IDs within the horizon (see memory_dedup.go)
+	// The sweep of the horizon (see armSweep): its timer, made by the first
+	// arming, whether it is due or running, and the sweeps armed and not
+	// yet done, which Close waits for.
+	sweepTimer *time.Timer
+	sweepArmed bool
+	sweeps     sync.WaitGroup
 
 	// The dead letters, oldest first, and by ID (an ID has at most one):
 	// redriving or purging one costs O(1) however many there are. At most
@@ -154,20 +165,25 @@ func (m *Backend) Open(ctx context.Context, cfg driver.Config) error {
 }
 
 // Close implements driver.Backend. It takes nothing back (it holds no broker
-// resources): it refuses later Enqueue and Receive calls with ErrClosed and
-// wakes those waiting, which return ErrClosed. The jobs and dead letters it
-// stores are left to the garbage collector with the Backend; the other
-// methods still work on them.
+// resources) but its dedup sweep, which it stops and waits for: it refuses
+// later Enqueue and Receive calls with ErrClosed and wakes those waiting,
+// which return ErrClosed. The jobs and dead letters it stores are left to
+// the garbage collector with the Backend; the other methods still work on
+// them.
 func (m *Backend) Close(ctx context.Context) error {
 	if m.kick == nil { // a zero Backend never opened: nothing waits
 		m.closed.Store(true)
 		return nil
 	}
 	m.mu.Lock()
-	defer m.mu.Unlock()
 	m.closed.Store(true)
 	m.broadcast(&m.recvWait)
 	m.broadcast(&m.roomWait)
+	if m.sweepTimer != nil && m.sweepTimer.Stop() {
+		m.sweeps.Done() // the sweep armed will not run
+	}
+	m.mu.Unlock()
+	m.sweeps.Wait() // for a sweep that began: it sees m.closed and returns
 	return nil
 }
 

@@ -122,6 +122,9 @@ func newBatch(op string, msgs []queue.Message) (*batch, error) {
 		case m.Value != nil:
 			return nil, fmt.Errorf("postgres: %s: job %s has a Value: make the messages with the Message of a queue on this backend", op, m.ID)
 		}
+		if err := checkStorable(op, m); err != nil {
+			return nil, err
+		}
 		c.all = append(c.all, m.ID)
 		if _, dup := seen[m.ID]; dup {
 			if c.repeated == nil {
@@ -192,7 +195,7 @@ func (b *Backend) enqueueBatch(ctx context.Context, q beginner, op string, msgs 
 		return queue.EnqueueResult{}, fmt.Errorf("postgres: %s: a batch of %d jobs is larger than the capacity, %d: %w",
 			op, len(msgs), b.cfg.Capacity, queue.ErrFull)
 	}
-	return b.untilRoom(ctx, func() (queue.EnqueueResult, bool, error) { return b.enqueueBatchOnce(ctx, q, c) })
+	return b.untilStored(ctx, func() (queue.EnqueueResult, bool, error) { return b.enqueueBatchOnce(ctx, q, c) })
 }
 
 // enqueueBatchOnce is one try of enqueueBatch, in a transaction (or a savepoint) of its own. It

@@ -86,11 +86,25 @@ func (b *Backend) deadPage(ctx context.Context, after int64) ([]deadRow, error) 
 // Redrive implements queue.Backend: in one transaction the dead letter leaves the dead letters
 // and comes back as a new, ready job (a fresh attempt count, enqueued now, with no delay or
 // start-by deadline; the dedup horizon does not apply to it). A queue at capacity refuses it
-// with queue.ErrFull (it does not block).
+// with queue.ErrFull (it does not block). A job with a key that another transaction holds
+// waits for it, as Enqueue says.
 func (b *Backend) Redrive(ctx context.Context, id string) error {
 	if err := b.checkOpen(); err != nil {
 		return err
 	}
+	_, err := b.untilStored(ctx, func() (queue.EnqueueResult, bool, error) {
+		err := b.redriveOnce(ctx, id)
+		if errors.Is(err, errKeyBusy) {
+			return queue.EnqueueResult{}, true, nil
+		}
+		return queue.EnqueueResult{}, false, err
+	})
+	return err
+}
+
+// redriveOnce is one try of Redrive, in a transaction: errKeyBusy (and nothing done) if
+// another transaction holds the job's key.
+func (b *Backend) redriveOnce(ctx context.Context, id string) error {
 	cctx, cancel := b.call(ctx)
 	defer cancel()
 	err := pgx.BeginFunc(cctx, b.pool, func(tx pgx.Tx) error {
@@ -124,7 +138,8 @@ func (b *Backend) Redrive(ctx context.Context, id string) error {
 		return nil
 	})
 	switch {
-	case err == nil, errors.Is(err, queue.ErrNotFound), errors.Is(err, queue.ErrDuplicate), errors.Is(err, queue.ErrFull):
+	case err == nil, errors.Is(err, queue.ErrNotFound), errors.Is(err, queue.ErrDuplicate), errors.Is(err, queue.ErrFull),
+		errors.Is(err, errKeyBusy):
 		return err
 	}
 	return fail(cctx, "redrive", err)

@@ -51,9 +51,12 @@
 // that left meanwhile is given back at once, as if never delivered. A job with a key waits for
 // the key's jobs enqueued before it to be gone (acked or dead), so a failing job holds its key
 // through its retries; keyed enqueues take the key's advisory lock to the end of their
-// transaction, so that a key's jobs are numbered in commit order. Expired leases are taken
-// back by the receivers that find nothing else to do, once a lease ended. Each Receive, Nack,
-// Release and expiry gives the job a new lease number: a call of a stale delivery fails with
+// transaction, so that a key's jobs are numbered in commit order (an enqueue that finds it
+// held waits for it within its ctx: see Backend.Enqueue). Every claim query first takes back
+// the leases that ended, whether or not other jobs are ready: while a receiver of the queue is
+// free to take a job, a job whose worker died is ready again within the poll interval
+// (WithPollInterval, 1s) of its lease's end, and delivered in its enqueue order. Each Receive,
+// Nack, Release and expiry gives the job a new lease number: a call of a stale delivery fails with
 // queue.ErrLeaseLost and changes nothing.
 //
 // Receivers wait for LISTEN/NOTIFY: every statement that stores a job or makes one ready
@@ -72,7 +75,11 @@
 // server crash loses nothing the server acknowledged. Every query has a deadline
 // (WithCallTimeout, 5s by default): a server that is down, restarting, paused or that drops the
 // connection (pg_terminate_backend) makes calls fail with an error matching
-// queue.ErrUnavailable, and the consumers carry on by themselves once it answers again. An
+// queue.ErrUnavailable, and the consumers carry on by themselves once it answers again: a server
+// killed and restarted, or paused and continued, sees its consumers ack again within two call
+// timeouts (a query lost with the server, then the retry), plus 5s (the longest pause of a
+// consumer between its tries of a failing Receive), plus the poll interval (a receiver waiting
+// for a notification that was lost with the listening connection) of answering again. An
 // Enqueue that fails so may have stored the job: enqueue again with the same ID, and
 // queue.ErrDuplicate then means it was. An ack whose answer was lost may have committed: its
 // job is then gone, or else comes back at the end of its lease.

@@ -19,6 +19,14 @@ import (
 // count of stored jobs is taken in the same transaction as the job is stored, and the overflow
 // policy applied as queue.Backend says: Block polls for room, every 5ms to 100ms, until ctx
 // ends; DropOldest moves the oldest job not leased to the dead letters.
+//
+// A job with an ordering key waits while another transaction holds the key (a keyed EnqueueTx
+// or EnqueueBatchTx not yet committed): it tries again, every 5ms to 100ms, until that
+// transaction ends, and stores the job after the ones it enqueued if it commits. Such a wait is
+// not an outage: the call timeout bounds each try, not the wait, which lasts until ctx ends and
+// then returns context.Cause(ctx), having stored nothing; the queue's Health stays reachable.
+// (If ctx ends while a try is in flight, the error also matches queue.ErrUnavailable, as for
+// any call cut short: that try's outcome is unknown.)
 func (b *Backend) Enqueue(ctx context.Context, m queue.Message) (queue.EnqueueResult, error) {
 	if err := b.checkOpen(); err != nil {
 		return queue.EnqueueResult{}, err
@@ -29,24 +37,54 @@ func (b *Backend) Enqueue(ctx context.Context, m queue.Message) (queue.EnqueueRe
 // enqueue stores m, as Enqueue says: with the pool if tx is nil, else in the caller's
 // transaction tx (EnqueueTx).
 func (b *Backend) enqueue(ctx context.Context, tx Tx, m queue.Message) (queue.EnqueueResult, error) {
+	if err := checkStorable("enqueue", &m); err != nil {
+		return queue.EnqueueResult{}, err
+	}
 	if m.EnqueuedAt.IsZero() {
 		m.EnqueuedAt = time.Now()
 	}
 	if b.cfg.Capacity == 0 {
-		cctx, cancel := b.call(ctx)
-		defer cancel()
-		var q Tx = b.pool
-		if tx != nil {
-			q = tx
-		}
-		_, err := b.insert(cctx, q, m, true)
-		if err != nil && !errors.Is(err, queue.ErrDuplicate) {
-			err = fail(cctx, "enqueue", err)
-		}
-		return queue.EnqueueResult{}, err
+		return b.untilStored(ctx, func() (queue.EnqueueResult, bool, error) { return b.enqueueOnce(ctx, tx, m) })
 	}
-	return b.untilRoom(ctx, func() (queue.EnqueueResult, bool, error) { return b.enqueueCounted(ctx, tx, m) })
+	return b.untilStored(ctx, func() (queue.EnqueueResult, bool, error) { return b.enqueueCounted(ctx, tx, m) })
 }
+
+// checkStorable returns the error of op for a job whose ID or key Postgres cannot store as
+// text, and nil for one it can.
+func checkStorable(op string, m *queue.Message) error {
+	switch {
+	case !storable(m.ID):
+		return fmt.Errorf("postgres: %s: ID %q is not UTF-8 without NUL bytes: Postgres cannot store it", op, m.ID)
+	case !storable(m.Key):
+		return fmt.Errorf("postgres: %s: job %q: key %q is not UTF-8 without NUL bytes: Postgres cannot store it", op, m.ID, m.Key)
+	}
+	return nil
+}
+
+// enqueueOnce is one try of an enqueue into a queue without a capacity: one statement. It
+// reports again (and no error) when another transaction holds the job's key.
+func (b *Backend) enqueueOnce(ctx context.Context, tx Tx, m queue.Message) (res queue.EnqueueResult, again bool, err error) {
+	cctx, cancel := b.call(ctx)
+	defer cancel()
+	var q Tx = b.pool
+	if tx != nil {
+		q = tx
+	}
+	_, err = b.insert(cctx, q, m, true)
+	switch {
+	case errors.Is(err, errKeyBusy):
+		return res, true, nil
+	case err != nil && !errors.Is(err, queue.ErrDuplicate):
+		err = fail(cctx, "enqueue", err)
+	}
+	return res, false, err
+}
+
+// errKeyBusy is insert's error when another transaction holds the key of the job: a keyed
+// enqueue in a transaction not yet committed (EnqueueTx, EnqueueBatchTx). The enqueue tries
+// again (see untilStored) instead of waiting in a query, so that a wait on the user's
+// transaction is never taken for a server that does not answer.
+var errKeyBusy = errors.New("postgres: the job's key is held by another transaction")
 
 // span is what one try of an enqueue into a queue with a capacity runs in, so that a refused
 // try leaves nothing behind: a transaction of the backend's own, or a savepoint in the
@@ -103,14 +141,14 @@ func (s *span) rollback(ctx context.Context) {
 	}
 }
 
-// untilRoom runs try, an enqueue into a queue with a capacity, until it stores or fails: while
-// it reports full (Block), untilRoom polls for room, spaced by roomPolls, until ctx ends or the
-// backend closes.
-func (b *Backend) untilRoom(ctx context.Context, try func() (res queue.EnqueueResult, full bool, err error)) (queue.EnqueueResult, error) {
+// untilStored runs try, one try of an enqueue, until it stores or fails: while it reports
+// again (its queue is full under Block, or another transaction holds its key), untilStored
+// tries again, spaced by roomPolls, until ctx ends or the backend closes.
+func (b *Backend) untilStored(ctx context.Context, try func() (res queue.EnqueueResult, again bool, err error)) (queue.EnqueueResult, error) {
 	pauses := roomPolls.Sequence()
 	for {
-		res, full, err := try()
-		if !full || err != nil {
+		res, again, err := try()
+		if !again || err != nil {
 			return res, err
 		}
 		t := time.NewTimer(pauses.Next())
@@ -126,11 +164,12 @@ func (b *Backend) untilRoom(ctx context.Context, try func() (res queue.EnqueueRe
 	}
 }
 
-// roomPolls spaces the polls of an Enqueue blocked at capacity.
+// roomPolls spaces the tries of an Enqueue blocked at capacity or on its key.
 var roomPolls = backoff.Exponential(5*time.Millisecond, 2, 100*time.Millisecond)
 
-// insert stores m with one statement and returns its seq, or returns queue.ErrDuplicate; with
-// dedup, the queue's dedup horizon applies.
+// insert stores m with one statement and returns its seq, or returns queue.ErrDuplicate, or
+// errKeyBusy if another transaction holds m's key (nothing stored); with dedup, the queue's
+// dedup horizon applies.
 func (b *Backend) insert(ctx context.Context, q Tx, m queue.Message, dedup bool) (int64, error) {
 	stmt := b.sql.insert
 	body := m.Body
@@ -152,20 +191,29 @@ func (b *Backend) insert(ctx context.Context, q Tx, m queue.Message, dedup bool)
 		args = append(args, micros(b.cfg.DedupHorizon))
 	}
 	var (
-		seq      int64
-		notified string
+		locked   bool
+		seq      *int64
+		notified *string
 	)
-	err := q.QueryRow(ctx, stmt, args...).Scan(&seq, &notified)
-	if errors.Is(err, sql.ErrNoRows) { // pgx.ErrNoRows matches it too
+	err := q.QueryRow(ctx, stmt, args...).Scan(&locked, &seq, &notified)
+	switch {
+	case errors.Is(err, sql.ErrNoRows): // pgx.ErrNoRows matches it too
+		return 0, queue.ErrDuplicate
+	case err != nil:
+		return 0, err
+	case !locked:
+		return 0, errKeyBusy
+	case seq == nil:
 		return 0, queue.ErrDuplicate
 	}
-	return seq, err
+	return *seq, nil
 }
 
 // enqueueCounted is one try of an enqueue into a queue with a capacity, in a transaction (or a
 // savepoint) of its own: the job is stored, then room is taken for it; at capacity the
-// overflow policy decides. It reports full (and no error) when Block must wait for room.
-func (b *Backend) enqueueCounted(ctx context.Context, caller Tx, m queue.Message) (res queue.EnqueueResult, full bool, err error) {
+// overflow policy decides. It reports again (and no error) when Block must wait for room, or
+// another transaction holds the job's key.
+func (b *Backend) enqueueCounted(ctx context.Context, caller Tx, m queue.Message) (res queue.EnqueueResult, again bool, err error) {
 	cctx, cancel := b.call(ctx)
 	defer cancel()
 	tx, err := b.begin(cctx, caller)
@@ -174,6 +222,9 @@ func (b *Backend) enqueueCounted(ctx context.Context, caller Tx, m queue.Message
 	}
 	defer tx.rollback(context.WithoutCancel(cctx)) // a no-op once committed
 	seq, err := b.insert(cctx, tx, m, true)
+	if errors.Is(err, errKeyBusy) {
+		return res, true, nil
+	}
 	if errors.Is(err, queue.ErrDuplicate) {
 		return res, false, err
 	}

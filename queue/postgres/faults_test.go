@@ -16,6 +16,12 @@ import (
 // The backends' call timeout in the fault scenarios.
 const faultCallTimeout = 2 * time.Second
 
+// faultRecovery is the recovery bound the package doc states for one server killed and
+// restarted, or paused and continued, with the fault scenarios' call timeout and the default
+// poll interval: two call timeouts, plus 5s, plus the poll interval. The fault suite holds the
+// backend to it (Faults.RecoveryBound, which TestFaults checks is this bound).
+const faultRecovery = 2*faultCallTimeout + 5*time.Second + time.Second
+
 // openFaultBackend is the fault suite's OpenFunc, in the test process and in its worker
 // processes: a backend on a pool of its own on addr (a connection string), with room for every
 // handler's query at once.
@@ -49,10 +55,14 @@ func (pb pgBroker) Leader(t testing.TB, name string) int { return -1 }
 
 // TestFaults runs the fault suite against one postgres server: worker processes killed, a
 // poison job that exits its process, the postmaster SIGKILLed (with its backends) and
-// restarted on its data directory, the server paused, and shared settings.
+// restarted on its data directory, the server paused, and shared settings; recovery from each
+// within faultRecovery.
 func TestFaults(t *testing.T) {
+	f := queuetest.Faults{CallTimeout: faultCallTimeout}
+	if got := f.RecoveryBound(); got != faultRecovery {
+		t.Fatalf("the fault suite's recovery bound is %v, the package doc's %v: make them one", got, faultRecovery)
+	}
 	srv, _ := startDB(t)
-	queuetest.RunFaults(t, queuetest.Faults{
-		Broker: pgBroker{srv}, Open: openFaultBackend, CallTimeout: faultCallTimeout,
-	})
+	f.Broker, f.Open = pgBroker{srv}, openFaultBackend
+	queuetest.RunFaults(t, f)
 }

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -135,7 +137,8 @@ func WithReconfigure() Option { return optionFunc(func(o *options) { o.reconfigu
 // (queue.New, with its ctx).
 //
 // New does no I/O, so it cannot fail for want of a server: it returns no error, and panics on
-// what is a mistake in the program: a nil pool, an empty or too long name, a nil option. The
+// what is a mistake in the program: a nil pool, an empty or too long name, a name Postgres
+// cannot store as text (invalid UTF-8, or a NUL byte), a nil option. The
 // pool stays the caller's: Close does not close it.
 func New(pool *pgxpool.Pool, name string, opts ...Option) *Backend {
 	if pool == nil {
@@ -143,6 +146,9 @@ func New(pool *pgxpool.Pool, name string, opts ...Option) *Backend {
 	}
 	if name == "" || len(name) > 200 {
 		panic("postgres: New(pool, " + strconv.Quote(name) + "): want a queue name of 1 to 200 bytes")
+	}
+	if !storable(name) {
+		panic("postgres: New(pool, " + strconv.Quote(name) + "): the queue name must be UTF-8 without NUL bytes: Postgres cannot store it")
 	}
 	o := newOptions(opts)
 	b := &Backend{
@@ -289,6 +295,11 @@ func nullTime(t time.Time) any {
 		return nil
 	}
 	return t
+}
+
+// storable reports whether s can be stored in a text column: valid UTF-8 without NUL bytes.
+func storable(s string) bool {
+	return utf8.ValidString(s) && strings.IndexByte(s, 0) < 0
 }
 
 // nullString returns s, or nil (NULL) if it is empty.

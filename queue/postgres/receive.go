@@ -14,12 +14,13 @@ import (
 // Receive implements queue.Backend: it leases the first waiting job, in enqueue order, that is
 // due and is the first stored job of its ordering key, with SELECT ... FOR UPDATE SKIP LOCKED,
 // so that receivers in any number of processes never take one job twice nor wait for each
-// other. If there is none and a lease ended, it takes back the expired leases (a lease whose
-// handler started spends its attempt, and its history records the expiry) and looks again;
-// then it waits for a notification (a job stored or made ready, see listen), for the time the
-// next delayed job is due or lease ends, or for the poll interval (WithPollInterval), whichever
-// comes first. One query looks for the job and, if there is none, for that time; it serves
-// every receiver of the backend that asked meanwhile (see claim).
+// other. The same query first takes back the leases that ended (a lease whose handler started
+// spends its attempt, and its history records the expiry), whether or not other jobs are
+// ready; the jobs taken back wait in their enqueue order for the next query. If there is no
+// job, Receive waits for a notification (a job stored or made ready, see listen), for the time
+// the next delayed job is due or lease ends, or for the poll interval (WithPollInterval),
+// whichever comes first. One query serves every receiver of the backend that asked meanwhile
+// (see claim).
 func (b *Backend) Receive(ctx context.Context, lease time.Duration, d *queue.Delivery) error {
 	if lease <= 0 {
 		return fmt.Errorf("postgres: lease %v must be positive", lease)
@@ -41,21 +42,15 @@ func (b *Backend) Receive(ctx context.Context, lease time.Duration, d *queue.Del
 		}
 		if r.got {
 			if r.more {
-				// Another job is ready (one notification can stand for many jobs): pass
-				// the wake-up on.
+				// Another job is ready (one notification can stand for many jobs,
+				// and a job taken back is ready for the next query): pass the
+				// wake-up on.
 				b.wake.one()
 			}
 			return nil
 		}
-		if r.due == 0 {
-			// A lease ended: take it back, and look again if this receiver did.
-			n, err := b.rescue(ctx)
-			if err != nil {
-				return err
-			}
-			if n > 0 {
-				continue
-			}
+		if r.rescued {
+			continue // a job taken back is ready now
 		}
 		if err := b.wait(ctx, gen, r.due); err != nil {
 			return err
@@ -75,9 +70,12 @@ func (b *Backend) isClosed() bool {
 // claimed is what claim found.
 type claimed struct {
 	got  bool // a job, leased into the delivery
-	more bool // with got: another job was ready
+	more bool // with got: another job was ready, or a lease was taken back
+	// rescued: the query took back a lease that ended; the job is ready for the next.
+	rescued bool
 	// due, without got: how long until a delayed job is due or a lease ends; 0 if a lease
-	// ended, negative if nothing is delayed or leased.
+	// ended (and was not taken back: a transaction holds its row), negative if nothing is
+	// delayed or leased.
 	due time.Duration
 }
 
@@ -116,10 +114,10 @@ func (b *Backend) claim(ctx context.Context, lease time.Duration, d *queue.Deliv
 			return claimed{}, receiveFail(ctx, cctx, "receive", err)
 		}
 		if len(jobs) == 0 {
-			return claimed{due: r.due}, nil
+			return claimed{due: r.due, rescued: r.rescued}, nil
 		}
 		*d = jobs[0]
-		return claimed{got: true, more: r.more}, nil
+		return claimed{got: true, more: r.more || r.rescued}, nil
 	}
 	req := &claimReq{lease: lease, d: d, done: make(chan claimResult, 1)}
 	b.claimQ = append(b.claimQ, req)
@@ -219,9 +217,9 @@ func (b *Backend) claimRound(batch []*claimReq) {
 	var lost []queue.Delivery
 	b.claimMu.Lock()
 	for i, req := range batch {
-		res := claimResult{claimed: claimed{due: r.due}, err: err}
+		res := claimResult{claimed: claimed{due: r.due, rescued: r.rescued}, err: err}
 		if i < len(jobs) {
-			res.claimed = claimed{got: true, more: r.more && i == len(jobs)-1}
+			res.claimed = claimed{got: true, more: (r.more || r.rescued) && i == len(jobs)-1}
 		}
 		if req.state == reqAbandoned {
 			if res.got {
@@ -245,7 +243,7 @@ func (b *Backend) claimRound(batch []*claimReq) {
 // and (if fewer than n were found) how long until a delayed job is due or a lease ends.
 func (b *Backend) claimQuery(ctx context.Context, lease time.Duration, n int) ([]queue.Delivery, claimed, error) {
 	var r claimed
-	rows, err := b.pool.Query(ctx, b.sql.claim, b.name, micros(lease), n)
+	rows, err := b.pool.Query(ctx, b.sql.claim, b.name, micros(lease), n, queue.ErrLeaseExpired.Error())
 	if err != nil {
 		return nil, r, err
 	}
@@ -259,10 +257,11 @@ func (b *Backend) claimQuery(ctx context.Context, lease time.Duration, n int) ([
 			notBefore, startBy  *time.Time
 			attempts, delivered int
 			secs                *float64
+			rescued             int64
 		)
 		m := &d.Message
 		if err := rows.Scan(&got, &seq, &m.ID, &m.Key, &m.Version, &m.Body, &m.EnqueuedAt,
-			&notBefore, &startBy, &attempts, &leaseNo, &delivered, &r.more, &secs); err != nil {
+			&notBefore, &startBy, &attempts, &leaseNo, &delivered, &r.more, &secs, &rescued); err != nil {
 			return nil, r, err
 		}
 		switch {
@@ -273,6 +272,7 @@ func (b *Backend) claimQuery(ctx context.Context, lease time.Duration, n int) ([
 		default:
 			r.due = max(time.Duration(math.Ceil(*secs*float64(time.Second))), 1)
 		}
+		r.rescued = rescued > 0
 		if !got {
 			continue
 		}
@@ -309,17 +309,6 @@ func derefTime(t *time.Time) time.Time {
 		return time.Time{}
 	}
 	return *t
-}
-
-// rescue takes back expired leases, and returns how many.
-func (b *Backend) rescue(ctx context.Context) (int64, error) {
-	cctx, cancel := b.call(ctx)
-	defer cancel()
-	tag, err := b.pool.Exec(cctx, b.sql.rescue, b.name, queue.ErrLeaseExpired.Error())
-	if err != nil {
-		return 0, receiveFail(ctx, cctx, "take back expired leases", err)
-	}
-	return tag.RowsAffected(), nil
 }
 
 // minWait is the shortest wait of a receiver that found nothing to take although something

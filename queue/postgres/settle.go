@@ -203,7 +203,9 @@ func (b *Backend) Release(ctx context.Context, d *queue.Delivery, delay time.Dur
 
 // Bury implements queue.Backend: in one transaction, the job leaves the jobs for the dead
 // letters (replacing the dead letter of its ID, if there is one), and the dead letters beyond
-// the limit are deleted, oldest first.
+// the limit are deleted, oldest first. The dead letter's Attempt is the job's handler runs
+// (Start calls), whatever d.Attempt is; its history is the job's with a appended, unless a
+// says no run and no error (Number 0, Error ""): a job delivered with no attempt left.
 func (b *Backend) Bury(ctx context.Context, d *queue.Delivery, reason queue.Reason, a queue.Attempt) (queue.BuryResult, error) {
 	var res queue.BuryResult
 	seq, err := seqOf(d)
@@ -211,9 +213,11 @@ func (b *Backend) Bury(ctx context.Context, d *queue.Delivery, reason queue.Reas
 		return res, err
 	}
 	defer b.running.remove(d)
-	hist, err := historyJSON(a)
-	if err != nil {
-		return res, err
+	hist := "[]"
+	if a.Number != 0 || a.Error != "" {
+		if hist, err = historyJSON(a); err != nil {
+			return res, err
+		}
 	}
 	cctx, cancel := b.call(ctx)
 	defer cancel()
@@ -222,7 +226,7 @@ func (b *Backend) Bury(ctx context.Context, d *queue.Delivery, reason queue.Reas
 			fresh    bool
 			notified *string
 		)
-		err := tx.QueryRow(cctx, b.sql.bury, b.name, seq, int64(d.Seq), string(reason), hist, d.Attempt, b.channel).Scan(&fresh, &notified)
+		err := tx.QueryRow(cctx, b.sql.bury, b.name, seq, int64(d.Seq), string(reason), hist, b.channel).Scan(&fresh, &notified)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return queue.ErrLeaseLost
 		}

@@ -11,7 +11,7 @@ type statements struct {
 	insertBatch, insertBatchDedup, reserveBatch        string
 	evictBatch                                         string
 	reserve, evict                                     string
-	claim, unclaim, rescue                             string
+	claim, unclaim                                     string
 	start, startMany, startOne, extend, leaseOf        string
 	ack, ackMany, ackOne, ackCounted, ackTx            string
 	ackTxCounted                                       string
@@ -39,21 +39,28 @@ const jobColumns = `j.seq, j.id, coalesce(j.key, ''), j.version, j.body, j.enque
 
 // insertSQL returns the statement that stores a job ($2 id, $3 key or NULL, $4 body, $5
 // enqueued at, $6 not before or NULL, $7 start by or NULL, $9 payload version) unless its ID
-// is stored, notifies the channel $8 (at commit), and returns the job's seq. With dedup, $10
-// is the horizon: the ID
+// is stored, notifies the channel $8 (at commit), and returns true, the job's seq and the
+// notification's text; or no row if the ID is taken. With dedup, $10 is the horizon: the ID
 // is recorded in ids, and the job is stored only if the ID was not enqueued within the horizon
 // (nor is stored: a refused job does not refresh the ID's record). With keyed, the statement
-// takes the key's advisory lock first, held to the end of the transaction, so that the jobs of
-// a key are numbered in the order their enqueues commit (Receive delivers a job only once the
-// key's jobs numbered before it are gone).
+// first tries to take the key's advisory lock, held to the end of the transaction, so that the
+// jobs of a key are numbered in the order their enqueues commit (Receive delivers a job only
+// once the key's jobs numbered before it are gone); it does not wait for it: if another
+// transaction holds it, the statement stores and records nothing and returns one row of false
+// and NULLs (see errKeyBusy). With keyed, an ID taken is one row of true and NULLs.
 func insertSQL(dedup, keyed bool) string {
 	var b strings.Builder
 	b.WriteString("WITH ")
+	lock := ""
+	if keyed {
+		b.WriteString("l AS (SELECT pg_try_advisory_xact_lock(hashtext('corral ' || $1::text), hashtext($3::text)) AS ok),\n")
+		lock = " AND (SELECT ok FROM l)"
+	}
 	if dedup {
 		b.WriteString(`h AS (
 	INSERT INTO {{schema}}.ids (queue, id, at)
 	SELECT $1::text, $2::text, now()
-	WHERE NOT EXISTS (SELECT 1 FROM {{schema}}.jobs WHERE queue = $1 AND id = $2)
+	WHERE NOT EXISTS (SELECT 1 FROM {{schema}}.jobs WHERE queue = $1 AND id = $2)` + lock + `
 	ON CONFLICT (queue, id) DO UPDATE SET at = EXCLUDED.at
 		WHERE {{schema}}.ids.at <= now() - $10::float8` + usInterval + `
 	RETURNING 1
@@ -63,13 +70,18 @@ func insertSQL(dedup, keyed bool) string {
 	INSERT INTO {{schema}}.jobs (queue, id, key, version, body, enqueued_at, not_before, start_by, ready_at)
 	SELECT $1::text, $2::text, $3::text, $9::bigint, $4::bytea, $5::timestamptz, $6::timestamptz, $7::timestamptz,
 		greatest($6::timestamptz, now())`)
-	if keyed {
-		b.WriteString("\n\tFROM (SELECT pg_advisory_xact_lock(hashtext('corral ' || $1::text), hashtext($3::text))) AS l")
-	}
-	if dedup {
+	switch {
+	case dedup:
 		b.WriteString("\n\tWHERE EXISTS (SELECT 1 FROM h)")
+	case keyed:
+		b.WriteString("\n\tWHERE (SELECT ok FROM l)")
 	}
-	b.WriteString("\n\tON CONFLICT (queue, id) DO NOTHING\n\tRETURNING seq\n)\nSELECT seq, pg_notify($8, $1)::text FROM j")
+	b.WriteString("\n\tON CONFLICT (queue, id) DO NOTHING\n\tRETURNING seq\n)\n")
+	if keyed {
+		b.WriteString("SELECT l.ok, j.seq, CASE WHEN j.seq IS NOT NULL THEN pg_notify($8, $1)::text END FROM l LEFT JOIN j ON true")
+	} else {
+		b.WriteString("SELECT true, seq, pg_notify($8, $1)::text FROM j")
+	}
 	return b.String()
 }
 
@@ -138,7 +150,7 @@ func newStatements(schema string) statements {
 )
 INSERT INTO {{schema}}.dead AS d (queue, id, key, version, body, enqueued_at, not_before, start_by, attempts, reason, history, at)
 SELECT queue, id, key, version, body, enqueued_at, not_before, start_by, attempts, 'evicted',
-	history || jsonb_build_array(jsonb_build_object('n', attempts, 's', now(), 'e', now(), 'err', $3::text)), now()
+	history || jsonb_build_array(jsonb_build_object('n', 0, 's', now(), 'e', now(), 'err', $3::text)), now()
 FROM v ORDER BY seq
 ON CONFLICT (queue, id) DO UPDATE SET dseq = nextval('{{schema}}.dead_seq'), key = EXCLUDED.key, version = EXCLUDED.version, body = EXCLUDED.body,
 	enqueued_at = EXCLUDED.enqueued_at, not_before = EXCLUDED.not_before, start_by = EXCLUDED.start_by,
@@ -148,7 +160,8 @@ RETURNING d.id, (d.xmax = 0)`,
 		// Capacity: take room for one job ($2 the jobs to take it for), or none if full.
 		reserve: `UPDATE {{schema}}.queues SET stored = stored + $2 WHERE name = $1 AND stored + $2 <= capacity RETURNING stored`,
 		// DropOldest: the oldest job not leased but the one being enqueued ($2), moved to
-		// the dead letters with reason evicted and attempt $3 (history) appended. It returns
+		// the dead letters with reason evicted and an entry of attempt number 0 (no run) with
+		// the error $3 appended to its history. It returns
 		// the victim's ID and whether its dead letter is new (not a replacement).
 		evict: `WITH v AS (
 	DELETE FROM {{schema}}.jobs WHERE seq = (
@@ -159,23 +172,36 @@ RETURNING d.id, (d.xmax = 0)`,
 )
 INSERT INTO {{schema}}.dead AS d (queue, id, key, version, body, enqueued_at, not_before, start_by, attempts, reason, history, at)
 SELECT queue, id, key, version, body, enqueued_at, not_before, start_by, attempts, 'evicted',
-	history || jsonb_build_array(jsonb_build_object('n', attempts, 's', now(), 'e', now(), 'err', $3::text)), now()
+	history || jsonb_build_array(jsonb_build_object('n', 0, 's', now(), 'e', now(), 'err', $3::text)), now()
 FROM v
 ON CONFLICT (queue, id) DO UPDATE SET dseq = nextval('{{schema}}.dead_seq'), key = EXCLUDED.key, version = EXCLUDED.version, body = EXCLUDED.body,
 	enqueued_at = EXCLUDED.enqueued_at, not_before = EXCLUDED.not_before, start_by = EXCLUDED.start_by,
 	attempts = EXCLUDED.attempts, reason = EXCLUDED.reason, history = EXCLUDED.history, at = EXCLUDED.at
 RETURNING d.id, (d.xmax = 0)`,
 
-		// Receive: lease ($2 µs) the first $3 waiting jobs, in enqueue order, that are due
-		// and first of their key's stored jobs, for $3 receivers at once. SKIP LOCKED:
-		// receivers never wait for each other. It returns a row per job leased, in enqueue
-		// order: true, the job, whether another job is ready (one more row it locked, not
-		// leased, for an instant: a receiver to wake), and, if it found fewer than $3 jobs,
-		// the seconds until a delayed job is due or a lease ends (see dueSQL); or, if it
-		// found none, one row of false,
-		// placeholders, false and those seconds: a receiver that finds nothing learns how
-		// long to wait in the same round trip.
-		claim: `WITH c AS (
+		// Receive: take back the expired leases first (a lease on which a handler started
+		// spent its attempt, which the history records, $4 the error text), 100 at most,
+		// then lease ($2 µs) the first $3 waiting jobs, in enqueue order, that are due and
+		// first of their key's stored jobs, for $3 receivers at once. The jobs taken back are
+		// not among those leased: the statement sees the table as it was when it began, and
+		// a later claim delivers them. SKIP LOCKED: receivers never wait for each other. It
+		// returns a row per job leased, in enqueue order: true, the job, whether another job
+		// is ready (one more row it locked, not leased, for an instant: a receiver to wake),
+		// if it found fewer than $3 jobs, the seconds until a delayed job is due or a lease
+		// ends (see dueSQL), and the count of jobs taken back; or, if it found none, one row
+		// of false, placeholders, false, those seconds and that count: a receiver that finds
+		// nothing learns how long to wait in the same round trip.
+		claim: `WITH x AS (
+	UPDATE {{schema}}.jobs AS j SET lease = j.lease + 1, lease_until = NULL, ready_at = now(),
+		history = CASE WHEN j.started = j.lease
+			THEN j.history || jsonb_build_array(jsonb_build_object('n', j.attempts, 's', j.lease_start, 'e', now(), 'err', $4::text))
+			ELSE j.history END
+	WHERE j.seq IN (
+		SELECT seq FROM {{schema}}.jobs
+		WHERE queue = $1 AND lease_until <= now()
+		ORDER BY lease_until LIMIT 100 FOR UPDATE SKIP LOCKED)
+	RETURNING 1
+), c AS (
 	SELECT seq FROM {{schema}}.jobs AS w
 	WHERE queue = $1 AND lease_until IS NULL AND ready_at <= now()
 		AND (key IS NULL OR NOT EXISTS (
@@ -188,26 +214,17 @@ RETURNING d.id, (d.xmax = 0)`,
 	WHERE j.seq IN (SELECT seq FROM c ORDER BY seq LIMIT $3)
 	RETURNING ` + jobColumns + `
 ), n AS (SELECT (SELECT count(*) FROM c) > $3 AS more,
-	CASE WHEN (SELECT count(*) FROM u) < $3 THEN ` + dueSQL + ` END AS due)
-SELECT * FROM (SELECT true, u.*, n.more, n.due FROM u, n ORDER BY u.seq) AS got
+	CASE WHEN (SELECT count(*) FROM u) < $3 THEN ` + dueSQL + ` END AS due,
+	(SELECT count(*) FROM x) AS rescued)
+SELECT * FROM (SELECT true, u.*, n.more, n.due, n.rescued FROM u, n ORDER BY u.seq) AS got
 UNION ALL
-SELECT false, 0::bigint, '', '', 0::bigint, ''::bytea, now(), NULL::timestamptz, NULL::timestamptz, 0, 0::bigint, 0, false, n.due
+SELECT false, 0::bigint, '', '', 0::bigint, ''::bytea, now(), NULL::timestamptz, NULL::timestamptz, 0, 0::bigint, 0, false, n.due, n.rescued
 FROM n WHERE NOT EXISTS (SELECT 1 FROM u)`,
 		// A job claimed for a receiver that left before it got it: waiting again, as if
 		// never delivered, and a receiver woken for it.
 		unclaim: `UPDATE {{schema}}.jobs SET lease = lease + 1, lease_until = NULL, deliveries = deliveries - 1
 WHERE seq = $2 AND lease = $3
 RETURNING pg_notify($4, $1)::text`,
-		// The expired leases, taken back: a lease on which a handler started spent its
-		// attempt, which the history records ($2: the error text).
-		rescue: `UPDATE {{schema}}.jobs AS j SET lease = j.lease + 1, lease_until = NULL, ready_at = now(),
-	history = CASE WHEN j.started = j.lease
-		THEN j.history || jsonb_build_array(jsonb_build_object('n', j.attempts, 's', j.lease_start, 'e', now(), 'err', $2::text))
-		ELSE j.history END
-WHERE j.seq IN (
-	SELECT seq FROM {{schema}}.jobs
-	WHERE queue = $1 AND lease_until <= now()
-	ORDER BY lease_until LIMIT 100 FOR UPDATE SKIP LOCKED)`,
 
 		// Start spends an attempt once per lease; only while the lease runs.
 		start: `UPDATE {{schema}}.jobs SET attempts = attempts + CASE WHEN started = lease THEN 0 ELSE 1 END, started = lease
@@ -270,16 +287,17 @@ RETURNING pg_notify($6, $1)::text`,
 WHERE seq = $2 AND lease = $3
 RETURNING pg_notify($4, $1)::text`,
 
-		// Bury: the job of the lease to the dead letters ($4 reason, $5 the final attempt, $6
-		// the delivery's attempt number). It returns whether the dead letter is new, and
-		// notifies the channel $7 if the job had a key (its next job may be delivered).
+		// Bury: the job of the lease to the dead letters ($4 reason, $5 the final attempt as
+		// a history to append, '[]' for none), with its attempts (handler runs). It returns
+		// whether the dead letter is new, and notifies the channel $6 if the job had a key
+		// (its next job may be delivered).
 		bury: `WITH v AS (DELETE FROM {{schema}}.jobs WHERE seq = $2 AND lease = $3 RETURNING *)
 INSERT INTO {{schema}}.dead AS d (queue, id, key, version, body, enqueued_at, not_before, start_by, attempts, reason, history, at)
-SELECT queue, id, key, version, body, enqueued_at, not_before, start_by, $6, $4, history || $5::jsonb, now() FROM v
+SELECT queue, id, key, version, body, enqueued_at, not_before, start_by, attempts, $4, history || $5::jsonb, now() FROM v
 ON CONFLICT (queue, id) DO UPDATE SET dseq = nextval('{{schema}}.dead_seq'), key = EXCLUDED.key, version = EXCLUDED.version, body = EXCLUDED.body,
 	enqueued_at = EXCLUDED.enqueued_at, not_before = EXCLUDED.not_before, start_by = EXCLUDED.start_by,
 	attempts = EXCLUDED.attempts, reason = EXCLUDED.reason, history = EXCLUDED.history, at = EXCLUDED.at
-RETURNING (d.xmax = 0), CASE WHEN d.key IS NOT NULL THEN pg_notify($7, $1)::text END`,
+RETURNING (d.xmax = 0), CASE WHEN d.key IS NOT NULL THEN pg_notify($6, $1)::text END`,
 		// The counts after jobs left for the dead letters: $2 new dead letters, $3 jobs that
 		// left a queue with a capacity. It returns the dead letters beyond the limit.
 		buryCount: `UPDATE {{schema}}.queues SET dead = dead + $2, stored = stored - $3 WHERE name = $1
@@ -325,7 +343,7 @@ WHERE name = $1`,
 		setLease: `UPDATE {{schema}}.queues SET lease_us = $2 WHERE name = $1 AND lease_us = 0`,
 	}
 	for _, p := range []*string{&s.insert, &s.insertDedup, &s.insertKeyed, &s.insertKeyedDedup, &s.insertBatch, &s.insertBatchDedup, &s.reserveBatch, &s.evictBatch,
-		&s.reserve, &s.evict, &s.claim, &s.unclaim, &s.rescue, &s.start, &s.startMany, &s.startOne, &s.extend, &s.leaseOf, &s.ack, &s.ackMany, &s.ackOne, &s.ackCounted, &s.ackTx, &s.ackTxCounted, &s.txStatus,
+		&s.reserve, &s.evict, &s.claim, &s.unclaim, &s.start, &s.startMany, &s.startOne, &s.extend, &s.leaseOf, &s.ack, &s.ackMany, &s.ackOne, &s.ackCounted, &s.ackTx, &s.ackTxCounted, &s.txStatus,
 		&s.nack, &s.release, &s.bury, &s.buryCount, &s.evictDead, &s.deadPage, &s.redriveTake,
 		&s.redriveCount, &s.purge, &s.stats, &s.prune, &s.agreeInsert, &s.agreeSelect, &s.reconfigure, &s.setLease} {
 		*p = render(*p, schema)

@@ -74,7 +74,7 @@ func (t sqlTx) QueryRow(ctx context.Context, query string, args ...any) pgx.Row 
 // in a savepoint of tx, so that a job refused by the overflow policy (queue.ErrFull,
 // queue.ErrDropped) leaves nothing in tx and tx usable. A job with an ordering key holds the
 // key's enqueue lock to the end of tx the same way (the key's jobs are numbered in commit
-// order).
+// order): an enqueue of the same key meanwhile waits for tx, as Backend.Enqueue says.
 func EnqueueTx[T any](ctx context.Context, tx Tx, b *Backend, q *queue.Queue[T], payload T, opts ...queue.EnqueueOption) (string, error) {
 	if tx == nil {
 		panic("postgres: EnqueueTx with a nil transaction")

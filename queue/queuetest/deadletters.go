@@ -43,8 +43,8 @@ func checkDoomedLetter(e *env, dls []queue.DeadLetter[string], id string) {
 		e.Fatalf("%d dead letters, want 1", len(dls))
 	}
 	dl := dls[0]
-	if dl.Job.ID != id || dl.Job.Payload != "doomed" || dl.Reason != queue.ReasonAttempts || len(dl.History) != 3 {
-		e.Fatalf("dead letter %+v: want payload doomed, reason attempts, 3 attempts", dl)
+	if dl.Job.ID != id || dl.Job.Payload != "doomed" || dl.Reason != queue.ReasonAttempts || dl.Job.Attempt != 3 || len(dl.History) != 3 {
+		e.Fatalf("dead letter %+v: want payload doomed, reason attempts, attempt 3, 3 history entries", dl)
 	}
 	for i, a := range dl.History {
 		if a.Number != i+1 || a.Error != fmt.Sprintf("attempt %d: boom", i+1) || a.Start.IsZero() || a.End.Before(a.Start) {
@@ -93,7 +93,8 @@ func testPanic(e *env) {
 		e.Errorf("handler ran %d times, want 1", calls)
 	}
 	dls := deadLetters(e, q)
-	if len(dls) != 1 || dls[0].Reason != queue.ReasonPanic || !strings.Contains(dls[0].History[0].Error, "poison pill") {
+	if len(dls) != 1 || dls[0].Reason != queue.ReasonPanic || len(dls[0].History) != 1 ||
+		!strings.Contains(dls[0].History[0].Error, "poison pill") {
 		e.Errorf("dead letters %+v", dls)
 	}
 	if s := stats(e, q); s.DeadLettered[queue.ReasonPanic] != 1 {

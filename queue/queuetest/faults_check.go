@@ -185,16 +185,17 @@ func (r *faultRun) logDuplicates(rp jobReports) {
 // r.mu held.
 func (r *faultRun) checkDeadLetters(ctx context.Context, rp jobReports, poison map[string]bool, cutJobs int) int {
 	r.t.Helper()
+	dls := r.deadLetters(ctx)
 	var deadIDs []string
-	for dl, err := range r.q.DeadLetters(ctx) {
-		if err != nil {
-			r.t.Fatalf("DeadLetters: %v", err)
-		}
+	for _, dl := range dls {
 		deadIDs = append(deadIDs, dl.Job.ID)
-		cut := !poison[dl.Job.ID] && rp.diedWith(dl.Job.ID)
-		if !poison[dl.Job.ID] && !cut || dl.Reason != queue.ReasonAttempts {
-			r.t.Errorf("dead letter %s (%s, attempt %d, history %+v; events %v): want only the poison jobs, with reason attempts",
-				dl.Job.ID, dl.Reason, dl.Job.Attempt, dl.History, r.eventsOf(dl.Job.ID))
+		// Cut as checkInnocentJob counts it: every reported start on a worker the poison took
+		// down, or not one start reported (each hidden by a poison exit).
+		cut := !poison[dl.Job.ID] && (rp.diedWith(dl.Job.ID) || len(poison) > 0 && len(rp.starts[dl.Job.ID]) == 0)
+		if !poison[dl.Job.ID] && !cut || dl.Reason != queue.ReasonAttempts || !runsRecorded(dl) {
+			r.t.Errorf("dead letter %s (%s, attempt %d, history %+v; events %v): want only the poison jobs, with reason "+
+				"attempts, attempt %d and one history entry per run",
+				dl.Job.ID, dl.Reason, dl.Job.Attempt, dl.History, r.eventsOf(dl.Job.ID), faultMaxAttempts)
 		}
 	}
 	if len(deadIDs) != len(poison)+cutJobs {
@@ -203,10 +204,52 @@ func (r *faultRun) checkDeadLetters(ctx context.Context, rp jobReports, poison m
 	return len(deadIDs)
 }
 
+// runsRecorded reports whether dl, dead-lettered for its attempts, has the attempts contract's
+// record of them: attempt faultMaxAttempts (its handler runs), and one history entry per run,
+// numbered from 1 (each run that took its process down has the lease-expired entry its backend
+// recorded as it took the job back).
+func runsRecorded(dl queue.DeadLetter[string]) bool {
+	if dl.Job.Attempt != faultMaxAttempts || len(dl.History) != faultMaxAttempts {
+		return false
+	}
+	for i, a := range dl.History {
+		if a.Number != i+1 {
+			return false
+		}
+	}
+	return true
+}
+
+// deadLetters lists the queue's dead letters, listing them again from the start while the
+// backend answers ErrUnavailable, within the recovery bound (see untilAvailable).
+func (r *faultRun) deadLetters(ctx context.Context) []queue.DeadLetter[string] {
+	r.t.Helper()
+	var dls []queue.DeadLetter[string]
+	err := untilAvailable(ctx, r.f.RecoveryBound(), func(ctx context.Context) error {
+		dls = dls[:0]
+		for dl, err := range r.q.DeadLetters(ctx) {
+			if err != nil {
+				return err
+			}
+			dls = append(dls, dl)
+		}
+		return nil
+	})
+	if err != nil {
+		r.t.Fatalf("DeadLetters: %v", err)
+	}
+	return dls
+}
+
 // checkNothingStored checks that the queue stores nothing: no job ready, in flight or delayed.
+// Stats is asked again while the backend answers ErrUnavailable, within the recovery bound.
 func (r *faultRun) checkNothingStored(ctx context.Context) {
 	r.t.Helper()
-	s, err := r.q.Stats(ctx)
+	var s queue.Stats
+	err := untilAvailable(ctx, r.f.RecoveryBound(), func(ctx context.Context) (err error) {
+		s, err = r.q.Stats(ctx)
+		return err
+	})
 	if err != nil || s.Ready+s.InFlight+s.Delayed != 0 {
 		r.t.Errorf("stats %+v (%v): want nothing stored", s, err)
 	}

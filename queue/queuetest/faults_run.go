@@ -73,10 +73,7 @@ func newFaultRun(t *testing.T, f Faults, size faultSize) *faultRun {
 // with backoff, for up to bound; any other error is returned at once. release closes the
 // queue, then the backend.
 func openQueue(open OpenFunc, addr, name string, bound time.Duration, opts ...queue.Option) (q *queue.Queue[string], release func(), err error) {
-	p := retry.New(retry.WithMaxAttempts(math.MaxInt), retry.WithMaxElapsed(bound),
-		retry.WithBackoff(backoff.Exponential(100*time.Millisecond, 2, time.Second)),
-		retry.WithRetryIf(func(err error) bool { return errors.Is(err, queue.ErrUnavailable) }))
-	err = retry.Do(context.Background(), p, func(ctx context.Context) error {
+	err = untilAvailable(context.Background(), bound, func(ctx context.Context) error {
 		be, closeBackend, err := open(addr, name)
 		if err != nil {
 			return retry.Permanent(fmt.Errorf("open: %w", err))
@@ -93,6 +90,17 @@ func openQueue(open OpenFunc, addr, name string, bound time.Duration, opts ...qu
 		return nil, nil, err
 	}
 	return q, release, nil
+}
+
+// untilAvailable calls f until it returns anything but an error matching ErrUnavailable, with
+// backoff, for up to bound or until ctx ends, and returns f's last error: a broker that
+// recovers from a fault may still answer "unavailable" for a while (a cluster electing its
+// streams' leaders again), as the backend documents, and a caller retries as a producer does.
+func untilAvailable(ctx context.Context, bound time.Duration, f func(ctx context.Context) error) error {
+	p := retry.New(retry.WithMaxAttempts(math.MaxInt), retry.WithMaxElapsed(bound),
+		retry.WithBackoff(backoff.Exponential(100*time.Millisecond, 2, time.Second)),
+		retry.WithRetryIf(func(err error) bool { return errors.Is(err, queue.ErrUnavailable) }))
+	return retry.Do(ctx, p, f)
 }
 
 func (r *faultRun) record(worker int, line string) {

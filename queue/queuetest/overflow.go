@@ -61,6 +61,10 @@ func testOverflowDropOldest(e *env) {
 	if len(dls) != 1 || dls[0].Job.ID != first || dls[0].Job.Payload != "1" || dls[0].Reason != queue.ReasonEvicted {
 		e.Fatalf("dead letters %+v: want job 1 with reason evicted", dls)
 	}
+	// Evicted without a run: no attempt used, one history entry that says why, with Number 0.
+	if dl := dls[0]; dl.Job.Attempt != 0 || len(dl.History) != 1 || dl.History[0].Number != 0 || dl.History[0].Error == "" {
+		e.Errorf("evicted dead letter %+v: want attempt 0 and one history entry numbered 0 with its error", dl)
+	}
 	got := make(chan string, 3)
 	e.consume(q, func(ctx context.Context, j queue.Job[string]) error { got <- j.Payload; return nil }, queue.WithWorkers(1))
 	if a, b := recv(e, got, "job"), recv(e, got, "job"); a != "2" || b != "3" {

@@ -56,6 +56,7 @@ func Run(t *testing.T, newBackend func(t *testing.T) queue.Backend, caps Capabil
 		{"LeaseExpiryRedelivers", testLeaseExpiry},
 		{"BackendLeaseExpiry", testBackendLeaseExpiry},
 		{"UnstartedLeaseExpiry", testUnstartedLeaseExpiry},
+		{"AttemptsAreRuns", testAttemptsAreRuns},
 		{"DropOldestSparesLeased", testDropOldestSparesLeased},
 		{"StartByExpired", testStartBy},
 		{"StartByNotAfterRelease", testStartByAfterRelease},

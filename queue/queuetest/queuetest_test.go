@@ -45,8 +45,11 @@ func (b broken) Nack(ctx context.Context, d *queue.Delivery, delay time.Duration
 }
 
 func (b broken) Bury(ctx context.Context, d *queue.Delivery, r queue.Reason, a queue.Attempt) (queue.BuryResult, error) {
-	if b.defect == "no-history" {
+	switch {
+	case b.defect == "no-history":
 		a = queue.Attempt{}
+	case b.defect == "entry-without-run" && a == (queue.Attempt{}):
+		a = queue.Attempt{Number: d.Attempt, Error: "exhausted"} // the entry the contract forbids
 	}
 	return b.Backend.Bury(ctx, d, r, a)
 }
@@ -80,6 +83,8 @@ func TestSuiteCatchesDefects(t *testing.T) {
 		"no-delay":        "RetrySchedule",
 		"no-history":      "MaxAttemptsToDeadLetters",
 		"no-lease-expiry": "BackendLeaseExpiry",
+		// A backend that records an entry for a job buried without a run, its attempts spent.
+		"entry-without-run": "AttemptsAreRuns",
 	} {
 		t.Run(defect, func(t *testing.T) {
 			cmd := exec.Command(os.Args[0], "-test.run=^TestBroken$", "-test.v")

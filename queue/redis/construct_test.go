@@ -33,6 +33,10 @@ func TestNewMisuse(t *testing.T) {
 	mustPanic(t, "nil client", func() { redis.New(nil, "q") })
 	mustPanic(t, "want a queue name", func() { redis.New(c, "") })
 	mustPanic(t, "want a queue name", func() { redis.New(c, "a{b}") })
+	mustPanic(t, "want a queue name", func() { redis.New(c, "a\x00b") })
+	mustPanic(t, "want a queue name", func() { redis.New(c, "a\xffb") })
+	mustPanic(t, "want a queue name", func() { redis.New(c, strings.Repeat("é", 101)) })
+	redis.New(c, strings.Repeat("é", 100)) // 200 bytes of UTF-8
 	mustPanic(t, "nil option", func() { redis.New(c, "q", nil) })
 	mustPanic(t, "WithCallTimeout(0s)", func() { redis.WithCallTimeout(0) })
 	mustPanic(t, "WithPollInterval(-1s)", func() { redis.WithPollInterval(-time.Second) })

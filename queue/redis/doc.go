@@ -15,7 +15,13 @@
 //     with queue.ErrLeaseLost.
 //   - Ack is XACK and XDEL of the entry and the deletion of the job's hash. Attempts are
 //     counted in that hash when a handler starts (Start), never from the stream's delivery
-//     counter, and Release gives back an attempt that Start counted.
+//     counter, and Release gives back an attempt that Start counted. A run whose lease
+//     expired gets its history entry (queue.ErrLeaseExpired) when a Receive takes it back.
+//   - Each Backend that receives is one consumer of the group; Close removes it (unless it
+//     still holds an entry), and Receive deletes consumers idle for longer than twice the
+//     lease (at least ten poll intervals) with no pending entry: a dead process's consumer
+//     goes once its jobs were taken back (see Backend.Receive). The group holds the live
+//     consumers, not one for every Backend ever opened.
 //   - Retry delays and NotBefore go through a sorted set, promoted into the stream by the next
 //     Receive, atomically.
 //   - Dead letters are a stream of their own, with the reason and the attempt history, at most
@@ -28,7 +34,8 @@
 //     policy (never MAXLEN, which trims silently); DropOldest dead-letters the oldest stored
 //     job that is not leased.
 //   - Every step that touches more than one key is one Lua script, and every command has a
-//     deadline (WithCallTimeout): no answer in time is queue.ErrUnavailable.
+//     deadline (WithCallTimeout) kept with any client, whatever its options: no answer in
+//     time is queue.ErrUnavailable, the caller's ctx ending first is its cause.
 //   - Every key of a queue starts with "corral:{name}:", one hash slot (the {name} tag), so a
 //     queue's scripts run on one node of a Redis Cluster; spread load over several queues.
 //     (The scripts name their keys from that prefix rather than declaring each one: correct on
@@ -39,9 +46,10 @@
 //     look saw nothing more ready and no call of this Backend readied a job since.
 //   - Payload versions (queue.Message.Version) are stored with the job and come back from
 //     Receive, DeadLetters and Redrive.
-//   - Shared settings (capacity, overflow, dedup horizon, dead-letter limit, the lease) are
-//     recorded by the first process to open the queue; another process asking for others
-//     fails at Open (or Consume, for the lease), naming the setting and both values.
+//   - Shared settings (capacity, overflow, dedup horizon, dead-letter limit, the replica
+//     count of WithReplicas, the lease) are recorded by the first process to open the queue;
+//     another process asking for others fails at Open (or Consume, for the lease), naming
+//     the setting and both values.
 //
 // # What Redis can lose
 //
@@ -53,6 +61,12 @@
 // crash of the machine, can lose the writes of those seconds, acknowledged enqueues and acks
 // (an ack lost delivers its job again).
 // Without the append-only file, a restart loses everything since the last snapshot.
+//
+// A single server SIGKILLed and restarted on its append-only file, or stopped (SIGSTOP) and
+// continued: once it answers again, the queue's consumers ack a job again within two call
+// timeouts (WithCallTimeout), the queue's longest receive backoff (5s) and a second, the
+// bound the fault suite holds every run to. Calls made while it does not answer fail with
+// queue.ErrUnavailable at their deadline (see WithCallTimeout).
 //
 // Replication is asynchronous: a failover to a replica can lose the writes the replica had
 // not applied (the last ones acknowledged before the master died), unless the Backend was

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"time"
 
+	goredis "github.com/redis/go-redis/v9"
+
 	"github.com/corral-go/corral/queue"
 )
 
@@ -48,7 +50,7 @@ func (b *Backend) Enqueue(ctx context.Context, m queue.Message) (queue.EnqueueRe
 		w := b.waiter()
 		v, err := b.run(ctx, "enqueue", enqueueScript, m.ID, m.Key, m.Body, nanos(m.EnqueuedAt), nb,
 			nanos(m.NotBefore), nanos(m.StartBy), b.cfg.DedupHorizon.Milliseconds(), b.cfg.Capacity,
-			b.cfg.Overflow.String(), b.cfg.DeadLetterLimit, nanos(time.Now()), m.Version)
+			b.cfg.Overflow.String(), b.cfg.DeadLetterLimit, nanos(time.Now()), m.Version, evictedJSON())
 		if err != nil {
 			return queue.EnqueueResult{}, err
 		}
@@ -112,10 +114,33 @@ func settled(v any, err error) error {
 
 func gen(d *queue.Delivery) string { return strconv.FormatUint(d.Seq, 10) }
 
+// jsonNow returns the time now as encoding/json writes a time.Time.
+func jsonNow() string {
+	j, _ := json.Marshal(time.Now())
+	return string(j)
+}
+
+// errEvicted is the error of the history entry of a job evicted by DropOldest, as the
+// in-memory backend's.
+var errEvicted = errors.New("queue: evicted by overflow (drop oldest)")
+
+// evictedJSON returns the history entry of a job evicted now: Number 0, no run.
+func evictedJSON() []byte {
+	now := time.Now()
+	j, _ := json.Marshal(queue.Attempt{Start: now, End: now, Error: errEvicted.Error()})
+	return j
+}
+
+// leaseExpiredJSON is queue.ErrLeaseExpired's text as a JSON string.
+var leaseExpiredJSON = func() string { j, _ := json.Marshal(queue.ErrLeaseExpired.Error()); return string(j) }()
+
 // Start implements queue.Backend: it counts the attempt in the job's hash (not the stream's
-// delivery counter, which counts deliveries that never reached a handler).
+// delivery counter, which counts deliveries that never reached a handler), and records when
+// the run started: a Receive that takes the job back after its lease expired, with no settle
+// of this run, records the run's history entry (Error "queue: lease expired", End when it
+// was taken back).
 func (b *Backend) Start(ctx context.Context, d *queue.Delivery) error {
-	return settled(b.run(ctx, "start", startScript, d.ID, gen(d)))
+	return settled(b.run(ctx, "start", startScript, d.ID, gen(d), jsonNow()))
 }
 
 // Extend implements queue.Backend: XCLAIM to this consumer resets the pending entry's idle
@@ -185,11 +210,15 @@ func (b *Backend) Release(ctx context.Context, d *queue.Delivery, delay time.Dur
 }
 
 // Bury implements queue.Backend: the job moves to the dead-letter stream with its reason and
-// history, the oldest dead letters beyond the limit are deleted, in one script.
+// history, the oldest dead letters beyond the limit are deleted, in one script. An Attempt
+// of Number 0 with no Error (nothing ran) adds no history entry.
 func (b *Backend) Bury(ctx context.Context, d *queue.Delivery, reason queue.Reason, a queue.Attempt) (queue.BuryResult, error) {
 	aj, err := json.Marshal(a)
 	if err != nil {
 		return queue.BuryResult{}, err
+	}
+	if a.Number == 0 && a.Error == "" {
+		aj = nil // nothing ran: no history entry
 	}
 	v, err := b.run(ctx, "bury", buryScript, d.ID, gen(d), string(reason), aj, nanos(time.Now()), b.cfg.DeadLetterLimit)
 	if err != nil {
@@ -209,7 +238,9 @@ func (b *Backend) DeadLetters(ctx context.Context) iter.Seq2[queue.DeadMessage, 
 		start := "-"
 		for {
 			cctx, cancel := b.call(ctx)
-			es, err := b.client.XRangeN(cctx, b.prefix+"x", start, "+", 100).Result()
+			es, err := within(cctx, func(cctx context.Context) ([]goredis.XMessage, error) {
+				return b.client.XRangeN(cctx, b.prefix+"x", start, "+", 100).Result()
+			})
 			if err != nil {
 				b.reloadIfGone(cctx, err)
 				err = fail(ctx, cctx, "dead letters", err)

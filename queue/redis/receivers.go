@@ -33,12 +33,33 @@ type receivers struct {
 	quiet   bool
 	// nextDue is when the first delayed job falls due, as the latest look to answer saw.
 	nextDue time.Time
+	// lastReap is when a look last reaped the group's idle consumers.
+	lastReap time.Time
+}
+
+// reapAfter is how long a consumer of the group may stay idle (as XINFO CONSUMERS counts
+// it) before a Receive deletes it, once it holds no pending entry: twice the lease, and at least
+// ten poll intervals, never less than a lease and a poll interval, in which the entries of a
+// dead consumer are taken back. Deleting a live consumer that holds nothing loses nothing:
+// its next Receive creates it again.
+func (b *Backend) reapAfter(lease time.Duration) time.Duration {
+	return max(2*lease, 10*b.o.pollInterval)
 }
 
 // Receive implements queue.Backend: one script promotes the delayed jobs that are due, takes
 // a pending entry idle for longer than lease (XAUTOCLAIM: a lease that ended) or else a new
-// entry (XREADGROUP), and stamps the job with a new delivery generation. With nothing ready it
-// waits for a local enqueue or settle, the next delayed job, or the poll interval.
+// entry (XREADGROUP), and stamps the job with a new delivery generation. A job taken back so
+// whose handler had started (Start, and no settle since) gets that run's history entry:
+// Number its attempt, Start when Start was called, End now, Error queue.ErrLeaseExpired's
+// text. With nothing ready it waits for a local enqueue or settle, the next delayed job, or
+// the poll interval.
+//
+// Consumers of the group idle (as XINFO CONSUMERS counts it) for longer than twice lease, and
+// at least ten poll intervals, with no pending entry, are deleted by a look of Receive, which
+// reaps at most once per half of that bound in each Backend: a consumer left by a process
+// that died or never closed its Backend is gone within one and a half bounds of its last
+// command once its jobs were taken back at the end of their lease, while some Backend of
+// the queue receives.
 //
 // The Backend's receivers share what their looks found: a Receive called when the latest look
 // saw nothing ready but the job it took, within the poll interval, and no local call has
@@ -75,11 +96,17 @@ func (b *Backend) Receive(ctx context.Context, lease time.Duration, d *queue.Del
 // look runs the receive script once, filling d if it took a job, and records what it saw;
 // pass says whether to tell another receiver if it saw more jobs ready.
 func (b *Backend) look(ctx context.Context, lease time.Duration, d *queue.Delivery, pass bool) (bool, error) {
+	reapAfter := b.reapAfter(lease)
 	b.mu.Lock()
 	asked := time.Now()
 	b.rcv.lastLook, b.rcv.untold = asked, 0 // this look sees every job readied so far
+	reap := int64(0)
+	if asked.Sub(b.rcv.lastReap) >= reapAfter/2 {
+		reap, b.rcv.lastReap = reapAfter.Milliseconds(), asked
+	}
 	b.mu.Unlock()
-	v, err := b.run(ctx, "receive", receiveScript, b.consumer, max(lease.Milliseconds(), 1))
+	v, err := b.run(ctx, "receive", receiveScript, b.consumer, max(lease.Milliseconds(), 1), jsonNow(),
+		leaseExpiredJSON, reap)
 	if err != nil {
 		return false, err
 	}

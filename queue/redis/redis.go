@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	goredis "github.com/redis/go-redis/v9"
 
@@ -21,8 +22,13 @@ import (
 //
 // One Backend serves one queue.Queue in one process; several processes (each with its own
 // Backend and Queue of the same name, on the same server) share the queue's jobs. A Backend is
-// safe for concurrent use and starts no goroutine. Make one with New: the methods of a zero
-// Backend panic.
+// safe for concurrent use. Make one with New: the methods of a zero Backend panic.
+//
+// Each command runs in a goroutine of the call that sends it, so that the call returns at its
+// deadline (WithCallTimeout, or the caller's ctx) even if the client would wait longer (a
+// goredis.Client without ContextTimeoutEnabled waits for its read timeout). A command left so
+// ends with its connection: when the server answers, the client's read timeout passes, or the
+// client is closed; until then it holds one of the client's connections.
 type Backend struct {
 	client   goredis.UniversalClient
 	name     string
@@ -56,9 +62,11 @@ type optionFunc func(*options)
 
 func (f optionFunc) apply(o *options) { f(o) }
 
-// WithCallTimeout bounds every command the backend sends (5s by default). A command not
-// answered within d fails with an error matching queue.ErrUnavailable. It panics if d is not
-// positive.
+// WithCallTimeout bounds every command the backend sends (5s by default), with any client,
+// whatever its options: a command not answered within d fails with an error matching
+// queue.ErrUnavailable, and one whose caller's ctx ends first fails with context.Cause(ctx);
+// neither reports success once its deadline passed. Its outcome is unknown: the server may
+// still run it (see Backend). It panics if d is not positive.
 func WithCallTimeout(d time.Duration) Option {
 	if d <= 0 {
 		panic("redis: WithCallTimeout(" + d.String() + "): need a positive timeout")
@@ -85,7 +93,8 @@ func WithPollInterval(d time.Duration) Option {
 // with an error matching queue.ErrUnavailable: it took effect on the master, which may still
 // lose it in a failover (enqueue again with the same ID; ErrDuplicate then means it was
 // kept). Redis replication is asynchronous without it: a failover loses what the new master
-// had not received. Each write then sends its script's text (EVAL) in one pipeline with the
+// had not received. The count n is a shared setting of the queue (0 without WithReplicas),
+// agreed at Open as the others (see Open); the wait d is this Backend's own. Each write then sends its script's text (EVAL) in one pipeline with the
 // WAIT. It panics if n is not positive or d is negative.
 func WithReplicas(n int, d time.Duration) Option {
 	if n <= 0 || d < 0 {
@@ -94,7 +103,8 @@ func WithReplicas(n int, d time.Duration) Option {
 	return optionFunc(func(o *options) { o.replicas, o.replicaWait = n, d })
 }
 
-// New returns a Backend for the queue called name (1 to 200 bytes, without braces) on client.
+// New returns a Backend for the queue called name (1 to 200 bytes of valid UTF-8, without
+// braces, which would change the queue's hash slot, or NUL bytes) on client.
 // Every key of the queue starts with "corral:{name}:", one hash slot, so that the queue's Lua
 // scripts run on one node of a Redis Cluster. New does no I/O; it panics on a nil client, a
 // bad name or a nil option. The client stays the caller's: Close does not close it.
@@ -102,8 +112,8 @@ func New(client goredis.UniversalClient, name string, opts ...Option) *Backend {
 	if client == nil {
 		panic("redis: New(nil, " + strconv.Quote(name) + "): nil client")
 	}
-	if name == "" || len(name) > 200 || strings.ContainsAny(name, "{}") {
-		panic("redis: New(client, " + strconv.Quote(name) + "): want a queue name of 1 to 200 bytes without braces")
+	if name == "" || len(name) > 200 || strings.ContainsAny(name, "{}\x00") || !utf8.ValidString(name) {
+		panic("redis: New(client, " + strconv.Quote(name) + "): want a queue name of 1 to 200 bytes of UTF-8 without braces or NUL")
 	}
 	o := options{callTimeout: 5 * time.Second, pollInterval: 100 * time.Millisecond}
 	for _, opt := range opts {
@@ -137,6 +147,38 @@ func (b *Backend) call(ctx context.Context) (context.Context, context.CancelFunc
 	return context.WithTimeoutCause(ctx, b.o.callTimeout, errCallTimeout)
 }
 
+// within runs f, one exchange with the server, in a goroutine of its own and returns its
+// result, or context.Cause(cctx) as soon as cctx ends, whichever comes first: a call keeps
+// its deadline whatever the client's options (a goredis.Client without
+// ContextTimeoutEnabled waits for its read timeout, not for the context). A result that
+// arrives after cctx ended is not a success: the call's deadline passed.
+//
+// An exchange abandoned at the deadline ends with its connection: when the server answers,
+// the client's read timeout passes, or the client is closed; until then it holds one of the
+// client's connections. Its outcome is unknown, as with any answer lost: the call reports
+// queue.ErrUnavailable (or the caller's cause).
+func within[T any](cctx context.Context, f func(context.Context) (T, error)) (T, error) {
+	type result struct {
+		v   T
+		err error
+	}
+	done := make(chan result, 1) // the exchange's goroutine never waits to hand its result over
+	go func() {
+		v, err := f(cctx)
+		done <- result{v, err}
+	}()
+	var zero T
+	select {
+	case r := <-done:
+		if r.err == nil && cctx.Err() != nil {
+			return zero, context.Cause(cctx)
+		}
+		return r.v, r.err
+	case <-cctx.Done():
+		return zero, context.Cause(cctx)
+	}
+}
+
 // run runs script s with the queue's prefix as its key, within the call timeout.
 func (b *Backend) run(ctx context.Context, op string, s *goredis.Script, args ...any) (any, error) {
 	cctx, cancel := b.call(ctx)
@@ -144,7 +186,9 @@ func (b *Backend) run(ctx context.Context, op string, s *goredis.Script, args ..
 	if b.o.replicas > 0 && s != statsScript {
 		return b.runReplicated(ctx, cctx, op, s, args)
 	}
-	v, err := s.Run(cctx, b.client, []string{b.prefix}, args...).Result()
+	v, err := within(cctx, func(cctx context.Context) (any, error) {
+		return s.Run(cctx, b.client, []string{b.prefix}, args...).Result()
+	})
 	if err != nil && !errors.Is(err, goredis.Nil) {
 		b.reloadIfGone(cctx, err)
 		return nil, fail(ctx, cctx, op, err)
@@ -171,14 +215,14 @@ func (b *Backend) runReplicated(ctx, cctx context.Context, op string, s *goredis
 	var c goredis.Cmdable = b.client
 	cc, cluster := b.client.(*goredis.ClusterClient)
 	if cluster {
-		m, err := cc.MasterForKey(cctx, b.prefix)
+		m, err := within(cctx, func(cctx context.Context) (*goredis.Client, error) { return cc.MasterForKey(cctx, b.prefix) })
 		if err != nil {
 			cc.ReloadState(cctx)
 			return nil, fail(ctx, cctx, op, err)
 		}
 		c = m
 	}
-	v, err := b.evalWait(cctx, c, s, args)
+	v, err := within(cctx, func(cctx context.Context) (any, error) { return b.evalWait(cctx, c, s, args) })
 	if err != nil {
 		if cluster && moved(err) {
 			cc.ReloadState(cctx)
@@ -255,8 +299,10 @@ func unreachable(err error) bool {
 }
 
 // Open implements queue.Backend: it agrees the queue's shared settings (capacity, overflow,
-// dedup horizon, dead-letter limit) with the other processes of the queue: the first to open
-// it records them; a later one with other settings fails, naming the setting and both values.
+// dedup horizon, dead-letter limit, and the replicas of WithReplicas: n, or 0 without it)
+// with the other processes of the queue: the first to open it records them; a later one with
+// other settings fails, naming the setting and both values. (WithReplicas's wait is each
+// process's own.)
 // It creates the stream and its consumer group if they are missing.
 func (b *Backend) Open(ctx context.Context, cfg queue.Config) error {
 	if b.client == nil {
@@ -276,14 +322,15 @@ func (b *Backend) Open(ctx context.Context, cfg queue.Config) error {
 		return queue.ErrClosed
 	}
 	v, err := b.run(ctx, "open", settingsScript, cfg.Capacity, cfg.Overflow.String(),
-		cfg.DedupHorizon.Milliseconds(), cfg.DeadLetterLimit)
+		cfg.DedupHorizon.Milliseconds(), cfg.DeadLetterLimit, b.o.replicas)
 	if err != nil {
 		return err
 	}
 	got := strs(v)
 	mine := []string{strconv.Itoa(cfg.Capacity), cfg.Overflow.String(),
-		strconv.FormatInt(cfg.DedupHorizon.Milliseconds(), 10), strconv.Itoa(cfg.DeadLetterLimit)}
-	for i, name := range []string{"capacity", "overflow", "dedup horizon", "dead-letter limit"} {
+		strconv.FormatInt(cfg.DedupHorizon.Milliseconds(), 10), strconv.Itoa(cfg.DeadLetterLimit),
+		strconv.Itoa(b.o.replicas)}
+	for i, name := range []string{"capacity", "overflow", "dedup horizon", "dead-letter limit", "replicas"} {
 		q := ""
 		if i < len(got) {
 			q = got[i]
@@ -342,17 +389,29 @@ func (b *Backend) checkOpen() error {
 }
 
 // Close implements queue.Backend: it wakes the Receive and Enqueue calls that wait, which
-// return queue.ErrClosed, and refuses later ones. It deletes nothing, and does not close the
-// client. A delivery in hand can still be settled. Later calls return nil.
+// return queue.ErrClosed, and refuses later ones, and removes this Backend's consumer from
+// the queue's consumer group if it holds no pending entry (a consumer that does, or whose
+// removal did not reach the server, is reaped later: see Receive). It deletes no job, and
+// does not close the client. A delivery in hand can still be settled. It returns
+// context.Cause(ctx) if ctx ends before the consumer was removed, else nil; later calls
+// return nil.
 func (b *Backend) Close(ctx context.Context) error {
 	if b.client == nil {
 		panic(zeroBackend)
 	}
 	b.mu.Lock()
-	defer b.mu.Unlock()
-	if !b.closed {
+	first, opened := !b.closed, b.opened
+	if first {
 		b.closed = true
 		close(b.closing)
+	}
+	b.mu.Unlock()
+	if !first || !opened {
+		return nil
+	}
+	_, err := b.run(ctx, "close", leaveScript, b.consumer)
+	if err != nil && ctx.Err() != nil {
+		return context.Cause(ctx)
 	}
 	return nil
 }

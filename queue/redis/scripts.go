@@ -8,7 +8,8 @@ import goredis "github.com/redis/go-redis/v9"
 // cluster node. The keys under the prefix:
 //
 //	s        the stream of ready jobs (one field: the job's ID), read by the group "g"
-//	j:<id>   a stored job: key, body, enq, nb (ms), nbn, sb, ver, att, hist, gen, sid, st, dlv, seq
+//	j:<id>   a stored job: key, body, enq, nb (ms), nbn, sb, ver, att, hist, gen, sid, st, sat,
+//	         dlv, seq (st: the generation a handler started, sat: when, as JSON)
 //	n        the number of stored jobs (capacity is counted here, never with MAXLEN)
 //	o        stored jobs by enqueue order (score: a sequence), for DropOldest and Oldest
 //	d        delayed jobs by due time (ms): NotBefore or a retry delay
@@ -120,6 +121,23 @@ local function promote(t)
     redis.call('HSET', P .. 'j:' .. id, 'sid', sid)
   end
 end
+-- append returns the JSON array hist ('' for none) with the JSON object a appended.
+local function append(hist, a)
+  if not hist or hist == '' then return '[' .. a .. ']' end
+  return string.sub(hist, 1, -2) .. ',' .. a .. ']'
+end
+-- reap deletes the group's consumers idle for longer than after (ms) with no pending entry.
+local function reap(after)
+  local ok, cs = pcall(redis.call, 'XINFO', 'CONSUMERS', P .. 's', 'g')
+  if not ok then return end
+  for _, c in ipairs(cs) do
+    local f = {}
+    for i = 1, #c, 2 do f[c[i]] = c[i+1] end
+    if tonumber(f['pending']) == 0 and tonumber(f['idle']) > after then
+      redis.call('XGROUP', 'DELCONSUMER', P .. 's', 'g', f['name'])
+    end
+  end
+end
 -- leased returns the job's hash key if delivery gen of job id is current, else false.
 local function leased(id, gen)
   local jk = P .. 'j:' .. id
@@ -129,7 +147,8 @@ local function leased(id, gen)
 end
 `
 
-// enqueueScript: ARGV id key body enq nb nbn sb horizon-ms capacity overflow deadlimit at ver.
+// enqueueScript: ARGV id key body enq nb nbn sb horizon-ms capacity overflow deadlimit at ver
+// evicted-json: the history entry of a job evicted by DropOldest (Number 0: no run).
 // Returns {status, evicted, deadEvicted}: status "ok", "dup", "full", "dropped".
 var enqueueScript = goredis.NewScript(luaCommon + `
 local id, key, body, enq, nb, nbn, sb = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7]
@@ -165,6 +184,8 @@ if cap > 0 and tonumber(redis.call('GET', P .. 'n') or '0') >= cap then
   end
   if not victim then return {'full', {}, {}} end
   redis.call('INCR', P .. 'c:evicted')
+  local vk = P .. 'j:' .. victim
+  redis.call('HSET', vk, 'hist', append(redis.call('HGET', vk, 'hist'), ARGV[14]))
   dev = bury(victim, 'evicted', at, limit, t)
   ev = {victim}
 end
@@ -173,19 +194,24 @@ store(id, key, body, enq, nb, nbn, sb, ver, t)
 return {'ok', ev, dev}
 `)
 
-// receiveScript: ARGV consumer lease-ms. Returns {"", due, more}, or {id, key, body, enq,
+// receiveScript: ARGV consumer lease-ms now-json lease-expired-json reap-ms. With reap-ms
+// positive, it first deletes every consumer of the group idle for longer than reap-ms with no
+// pending entry (reap). A reclaimed delivery
+// whose handler had started (its Start came, and no settle) gets the history entry of that
+// run: {Number: att, Start: sat, End: now, Error: "queue: lease expired"}. Returns {"", due, more}, or {id, key, body, enq,
 // nbn, sb, att, gen, dlv, ver, due, more}: due is the time (ms) until the first delayed job is
 // due ("" if none), and more is "1" if a job may be ready besides the one taken ("0" if none
 // is: no entry after it in the stream, which a new one joins at its end, and it was not a
 // reclaimed lease).
 var receiveScript = goredis.NewScript(luaCommon + `
-local consumer, lease = ARGV[1], tonumber(ARGV[2])
+local consumer, lease, reapAfter = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[5])
 local t = now()
+if reapAfter > 0 then reap(reapAfter) end
 promote(t)
-local sid, id, more = nil, nil, '1'
+local sid, id, more, reclaimed = nil, nil, '1', false
 local r = redis.call('XAUTOCLAIM', P .. 's', 'g', consumer, lease, '0-0', 'COUNT', 1)
 if r[2][1] then
-  sid, id = r[2][1][1], r[2][1][2][2]
+  sid, id, reclaimed = r[2][1][1], r[2][1][2][2], true
 else
   local rr = redis.call('XREADGROUP', 'GROUP', 'g', consumer, 'COUNT', 1, 'STREAMS', P .. 's', '>')
   if rr and rr[1] and rr[1][2][1] then
@@ -203,18 +229,26 @@ if redis.call('EXISTS', jk) == 0 then
   redis.call('XDEL', P .. 's', sid)
   return {'', due, '1'}
 end
+if reclaimed then
+  local g, st, att, sat, hist = unpack(redis.call('HMGET', jk, 'gen', 'st', 'att', 'sat', 'hist'))
+  if st == g then
+    local a = '{"Number":' .. att .. ',"Start":' .. (sat or ARGV[3]) .. ',"End":' .. ARGV[3] .. ',"Error":' .. ARGV[4] .. '}'
+    redis.call('HSET', jk, 'hist', append(hist, a))
+  end
+end
 local gen = redis.call('HINCRBY', jk, 'gen', 1)
 local dlv = redis.call('HINCRBY', jk, 'dlv', 1)
 local f = redis.call('HMGET', jk, 'key', 'body', 'enq', 'nbn', 'sb', 'att', 'ver')
 return {id, f[1], f[2], f[3], f[4], f[5], f[6], tostring(gen), tostring(dlv), f[7] or '0', due, more}
 `)
 
-// startScript: ARGV id gen. Returns 1, or 0 if the lease is lost.
+// startScript: ARGV id gen start-json. Returns 1, or 0 if the lease is lost. The run's
+// start (sat) is kept for its history entry, should its lease expire.
 var startScript = goredis.NewScript(luaCommon + `
 local jk = leased(ARGV[1], ARGV[2])
 if not jk then return 0 end
 redis.call('HINCRBY', jk, 'att', 1)
-redis.call('HSET', jk, 'st', ARGV[2])
+redis.call('HSET', jk, 'st', ARGV[2], 'sat', ARGV[3])
 return 1
 `)
 
@@ -253,8 +287,7 @@ redis.call('HINCRBY', jk, 'gen', 1)
 if release == '1' then
   if st == gen then redis.call('HINCRBY', jk, 'att', -1) end
 else
-  if hist == '' then hist = '[' .. a .. ']' else hist = string.sub(hist, 1, -2) .. ',' .. a .. ']' end
-  redis.call('HSET', jk, 'hist', hist)
+  redis.call('HSET', jk, 'hist', append(hist, a))
 end
 if delay > 0 then
   redis.call('ZADD', P .. 'd', t + delay, id)
@@ -265,15 +298,16 @@ end
 return 1
 `)
 
-// buryScript: ARGV id gen reason attempt-json at limit. Returns false if the lease is lost,
-// else the dead letters evicted.
+// buryScript: ARGV id gen reason attempt-json at limit; an empty attempt-json (an attempt
+// of Number 0 and no error: nothing ran) adds no history entry. Returns false if the lease
+// is lost, else the dead letters evicted.
 var buryScript = goredis.NewScript(luaCommon + `
 local id, gen, reason, a, at, limit = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], tonumber(ARGV[6])
 local jk = leased(id, gen)
 if not jk then return false end
-local hist = redis.call('HGET', jk, 'hist')
-if hist == '' then hist = '[' .. a .. ']' else hist = string.sub(hist, 1, -2) .. ',' .. a .. ']' end
-redis.call('HSET', jk, 'hist', hist)
+if a ~= '' then
+  redis.call('HSET', jk, 'hist', append(redis.call('HGET', jk, 'hist'), a))
+end
 redis.call('INCR', P .. 'c:dead')
 return bury(id, reason, at, limit, now())
 `)
@@ -318,15 +352,26 @@ if first then enq = redis.call('HGET', P .. 'j:' .. first, 'enq') end
 return {n, p, d, kw, x, enq}
 `)
 
-// settingsScript: ARGV capacity overflow horizon-ms deadlimit. Records them if the queue has
-// none, and returns the queue's.
+// leaveScript: ARGV consumer. Deletes the consumer from the group if it has no pending
+// entry (an entry deleted with its consumer could never be claimed again).
+var leaveScript = goredis.NewScript(luaCommon + `
+if #redis.call('XPENDING', P .. 's', 'g', '-', '+', 1, ARGV[1]) == 0 then
+  return redis.call('XGROUP', 'DELCONSUMER', P .. 's', 'g', ARGV[1])
+end
+return 0
+`)
+
+// settingsScript: ARGV capacity overflow horizon-ms deadlimit replicas. Records them if the
+// queue has none (the replicas alone for a queue recorded before they were a setting), and
+// returns the queue's.
 var settingsScript = goredis.NewScript(luaCommon + `
 local k = P .. 'cfg'
 if redis.call('EXISTS', k) == 0 then
   redis.call('HSET', k, 'capacity', ARGV[1], 'overflow', ARGV[2], 'horizon', ARGV[3], 'deadlimit', ARGV[4], 'lease', '')
 end
+redis.call('HSETNX', k, 'replicas', ARGV[5])
 pcall(redis.call, 'XGROUP', 'CREATE', P .. 's', 'g', '0', 'MKSTREAM')
-return redis.call('HMGET', k, 'capacity', 'overflow', 'horizon', 'deadlimit', 'lease')
+return redis.call('HMGET', k, 'capacity', 'overflow', 'horizon', 'deadlimit', 'replicas')
 `)
 
 // leaseScript: ARGV lease-ms. Records the lease if the queue has none, returns the queue's.

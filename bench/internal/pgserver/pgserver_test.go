@@ -31,12 +31,10 @@ func TestStart(t *testing.T) {
 			t.Fatalf("fsync = %q, want off", fsync)
 		}
 	})
-	select {
-	case <-s.done:
-	default:
+	if s.p.Running() {
 		t.Fatal("the server still runs after its test ended")
 	}
-	if _, err := os.Stat(s.dir); !os.IsNotExist(err) {
-		t.Fatalf("its directory %s: %v, want it removed", s.dir, err)
+	if _, err := os.Stat(s.p.Dir); !os.IsNotExist(err) {
+		t.Fatalf("its directory %s: %v, want it removed", s.p.Dir, err)
 	}
 }

@@ -1,32 +1,29 @@
 // Package natstest starts throwaway nats-server processes with JetStream for tests: one server,
 // or a cluster of them, each on a random loopback port with its store in a t.TempDir(), killed
-// by PID when the test ends (also when it fails). The binary is Debian's nats-server
+// when the test ends (also when it fails). The binary is Debian's nats-server
 // (`apt-get install nats-server`), found on PATH, or the one CORRAL_NATS_SERVER names. Without
 // it a test fails, saying what to install: it never skips.
 //
 // The servers are real processes, so a test can SIGKILL, restart, SIGSTOP and SIGCONT them.
+// The process handling is corral's internal/testserver; this package adds JetStream's
+// readiness check, clusters and testing.TB.
 package natstest
 
 import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
-	"net"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	natsjs "github.com/nats-io/nats.go/jetstream"
 
+	"github.com/corral-go/corral/internal/testserver"
 	"github.com/corral-go/corral/queue/jetstream/internal/serverversion"
 )
 
@@ -36,31 +33,23 @@ const EnvServer = "CORRAL_NATS_SERVER"
 
 // Binary returns the path of the nats-server binary, or an error saying how to install it.
 func Binary() (string, error) {
-	if p := os.Getenv(EnvServer); p != "" {
-		return p, nil
-	}
-	p, err := exec.LookPath("nats-server")
+	paths, err := testserver.Binary{Pkg: "natstest", Names: []string{"nats-server"}, Env: EnvServer,
+		Package: "nats-server"}.Find()
 	if err != nil {
-		return "", errors.New("natstest: nats-server not found on PATH: install it with " +
-			"`apt-get install nats-server` (scripts/test.sh does), or set " + EnvServer + " to a nats-server binary")
+		return "", err
 	}
-	return p, nil
+	return paths[0], nil
 }
 
-// Node is one nats-server process. Its methods are not safe for concurrent use.
+// Node is one nats-server process. Its methods are not safe for concurrent use, but for Running
+// and Paused.
 type Node struct {
 	// URL is the node's client URL.
 	URL string
 	// Name is the node's server name.
 	Name string
 
-	args []string
-	log  string
-	cmd  *exec.Cmd
-	done chan struct{} // closed when cmd has been waited for
-	mu   sync.Mutex    // guards paused
-	// paused is set by Pause, cleared by Continue and by the end of the process.
-	paused bool
+	s *testserver.Server
 }
 
 // Cluster is one node, or several nodes routed to each other as one JetStream cluster.
@@ -79,7 +68,10 @@ func StartCluster(tb testing.TB, n int) *Cluster {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	ports := freePorts(tb, 2*n)
+	ports, err := testserver.FreePorts(2 * n)
+	if err != nil {
+		tb.Fatal(err)
+	}
 	c := &Cluster{}
 	tb.Cleanup(c.kill)
 	var routes []string
@@ -92,60 +84,24 @@ func StartCluster(tb testing.TB, n int) *Cluster {
 		nd := &Node{
 			URL:  "nats://127.0.0.1:" + strconv.Itoa(ports[i]),
 			Name: fmt.Sprintf("%s-n%d", prefix, i),
-			log:  filepath.Join(dir, "server.log"),
 		}
-		nd.args = []string{bin, "-js", "-sd", filepath.Join(dir, "store"), "-a", "127.0.0.1",
-			"-p", strconv.Itoa(ports[i]), "-n", nd.Name, "-l", nd.log}
+		args := []string{"-js", "-sd", filepath.Join(dir, "store"), "-a", "127.0.0.1",
+			"-p", strconv.Itoa(ports[i]), "-n", nd.Name}
 		if n > 1 {
-			nd.args = append(nd.args, "--cluster_name", prefix, "--cluster", routes[i],
+			args = append(args, "--cluster_name", prefix, "--cluster", routes[i],
 				"--routes", strings.Join(routes, ","))
 		}
+		nd.s = testserver.New(testserver.Spec{Pkg: "natstest", Path: bin, Args: args,
+			Log: filepath.Join(dir, "server.log"), Ready: nd.ping})
 		c.Nodes = append(c.Nodes, nd)
 	}
 	for _, nd := range c.Nodes {
-		if err := nd.start(); err != nil {
+		if err := nd.s.Start(); err != nil {
 			tb.Fatal(err)
 		}
 	}
 	c.WaitReady(tb)
 	return c
-}
-
-// freePorts returns n distinct free TCP ports on 127.0.0.1.
-func freePorts(tb testing.TB, n int) []int {
-	tb.Helper()
-	var ls []net.Listener
-	defer func() {
-		for _, l := range ls {
-			l.Close()
-		}
-	}()
-	var ports []int
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			tb.Fatalf("natstest: free port: %v", err)
-		}
-		ls = append(ls, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	return ports
-}
-
-func (nd *Node) start() error {
-	cmd := exec.Command(nd.args[0], nd.args[1:]...)
-	// The server dies with the test process, even if the test binary is killed.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("natstest: start %s: %w", nd.args[0], err)
-	}
-	nd.cmd, nd.done = cmd, make(chan struct{})
-	done := nd.done
-	go func() { // owned by nd: waited for through done by kill and Kill
-		_ = cmd.Wait()
-		close(done)
-	}()
-	return nil
 }
 
 // URLs returns the client URLs of every node, comma-separated, as nats.Connect takes them.
@@ -157,35 +113,22 @@ func (c *Cluster) URLs() string {
 	return strings.Join(us, ",")
 }
 
-// WaitReady waits (up to a minute) until JetStream answers on every running, unpaused node; for
-// a cluster, until the meta leader is elected.
+// WaitReady waits (up to a minute for each) until JetStream answers on every running, unpaused
+// node; for a cluster, until the meta leader is elected.
 func (c *Cluster) WaitReady(tb testing.TB) {
 	tb.Helper()
-	deadline := time.Now().Add(time.Minute)
 	for _, nd := range c.Nodes {
 		if !nd.Running() || nd.Paused() {
 			continue
 		}
-		for {
-			err := nd.ping()
-			if err == nil {
-				break
-			}
-			select {
-			case <-nd.done:
-				tb.Fatalf("natstest: %s exited:\n%s", nd.Name, nd.LogTail(30))
-			default:
-			}
-			if time.Now().After(deadline) {
-				tb.Fatalf("natstest: %s not ready within a minute: %v\n%s", nd.Name, err, nd.LogTail(30))
-			}
-			time.Sleep(50 * time.Millisecond)
+		if err := nd.s.WaitReady(); err != nil {
+			tb.Fatalf("%v (node %s)", err, nd.Name)
 		}
 	}
 }
 
 // ping asks nd's JetStream for the account's info, which needs a meta leader in a cluster.
-func (nd *Node) ping() error {
+func (nd *Node) ping(ctx context.Context) error {
 	nc, err := nats.Connect(nd.URL, nats.Timeout(time.Second), nats.NoReconnect())
 	if err != nil {
 		return err
@@ -195,53 +138,30 @@ func (nd *Node) ping() error {
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
 	_, err = js.AccountInfo(ctx)
 	return err
 }
 
 // Running reports whether nd's process is alive.
-func (nd *Node) Running() bool {
-	if nd.cmd == nil {
-		return false
-	}
-	select {
-	case <-nd.done:
-		return false
-	default:
-		return true
-	}
-}
+func (nd *Node) Running() bool { return nd.s.Running() }
 
 // Paused reports whether nd was stopped with Pause and not continued.
-func (nd *Node) Paused() bool {
-	nd.mu.Lock()
-	defer nd.mu.Unlock()
-	return nd.paused
-}
+func (nd *Node) Paused() bool { return nd.s.Paused() }
 
 // Kill sends SIGKILL to nd and waits for it to exit: a crash, the store left as it was.
 func (nd *Node) Kill(tb testing.TB) {
 	tb.Helper()
-	if !nd.Running() {
-		tb.Fatalf("natstest: Kill of %s, which is not running", nd.Name)
+	if err := nd.s.Kill(); err != nil {
+		tb.Fatalf("%v (node %s)", err, nd.Name)
 	}
-	_ = nd.cmd.Process.Signal(syscall.SIGKILL)
-	<-nd.done
-	nd.mu.Lock()
-	nd.paused = false
-	nd.mu.Unlock()
 }
 
-// Restart starts a killed node again, on its port and its store, and waits until it is ready.
+// Restart starts a killed node again, on its port and its store, and waits until it and the
+// other running, unpaused nodes of c are ready.
 func (nd *Node) Restart(tb testing.TB, c *Cluster) {
 	tb.Helper()
-	if nd.Running() {
-		tb.Fatalf("natstest: Restart of %s, which is running", nd.Name)
-	}
-	if err := nd.start(); err != nil {
-		tb.Fatal(err)
+	if err := nd.s.Start(); err != nil {
+		tb.Fatalf("%v (node %s)", err, nd.Name)
 	}
 	c.WaitReady(tb)
 }
@@ -250,45 +170,26 @@ func (nd *Node) Restart(tb testing.TB, c *Cluster) {
 // nothing, as a server stalled by its machine would.
 func (nd *Node) Pause(tb testing.TB) {
 	tb.Helper()
-	if err := nd.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
-		tb.Fatalf("natstest: pause %s: %v", nd.Name, err)
+	if err := nd.s.Pause(); err != nil {
+		tb.Fatalf("%v (node %s)", err, nd.Name)
 	}
-	nd.mu.Lock()
-	nd.paused = true
-	nd.mu.Unlock()
 }
 
 // Continue sends SIGCONT to a paused nd.
 func (nd *Node) Continue(tb testing.TB) {
 	tb.Helper()
-	if err := nd.cmd.Process.Signal(syscall.SIGCONT); err != nil {
-		tb.Fatalf("natstest: continue %s: %v", nd.Name, err)
+	if err := nd.s.Continue(); err != nil {
+		tb.Fatalf("%v (node %s)", err, nd.Name)
 	}
-	nd.mu.Lock()
-	nd.paused = false
-	nd.mu.Unlock()
 }
 
 // LogTail returns the last n lines of nd's log.
-func (nd *Node) LogTail(n int) string {
-	b, err := os.ReadFile(nd.log)
-	if err != nil {
-		return err.Error()
-	}
-	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
-}
+func (nd *Node) LogTail(n int) string { return nd.s.LogTail(n) }
 
-// kill ends every node's process by its PID and waits for it (Cleanup).
+// kill ends every node's process and waits for it (Cleanup).
 func (c *Cluster) kill() {
 	for _, nd := range c.Nodes {
-		if nd.Running() {
-			_ = nd.cmd.Process.Signal(syscall.SIGKILL) // also ends a stopped process
-			<-nd.done
-		}
+		nd.s.Stop(0, 0)
 	}
 }
 

@@ -3,6 +3,7 @@ package pgtest_test
 import (
 	"context"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -102,4 +103,53 @@ func TestBinariesFound(t *testing.T) {
 	if !strings.HasSuffix(i, "/initdb") || !strings.HasSuffix(p, "/postgres") {
 		t.Errorf("Binaries() = %s, %s", i, p)
 	}
+}
+
+// TestKillWhileConnecting: a Kill while clients open connections in a loop (the postmaster
+// forking backends all the while) leaves no backend behind, so the Restart that follows at
+// once starts on the data directory every time (a surviving backend would keep the shared
+// memory attached: "pre-existing shared memory block is still in use").
+func TestKillWhileConnecting(t *testing.T) {
+	s := pgtest.Start(t)
+	for range 30 {
+		stop := connectLoop(t, s, 6)
+		s.Kill(t)
+		stop()
+		s.Restart(t)
+	}
+	var one int
+	if err := connect(t, s).QueryRow(context.Background(), "SELECT 1").Scan(&one); err != nil || one != 1 {
+		t.Errorf("after the restarts: %d, %v", one, err)
+	}
+}
+
+// connectLoop starts n goroutines that open and close connections to s until the returned
+// stop is called (which waits for them); it returns once every goroutine has opened one, so
+// that the postmaster is forking backends when it returns.
+func connectLoop(t *testing.T, s *pgtest.Server, n int) (stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	var ready sync.WaitGroup
+	ready.Add(n)
+	for range n {
+		wg.Go(func() {
+			first := true
+			for ctx.Err() == nil {
+				c, err := pgx.Connect(ctx, s.DSN())
+				if err == nil {
+					_ = c.Close(context.Background())
+				}
+				if first && (err == nil || ctx.Err() != nil) {
+					first = false
+					ready.Done()
+				}
+			}
+			if first {
+				ready.Done()
+			}
+		})
+	}
+	ready.Wait()
+	return func() { cancel(); wg.Wait() }
 }
