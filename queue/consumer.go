@@ -84,7 +84,8 @@ type Consumer[T any] struct {
 	// The keeper's clock (see keep): its last reading while it samples the
 	// running handlers, nil while it is parked. A worker dates the job it
 	// takes with the ack of the last one (driver.InProcess.AckNext) at this
-	// time, without reading the clock itself.
+	// time, without reading the clock itself, and the backend leases that
+	// job from it: a lease shortened by the reading's age, never lengthened.
 	clock atomic.Pointer[time.Time]
 	// parked is set while the keeper waits for a handler to start; the
 	// worker that clears it wakes the keeper through wake (capacity 1).

@@ -119,7 +119,7 @@ func (w *worker[T]) settle(ctx context.Context, counted bool, o op, delay time.D
 		w.in = callAck
 		if acksNext(c.fast, hooks.OnSuccess, c.lane, c.recv) {
 			w.at = c.now()
-			w.hasNext, err = c.fast.AckNext(c.bg, d, c.backendLease())
+			w.hasNext, err = c.fast.AckNext(c.bg, d, w.at, c.backendLease())
 		} else {
 			err = b.Ack(c.bg, d)
 		}

@@ -24,7 +24,8 @@ type worker[T any] struct {
 	hasNext bool
 	// at is when an InProcess backend leased the job in d (ReceiveAt), or
 	// the keeper's reading of the clock when the worker took it with
-	// AckNext; zero with any other backend.
+	// AckNext, from which the backend leased it; zero with any other
+	// backend.
 	at time.Time
 	// in is the Backend method the worker is calling, if any: the Where of
 	// a panic in it.

@@ -11,8 +11,9 @@ import (
 // driver.NamedValueChecker, and then uses its methods where they apply and
 // the Backend methods elsewhere. Every other rule of Backend holds as it is:
 // in particular, a job taken by ReceiveAt or AckNext is leased for the lease
-// given, from the backend's own reading of the clock, exactly as Receive
-// leases it, and comes back when that lease ends unless Extend renews it.
+// given, as Receive leases it (AckNext from the caller's reading of the
+// clock, so never longer), and comes back when that lease ends unless
+// Extend renews it.
 //
 // An InProcess backend keeps payload values: the queue gives it the payload
 // in [Message.Value] and no Body, runs no codec, and expects the value back
@@ -51,9 +52,16 @@ type InProcess interface {
 	ReceiveAt(ctx context.Context, lease time.Duration, d *Delivery) (time.Time, error)
 
 	// AckNext is Ack of d followed, in one step, by a Receive that does
-	// not wait: if a job is ready, it is leased for lease into d, as
-	// Receive leases it, and AckNext reports true; if none is, it reports
-	// false and d is left as it was. If the Ack fails (ErrLeaseLost),
-	// nothing is received.
-	AckNext(ctx context.Context, d *Delivery, lease time.Duration) (next bool, err error)
+	// not wait: if a job is ready, it is leased into d as Receive leases
+	// it, and AckNext reports true; if none is, it reports false and d is
+	// left as it was. If the Ack fails (ErrLeaseLost), nothing is received.
+	//
+	// now is the caller's recent reading of the clock (time.Now, or a
+	// reading it took earlier; a zero now asks the backend to read the
+	// clock itself). The lease taken starts at now and ends at now + lease:
+	// never later than the lease a Receive called at the same moment would
+	// take, and shorter than it by at most the age of now. A backend may
+	// take now as the current time for the rest of the call as well (a
+	// delayed job due or a lease expired by now, not by the clock).
+	AckNext(ctx context.Context, d *Delivery, now time.Time, lease time.Duration) (next bool, err error)
 }

@@ -130,7 +130,7 @@ func receive(t *testing.T, m *Backend) driver.Delivery {
 func receiveThenNext(t *testing.T, m *Backend, lease time.Duration, want string) driver.Delivery {
 	t.Helper()
 	d := receive(t, m)
-	next, err := m.AckNext(context.Background(), &d, lease)
+	next, err := m.AckNext(context.Background(), &d, time.Now(), lease)
 	if !next || err != nil || d.ID != want {
 		t.Fatalf("AckNext = %v, %v, took %q; want true, nil, %s", next, err, d.ID, want)
 	}
@@ -583,7 +583,7 @@ func TestMemoryHandedOutMessagesAreNotFresh(t *testing.T) {
 }
 
 // A job AckNext takes is leased as Receive leases it: for the lease given,
-// from the backend's own reading of the clock. Unsettled, it comes back
+// from the reading of the clock given (here, the time of the call). Unsettled, it comes back
 // when that lease ends (started, so with its attempt spent and a history
 // entry for the run); the stale delivery then settles nothing.
 func TestMemoryAckNextLeasesLikeReceive(t *testing.T) {
@@ -638,17 +638,81 @@ func TestMemoryAckNextEmptyAndBadLease(t *testing.T) {
 	ctx := context.Background()
 	mustEnqueue(t, m, driver.Message{ID: "a"})
 	d := receive(t, m)
-	if next, err := m.AckNext(ctx, &d, 0); next || err == nil {
+	if next, err := m.AckNext(ctx, &d, time.Now(), 0); next || err == nil {
 		t.Fatalf("AckNext with lease 0 = %v, %v; want an error", next, err)
 	}
-	if next, err := m.AckNext(ctx, &d, time.Minute); next || err != nil {
+	if next, err := m.AckNext(ctx, &d, time.Now(), time.Minute); next || err != nil {
 		t.Fatalf("AckNext with nothing ready = %v, %v; want false, nil", next, err)
 	}
 	if s, _ := m.Stats(ctx); s != (driver.Stats{}) {
 		t.Fatalf("stats %+v: want a acked, nothing stored", s)
 	}
-	if next, err := m.AckNext(ctx, &d, time.Minute); next || !errors.Is(err, driver.ErrLeaseLost) {
+	if next, err := m.AckNext(ctx, &d, time.Now(), time.Minute); next || !errors.Is(err, driver.ErrLeaseLost) {
 		t.Fatalf("second AckNext = %v, %v; want ErrLeaseLost", next, err)
+	}
+}
+
+// AckNext leases the job it takes from the caller's reading of the clock:
+// with a reading taken 10s before the call, a 1m lease ends 50s after it
+// (never later than a Receive's lease would end), and the run it records
+// when it takes the job back starts at that reading. A zero reading is the
+// backend's own: the lease ends 1m after the call.
+func TestMemoryAckNextLeasesFromCallersReading(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		stale bool
+		want  time.Duration // from the AckNext call to the job's redelivery
+	}{
+		{"reading 10s old", true, 50 * time.Second},
+		{"zero reading", false, time.Minute},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				m := open(t, driver.Config{})
+				ctx := context.Background()
+				mustEnqueue(t, m, driver.Message{ID: "a"})
+				mustEnqueue(t, m, driver.Message{ID: "b"})
+				d := receive(t, m)
+				reading := time.Now()
+				time.Sleep(10 * time.Second)
+				now := time.Time{}
+				if tc.stale {
+					now = reading
+				}
+				call := time.Now()
+				if next, err := m.AckNext(ctx, &d, now, time.Minute); !next || err != nil || d.ID != "b" {
+					t.Fatalf("AckNext = %v, %v, took %q; want b", next, err, d.ID)
+				}
+				if err := m.Start(ctx, &d); err != nil {
+					t.Fatal(err)
+				}
+				var g driver.Delivery
+				if err := m.Receive(ctx, time.Hour, &g); err != nil || g.ID != "b" {
+					t.Fatalf("Receive = %v, %q; want b back", err, g.ID)
+				}
+				if after := time.Since(call); after != tc.want {
+					t.Fatalf("b came back %v after AckNext; want %v", after, tc.want)
+				}
+				res, err := m.Bury(ctx, &g, driver.ReasonPermanent, driver.Attempt{Number: 2, Error: "x"})
+				if err != nil || len(res.DeadEvicted) != 0 {
+					t.Fatal(err)
+				}
+				var dead []driver.DeadMessage
+				for dm, err := range m.DeadLetters(ctx) {
+					if err != nil {
+						t.Fatal(err)
+					}
+					dead = append(dead, dm)
+				}
+				wantStart := call
+				if tc.stale {
+					wantStart = reading
+				}
+				if h := dead[0].History; len(h) != 2 || !h[0].Start.Equal(wantStart) || !h[0].End.Equal(call.Add(tc.want)) || h[0].Error != driver.ErrLeaseExpired.Error() {
+					t.Fatalf("history %+v; want the expired run from %v to %v first", h, wantStart, call.Add(tc.want))
+				}
+			})
+		})
 	}
 }
 
@@ -677,7 +741,7 @@ func TestMemoryAckNextWakesSleepingReceiver(t *testing.T) {
 			got <- result{g.ID, err, time.Since(start)}
 		}()
 		synctest.Wait() // the receiver sleeps until a's lease ends
-		if next, err := m.AckNext(ctx, &d, time.Minute); !next || err != nil || d.ID != "b" {
+		if next, err := m.AckNext(ctx, &d, time.Now(), time.Minute); !next || err != nil || d.ID != "b" {
 			t.Fatalf("AckNext = %v, %v, took %q; want b", next, err, d.ID)
 		}
 		if r := <-got; r.id != "b" || r.err != nil || r.after != time.Minute {

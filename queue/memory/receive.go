@@ -167,13 +167,18 @@ func (m *Backend) take(mono, lease time.Duration, d *driver.Delivery) {
 
 // AckNext implements driver.InProcess: Ack of d and, under the same lock,
 // a Receive that does not wait. A consumer's worker that acks a job and
-// goes back for the next one thus takes the lock once, not twice. It fails
+// goes back for the next one thus takes the lock once, not twice. The lease
+// of the job it takes starts at now, the caller's reading of the clock (a
+// zero now: the backend reads the clock), and ends at now + lease. It fails
 // as Receive does if lease is not positive, and then acks nothing.
-func (m *Backend) AckNext(ctx context.Context, d *driver.Delivery, lease time.Duration) (bool, error) {
+func (m *Backend) AckNext(ctx context.Context, d *driver.Delivery, now time.Time, lease time.Duration) (bool, error) {
 	if lease <= 0 {
 		return false, fmt.Errorf("memory: lease %v must be positive", lease)
 	}
-	mono := m.mono() // outside the lock, as Receive reads it
+	if now.IsZero() {
+		now = m.clk.Now()
+	}
+	mono := m.epoch.At(now) // the caller's reading: no clock read here
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	e, err := m.unlease(d)
@@ -181,7 +186,7 @@ func (m *Backend) AckNext(ctx context.Context, d *driver.Delivery, lease time.Du
 		return false, err
 	}
 	m.remove(e)
-	m.promote(time.Time{}, mono)
+	m.promote(now, mono)
 	m.drainIfIdle()
 	if m.ready.len() == 0 || m.closed.Load() {
 		return false, nil
