@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/corral-go/corral/internal/panics"
+	"github.com/corral-go/corral/queue/driver"
 )
 
 // Codec encodes payloads for backends that store bytes. A Codec must be
@@ -20,7 +21,7 @@ type Codec[T any] interface {
 }
 
 // decode returns the payload of m.
-func (q *Queue[T]) decode(m *Message) (T, error) {
+func (q *Queue[T]) decode(m *driver.Message) (T, error) {
 	if q.values {
 		v, ok := m.Value.(T)
 		if !ok && m.Value != nil {
@@ -54,7 +55,7 @@ func (q *Queue[T]) unmarshal(data []byte) (v T, err error) {
 // if of an older version: see WithUpgrade), and returns the decode error (j
 // holds the rest of m all the same). A payload of a version the queue does
 // not understand is not decoded: the error says so.
-func (q *Queue[T]) job(m *Message, j *Job[T]) error {
+func (q *Queue[T]) job(m *driver.Message, j *Job[T]) error {
 	var (
 		p   T
 		err error

@@ -141,7 +141,7 @@ func (q *Queue[T]) Consume(ctx context.Context, h Handler[T], opts ...ConsumerOp
 	if q.closed.Load() {
 		return nil, ErrClosed
 	}
-	if sl, ok := q.backend.(SharedLease); ok {
+	if sl, ok := q.backend.(driver.SharedLease); ok {
 		bl := o.lease + o.lease/2 // see backendLease
 		err := sl.CheckLease(ctx, bl)
 		q.observe(ctx, err)

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/corral-go/corral/backoff"
+	"github.com/corral-go/corral/queue/driver"
+	"github.com/corral-go/corral/queue/memory"
 	"github.com/corral-go/corral/retry"
 )
 
@@ -176,15 +178,15 @@ func TestHandlerErrorThatPanicsIsPoison(t *testing.T) {
 
 // panickyReceive is a backend whose Receive panics, up to 100 times.
 type panickyReceive struct {
-	*Memory
+	*memory.Backend
 	panics atomic.Int32
 }
 
-func (b *panickyReceive) Receive(ctx context.Context, lease time.Duration, d *Delivery) error {
+func (b *panickyReceive) Receive(ctx context.Context, lease time.Duration, d *driver.Delivery) error {
 	if b.panics.Add(1) <= 100 {
 		panic("broken backend")
 	}
-	return b.Memory.Receive(ctx, lease, d) // only a loop that retried gets here
+	return b.Backend.Receive(ctx, lease, d) // only a loop that retried gets here
 }
 
 // A panic in a Backend method on a worker (not in the handler, a hook or the
@@ -192,7 +194,7 @@ func (b *panickyReceive) Receive(ctx context.Context, lease time.Duration, d *De
 // Close panics with it, once.
 func TestBackendPanicStopsIntakeAndSurfacesInClose(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := &panickyReceive{Memory: NewMemory()}
+		b := &panickyReceive{Backend: memory.New()}
 		q, err := New[string](context.Background(), WithBackend(b))
 		if err != nil {
 			t.Fatal(err)

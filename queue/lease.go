@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/corral-go/corral/internal/panics"
+	"github.com/corral-go/corral/queue/driver"
 )
 
 // renewEvery is how often renewLoop renews the backend leases of the
@@ -265,7 +266,7 @@ func (w *worker[T]) endLease() bool {
 // extend renews the backend lease of d. A panic in the backend's Extend is
 // recovered and kept for Close, as one on a worker is (see worker.exit),
 // and stops intake; extend then returns errLoopPanic.
-func (c *Consumer[T]) extend(d *Delivery) (err error) {
+func (c *Consumer[T]) extend(d *driver.Delivery) (err error) {
 	var catch panics.Catcher
 	defer func() {
 		if p := catch.Panic; p != nil {

@@ -19,8 +19,8 @@ import (
 type Option interface{ apply(*options) }
 
 type options struct {
-	backend Backend
-	cfg     Config
+	backend driver.Backend
+	cfg     driver.Config
 	hooks   Hooks
 	maxWait time.Duration
 	codec   any
@@ -39,7 +39,7 @@ func (f optionFunc) apply(o *options) { f(o) }
 // b once New has returned it: [Queue.Close] closes b, and nothing else
 // should. (If New fails, b was not opened and is still the caller's.) It
 // panics if b is nil.
-func WithBackend(b Backend) Option {
+func WithBackend(b driver.Backend) Option {
 	if b == nil {
 		panic("queue: WithBackend(nil): nil backend")
 	}
@@ -146,11 +146,11 @@ func codecFor[T any](o *options) Codec[T] {
 
 // EnqueueOption sets a property of one job in [Queue.Enqueue]. A nil
 // EnqueueOption makes Enqueue panic.
-type EnqueueOption interface{ applyJob(*Message) }
+type EnqueueOption interface{ applyJob(*driver.Message) }
 
 type idOption string
 
-func (o idOption) applyJob(m *Message) { m.ID = string(o) }
+func (o idOption) applyJob(m *driver.Message) { m.ID = string(o) }
 
 // WithID sets the job's ID, its deduplication key. Without it, Enqueue
 // generates a unique ID. An ID this queue generated may be given again (to
@@ -166,7 +166,7 @@ func WithID(id string) EnqueueOption { return idOption(id) }
 
 type keyOption string
 
-func (o keyOption) applyJob(m *Message) { m.Key = string(o) }
+func (o keyOption) applyJob(m *driver.Message) { m.Key = string(o) }
 
 // WithKey sets the job's ordering key: jobs with the same key are handled
 // one at a time in enqueue order, retries included.
@@ -205,7 +205,7 @@ func checkStorable(what, s string) error {
 
 type notBeforeOption time.Time
 
-func (o notBeforeOption) applyJob(m *Message) { m.NotBefore = time.Time(o) }
+func (o notBeforeOption) applyJob(m *driver.Message) { m.NotBefore = time.Time(o) }
 
 // WithNotBefore delays the job's first delivery until t. A zero t, or one
 // already past, delays nothing.
@@ -213,7 +213,7 @@ func WithNotBefore(t time.Time) EnqueueOption { return notBeforeOption(t) }
 
 type delayOption time.Duration
 
-func (o delayOption) applyJob(m *Message) {
+func (o delayOption) applyJob(m *driver.Message) {
 	if o > 0 {
 		m.NotBefore = time.Now().Add(time.Duration(o))
 	}
@@ -225,7 +225,7 @@ func WithDelay(d time.Duration) EnqueueOption { return delayOption(d) }
 
 type startByOption time.Time
 
-func (o startByOption) applyJob(m *Message) { m.StartBy = time.Time(o) }
+func (o startByOption) applyJob(m *driver.Message) { m.StartBy = time.Time(o) }
 
 // WithStartBy sets the job's start-by deadline: if it is first delivered
 // after t it is dead-lettered with [ReasonExpired] instead of handled. A

@@ -26,7 +26,7 @@ import (
 // A Queue is safe for concurrent use. It starts no goroutine of its own.
 // Make one with [New]: the methods of a zero Queue panic.
 type Queue[T any] struct {
-	backend Backend
+	backend driver.Backend
 	fast    driver.InProcess // the backend, if it is one of its own (see New)
 	values  bool             // fast != nil: payloads cross as values, no codec
 	codec   Codec[T]
@@ -185,7 +185,7 @@ func (q *Queue[T]) Enqueue(ctx context.Context, payload T, opts ...EnqueueOption
 		return "", ErrClosed
 	}
 	var (
-		m     Message
+		m     driver.Message
 		fresh = true
 		err   error
 	)
@@ -198,7 +198,7 @@ func (q *Queue[T]) Enqueue(ctx context.Context, payload T, opts ...EnqueueOption
 	} else if fresh, err = q.message(&m, payload, opts); err != nil {
 		return m.ID, err
 	}
-	var res EnqueueResult
+	var res driver.EnqueueResult
 	if fresh && q.fast != nil {
 		res, err = q.fast.EnqueueFresh(ctx, m)
 	} else {
@@ -226,14 +226,14 @@ func (q *Queue[T]) Enqueue(ctx context.Context, payload T, opts ...EnqueueOption
 // is closed, an ID the queue has yet to generate, an ID or key that some backend cannot store
 // ([WithID], [WithKey]), a payload the codec cannot encode. A nil
 // option panics.
-func (q *Queue[T]) Message(payload T, opts ...EnqueueOption) (Message, error) {
+func (q *Queue[T]) Message(payload T, opts ...EnqueueOption) (driver.Message, error) {
 	if q.backend == nil {
 		panic(zeroQueue)
 	}
 	if q.closed.Load() {
-		return Message{}, ErrClosed
+		return driver.Message{}, ErrClosed
 	}
-	var m Message
+	var m driver.Message
 	if _, err := q.message(&m, payload, opts); err != nil {
 		return m, err
 	}
@@ -248,11 +248,11 @@ func (q *Queue[T]) Message(payload T, opts ...EnqueueOption) (Message, error) {
 // encode. m is the caller's, filled in place: the hot path copies the
 // Message no more than it must. (The payload is put in here, not by a call
 // of Enqueue's own: a call more on every job's path measured.)
-func (q *Queue[T]) message(m *Message, payload T, opts []EnqueueOption) (fresh bool, err error) {
+func (q *Queue[T]) message(m *driver.Message, payload T, opts []EnqueueOption) (fresh bool, err error) {
 	if len(opts) > 0 {
 		// Options get a pointer through an interface, which escapes: give
 		// them a copy only when there are any.
-		mp := new(Message)
+		mp := new(driver.Message)
 		for _, o := range opts {
 			if o == nil {
 				panic("queue: nil option")
@@ -291,7 +291,7 @@ func (q *Queue[T]) message(m *Message, payload T, opts []EnqueueOption) (fresh b
 }
 
 // encode puts the encoding of payload by the codec in m.
-func (q *Queue[T]) encode(m *Message, payload T) error {
+func (q *Queue[T]) encode(m *driver.Message, payload T) error {
 	b, err := q.codec.Marshal(payload)
 	if err != nil {
 		return fmt.Errorf("queue: encode payload: %w", err)
@@ -303,7 +303,7 @@ func (q *Queue[T]) encode(m *Message, payload T) error {
 // enqueued counts the outcome of the backend's Enqueue of m (res, err),
 // and calls the hooks that report it with ctx: the jobs it evicted, the
 // dead letters it evicted, and the job's own fate.
-func (q *Queue[T]) enqueued(ctx context.Context, m *Message, res EnqueueResult, err error) {
+func (q *Queue[T]) enqueued(ctx context.Context, m *driver.Message, res driver.EnqueueResult, err error) {
 	for _, id := range res.Evicted {
 		q.c.dead[reasonIndex(ReasonEvicted)].Add(1)
 		if h := q.hooks.OnDead; h != nil {

@@ -111,7 +111,7 @@ func (w *worker[T]) settle(ctx context.Context, counted bool, o op, delay time.D
 	var (
 		counter *atomic.Uint64               // the queue's counter of o, nil if none
 		hook    func(context.Context, Event) // the hook that reports o, nil if none or unset
-		dead    BuryResult
+		dead    driver.BuryResult
 		err     error
 	)
 	switch o {
@@ -138,7 +138,7 @@ func (w *worker[T]) settle(ctx context.Context, counted bool, o op, delay time.D
 	}
 	w.in = callNone
 	if !w.hasNext {
-		w.d = Delivery{}
+		w.d = driver.Delivery{}
 	}
 	if err != nil || counted || c.fast == nil {
 		if !w.account(counted, o, err) {
@@ -159,7 +159,7 @@ func (w *worker[T]) settle(ctx context.Context, counted bool, o op, delay time.D
 // runs is the Attempt of the event of settling d with the attempt a: the
 // handler runs the job had. A settle whose Attempt has Number 0 ran no
 // handler on d (refuse, or a release), so its job had d.Attempt-1.
-func runs(d *Delivery, a *Attempt) int {
+func runs(d *driver.Delivery, a *Attempt) int {
 	if a.Number == 0 {
 		return d.Attempt - 1
 	}

@@ -10,13 +10,14 @@ import (
 
 	"github.com/corral-go/corral/backoff"
 	"github.com/corral-go/corral/internal/panics"
+	"github.com/corral-go/corral/queue/driver"
 )
 
 // worker is the state of one worker loop, reused for every job so that
 // handling a job allocates nothing of its own.
 type worker[T any] struct {
 	c *Consumer[T]
-	d Delivery
+	d driver.Delivery
 
 	// With an InProcess backend, acking a job also takes the next ready
 	// one into d, in one step (AckNext): hasNext says d holds it, as if
@@ -227,7 +228,7 @@ func (w *worker[T]) renewWaiting() bool {
 
 // receive receives a job into d, and returns when the backend leased it if
 // the backend is InProcess (zero otherwise).
-func (c *Consumer[T]) receive(d *Delivery) (time.Time, error) {
+func (c *Consumer[T]) receive(d *driver.Delivery) (time.Time, error) {
 	if c.fast != nil {
 		return c.fast.ReceiveAt(c.recv, c.backendLease(), d)
 	}
@@ -366,7 +367,7 @@ func (w *worker[T]) start() bool {
 // it back. It counts in the report as abandoned.
 func (w *worker[T]) dropLost() {
 	c := w.c
-	w.d = Delivery{}
+	w.d = driver.Delivery{}
 	if c.counting.Load() {
 		c.mu.Lock()
 		c.report.Abandoned++
