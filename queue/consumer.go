@@ -127,7 +127,7 @@ type Consumer[T any] struct {
 // on a goroutine owned by the consumer. Any number of consumers may consume
 // one queue at once. Consume returns ErrClosed once the queue is closed,
 // and the backend's error if it refuses the consumer's lease (see
-// [SharedLease]). A nil ctx, handler or option panics.
+// [driver.SharedLease]). A nil ctx, handler or option panics.
 func (q *Queue[T]) Consume(ctx context.Context, h Handler[T], opts ...ConsumerOption) (*Consumer[T], error) {
 	switch {
 	case q.backend == nil:

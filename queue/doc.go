@@ -80,13 +80,15 @@
 //
 // # Backends
 //
-// A backend stores the jobs: queue/memory (the default) keeps them in
+// A backend stores the jobs. Four come with corral: queue/memory (the
+// default: [New] without [WithBackend] uses memory.New) keeps them in the
 // process; queue/jetstream, queue/postgres and queue/redis keep them in NATS
-// JetStream, PostgreSQL and Redis. A backend implements the contract of
-// queue/driver, and every backend passes the conformance suite in
-// queue/queuetest. Payloads cross a byte backend through
-// the queue's [Codec]; the in-memory backend passes the values themselves,
-// so a payload must not be mutated after Enqueue.
+// JetStream, PostgreSQL and Redis, across processes. [WithBackend] takes any
+// driver.Backend: a backend implements the contract of queue/driver, written
+// for backend authors, and every backend passes the conformance suite in
+// queue/queuetest. Payloads cross a byte backend through the queue's
+// [Codec]; the in-memory backend (a driver.InProcess) is given the values
+// themselves, so a payload must not be mutated after Enqueue.
 //
 // # Time
 //
@@ -102,5 +104,5 @@ package queue
 // worker.go its worker loops, settle.go how a job is settled, lease.go the keeper (lease
 // timing and renewal), drain.go Consumer.Drain, health.go Health, version.go payload
 // versions (WithVersion, WithUpgrade, the hand-back of jobs not understood), share.go Share
-// (workers shared by consumers, by weight or priority). compat.go keeps, deprecated, the
-// backend-author names that moved to queue/driver and queue/memory.
+// (workers shared by consumers, by weight or priority). The backend contract is in
+// queue/driver, the in-memory backend in queue/memory.

@@ -24,7 +24,7 @@ type Health struct {
 	// Since is when Reachable last changed, or when the queue was created.
 	Since time.Time
 	// Reconnects counts the times the backend re-established its
-	// connection to the broker, if it keeps one (see [Reconnecter]).
+	// connection to the broker, if it keeps one (see [driver.Reconnecter]).
 	Reconnects uint64
 	// LastError is the last backend call's failure: any error but the end
 	// of the caller's ctx and the outcomes the queue documents

@@ -297,7 +297,7 @@ func WithLease(d time.Duration) ConsumerOption {
 // brief outage.
 //
 // An attempt is a handler run: every backend counts one when a handler
-// starts on the job ([Backend.Start]), whether the run then returns, fails,
+// starts on the job ([driver.Backend.Start]), whether the run then returns, fails,
 // panics, outlives its lease or dies with its process. A delivery that
 // never reached a handler spends none: a job released at shutdown, or
 // prefetched by a process that died before handing it to a worker, comes

@@ -96,7 +96,7 @@ const zeroQueue = "queue: zero Queue: use queue.New"
 
 // Close closes the queue: it closes every consumer of the queue not closed
 // yet (as [Consumer.Close] does, all at once, with ctx: it does not drain
-// them, see [Consumer.Drain]), then the backend ([Backend.Close]), which the
+// them, see [Consumer.Drain]), then the backend ([driver.Backend.Close]), which the
 // queue owns. It returns the consumers' and the backend's errors, joined
 // (context.Cause(ctx) if ctx ended first). The consumers' reports are not
 // returned: close a consumer yourself first to read its report.

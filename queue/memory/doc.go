@@ -18,4 +18,5 @@ package memory
 // eviction); receive.go Receive, ReceiveAt, AckNext and the settling
 // methods; dead.go the dead letters (Bury, DeadLetters, Redrive, Purge);
 // entry.go the stored jobs, their lists and heaps; wait.go the wake-one
-// waiter lists; dedup.go the dedup horizon.
+// waiter lists; dedup.go the dedup horizon and the sweep that forgets
+// expired IDs without calls.
