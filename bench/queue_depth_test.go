@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/corral-go/corral/queue"
+	"github.com/corral-go/corral/queue/driver"
+	"github.com/corral-go/corral/queue/memory"
 )
 
 // depthJob is the baseline's element, comparable to what the in-memory queue keeps of a job:
@@ -26,7 +28,7 @@ func BenchmarkQueueDepth(b *testing.B) {
 		b.Run(fmt.Sprintf("depth=%d", depth), func(b *testing.B) {
 			b.Run("corral", func(b *testing.B) {
 				ctx := context.Background()
-				m := queue.NewMemory()
+				m := memory.New()
 				q, err := queue.New[[]byte](context.Background(), queue.WithBackend(m))
 				if err != nil {
 					b.Fatal(err)
@@ -36,7 +38,7 @@ func BenchmarkQueueDepth(b *testing.B) {
 						b.Fatal(err)
 					}
 				}
-				var d queue.Delivery
+				var d driver.Delivery
 				b.ReportAllocs()
 				b.ResetTimer()
 				for range b.N {

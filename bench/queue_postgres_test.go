@@ -17,6 +17,7 @@ import (
 
 	"github.com/corral-go/corral/bench/internal/pgserver"
 	"github.com/corral-go/corral/queue"
+	"github.com/corral-go/corral/queue/driver"
 	"github.com/corral-go/corral/queue/postgres"
 )
 
@@ -242,7 +243,7 @@ func (p corralPG) enqueueBatch(r *pgRun) {
 	b, pool := r.B, r.pool
 	ctx := context.Background()
 	be, q := p.open(b, pool, queue.Hooks{})
-	msgs := make([]queue.Message, pgBatch)
+	msgs := make([]driver.Message, pgBatch)
 	r.start()
 	for range b.N {
 		for i := range msgs {

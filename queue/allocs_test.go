@@ -9,7 +9,7 @@ import (
 // consumer: the default codec's copy of a []byte payload, and the stored
 // job's entry (which a consumer's acks recycle: BenchmarkQueueInMemory shows
 // 1 allocation a job). A Message that escapes to the heap on its way to the
-// backend (say, by pointer through the freshEnqueuer interface) makes it
+// backend (say, by pointer through driver.InProcess.EnqueueFresh) makes it
 // three.
 func TestEnqueueAllocations(t *testing.T) {
 	ctx := context.Background()

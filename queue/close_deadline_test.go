@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/corral-go/corral/backoff"
+	"github.com/corral-go/corral/queue/driver"
+	"github.com/corral-go/corral/queue/memory"
 	"github.com/corral-go/corral/retry"
 )
 
@@ -79,11 +81,11 @@ func TestHookPanicSurfacesInClose(t *testing.T) {
 // hangAck is a backend whose Ack blocks until its ctx ends or release is
 // closed (a broker partition).
 type hangAck struct {
-	Backend
+	driver.Backend
 	release chan struct{}
 }
 
-func (b hangAck) Ack(ctx context.Context, d *Delivery) error {
+func (b hangAck) Ack(ctx context.Context, d *driver.Delivery) error {
 	select {
 	case <-ctx.Done():
 		return context.Cause(ctx)
@@ -97,7 +99,7 @@ func (b hangAck) Ack(ctx context.Context, d *Delivery) error {
 // whose ack failed that way is counted as abandoned.
 func TestCloseDeadlineEndsHungBackendCall(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := hangAck{NewMemory(), make(chan struct{})}
+		b := hangAck{memory.New(), make(chan struct{})}
 		defer close(b.release)
 		q, _ := New[string](context.Background(), WithBackend(b))
 		acking := make(chan struct{})
@@ -137,7 +139,7 @@ func closeTimingOut(t *testing.T, c *Consumer[string]) Report {
 // backend redelivers it when its lease ends).
 func TestCloseDeadlineAbandonsUnsettledJob(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := hangAck{NewMemory(), make(chan struct{})}
+		b := hangAck{memory.New(), make(chan struct{})}
 		defer close(b.release)
 		q, _ := New[string](context.Background(), WithBackend(b))
 		started := make(chan struct{})

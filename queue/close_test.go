@@ -8,6 +8,9 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/corral-go/corral/queue/driver"
+	"github.com/corral-go/corral/queue/memory"
 )
 
 // closeResult is what a Close running in its own goroutine returned.
@@ -82,17 +85,17 @@ func TestCloseWaitsForHandlerIgnoringCancellation(t *testing.T) {
 // gatedBackend is a Memory whose Ack, Release or Nack can be made to fail,
 // and whose Ack can be paused after the job was acked.
 type gatedBackend struct {
-	*Memory
+	*memory.Backend
 	acked  chan struct{} // if non-nil, Ack sends on it once the job is acked, then waits for resume
 	resume chan struct{}
 	fail   error // if non-nil, Ack, Nack and Release return it instead
 }
 
-func (b *gatedBackend) Ack(ctx context.Context, d *Delivery) error {
+func (b *gatedBackend) Ack(ctx context.Context, d *driver.Delivery) error {
 	if b.fail != nil {
 		return b.fail
 	}
-	err := b.Memory.Ack(ctx, d)
+	err := b.Backend.Ack(ctx, d)
 	if b.acked != nil {
 		b.acked <- struct{}{}
 		<-b.resume
@@ -100,18 +103,18 @@ func (b *gatedBackend) Ack(ctx context.Context, d *Delivery) error {
 	return err
 }
 
-func (b *gatedBackend) Nack(ctx context.Context, d *Delivery, delay time.Duration, a Attempt) error {
+func (b *gatedBackend) Nack(ctx context.Context, d *driver.Delivery, delay time.Duration, a Attempt) error {
 	if b.fail != nil {
 		return b.fail
 	}
-	return b.Memory.Nack(ctx, d, delay, a)
+	return b.Backend.Nack(ctx, d, delay, a)
 }
 
-func (b *gatedBackend) Release(ctx context.Context, d *Delivery, delay time.Duration) error {
+func (b *gatedBackend) Release(ctx context.Context, d *driver.Delivery, delay time.Duration) error {
 	if b.fail != nil {
 		return b.fail
 	}
-	return b.Memory.Release(ctx, d, delay)
+	return b.Backend.Release(ctx, d, delay)
 }
 
 // Regression: a job acked in the backend just before Close was called (its
@@ -121,7 +124,7 @@ func (b *gatedBackend) Release(ctx context.Context, d *Delivery, delay time.Dura
 func TestCloseReportExcludesJobSettledBeforeClose(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
-		b := &gatedBackend{Memory: NewMemory(), acked: make(chan struct{}), resume: make(chan struct{})}
+		b := &gatedBackend{Backend: memory.New(), acked: make(chan struct{}), resume: make(chan struct{})}
 		q, err := New[int](context.Background(), WithBackend(b))
 		if err != nil {
 			t.Fatal(err)
@@ -154,7 +157,7 @@ func TestCloseReportExcludesJobSettledBeforeClose(t *testing.T) {
 func TestCloseReportsUnsettledJobAbandoned(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
-		b := &gatedBackend{Memory: NewMemory()}
+		b := &gatedBackend{Backend: memory.New()}
 		q, err := New[int](context.Background(), WithBackend(b))
 		if err != nil {
 			t.Fatal(err)

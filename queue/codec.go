@@ -5,10 +5,23 @@ import (
 	"fmt"
 
 	"github.com/corral-go/corral/internal/panics"
+	"github.com/corral-go/corral/queue/driver"
 )
 
+// Codec encodes payloads for backends that store bytes. A Codec must be
+// safe for concurrent use.
+type Codec[T any] interface {
+	// Marshal encodes v, a payload given to Enqueue. An error fails that
+	// Enqueue, and nothing is stored.
+	Marshal(v T) ([]byte, error)
+	// Unmarshal decodes data for a delivery. An error (or a panic)
+	// dead-letters the job with [ReasonDecode] without running a
+	// handler.
+	Unmarshal(data []byte) (T, error)
+}
+
 // decode returns the payload of m.
-func (q *Queue[T]) decode(m *Message) (T, error) {
+func (q *Queue[T]) decode(m *driver.Message) (T, error) {
 	if q.values {
 		v, ok := m.Value.(T)
 		if !ok && m.Value != nil {
@@ -42,7 +55,7 @@ func (q *Queue[T]) unmarshal(data []byte) (v T, err error) {
 // if of an older version: see WithUpgrade), and returns the decode error (j
 // holds the rest of m all the same). A payload of a version the queue does
 // not understand is not decoded: the error says so.
-func (q *Queue[T]) job(m *Message, j *Job[T]) error {
+func (q *Queue[T]) job(m *driver.Message, j *Job[T]) error {
 	var (
 		p   T
 		err error

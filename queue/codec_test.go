@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/corral-go/corral/queue"
+	"github.com/corral-go/corral/queue/driver"
+	"github.com/corral-go/corral/queue/memory"
 )
 
 type order struct {
@@ -16,12 +18,16 @@ type order struct {
 	Items []string
 }
 
+// bytesOnly hides the in-memory backend's value passing, so the queue
+// encodes payloads with its codec as it does for a broker backend.
+type bytesOnly struct{ driver.Backend }
+
 // With a byte backend the payload is encoded (JSON by default): the handler
 // gets its own copy, so a producer mutating its value afterwards changes
 // nothing.
 func TestDefaultCodecCopiesPayload(t *testing.T) {
 	ctx := context.Background()
-	b := queue.NewMemory()
+	b := memory.New()
 	q, err := queue.New[order](context.Background(), queue.WithBackend(bytesOnly{b}))
 	if err != nil {
 		t.Fatal(err)
@@ -31,7 +37,7 @@ func TestDefaultCodecCopiesPayload(t *testing.T) {
 		t.Fatal(err)
 	}
 	o.Items[0] = "coffee" // mutated after Enqueue
-	var d queue.Delivery
+	var d driver.Delivery
 	if err := b.Receive(ctx, 1e9, &d); err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +60,7 @@ func (failingCodec) Marshal(order) ([]byte, error)   { return nil, errors.New("n
 func (failingCodec) Unmarshal([]byte) (order, error) { return order{}, errors.New("no") }
 
 func TestCustomCodec(t *testing.T) {
-	q, err := queue.New[order](context.Background(), queue.WithBackend(bytesOnly{queue.NewMemory()}), queue.WithCodec[order](failingCodec{}))
+	q, err := queue.New[order](context.Background(), queue.WithBackend(bytesOnly{memory.New()}), queue.WithCodec[order](failingCodec{}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +92,7 @@ func (c panickyCodec) Unmarshal(b []byte) (string, error) {
 func TestCodecPanicDeadLettersTheJob(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
-		q, err := queue.New[string](context.Background(), queue.WithBackend(bytesOnly{queue.NewMemory()}), queue.WithCodec[string](panickyCodec{}))
+		q, err := queue.New[string](context.Background(), queue.WithBackend(bytesOnly{memory.New()}), queue.WithCodec[string](panickyCodec{}))
 		if err != nil {
 			t.Fatal(err)
 		}

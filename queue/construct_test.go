@@ -83,37 +83,4 @@ func TestZeroValuesPanicSayingWhatToUse(t *testing.T) {
 	var c queue.Consumer[int]
 	wantPanic(t, zc, func() { _, _ = c.Close(bg) })
 	wantPanic(t, zc, func() { _, _ = c.Drain(bg) })
-
-	const zm = "queue: zero Memory used before Open: use NewMemory, or give it to New"
-	var m queue.Memory
-	wantPanic(t, zm, func() { _, _ = m.Enqueue(bg, queue.Message{ID: "x"}) })
-	wantPanic(t, zm, func() { _ = m.Receive(bg, time.Second, &queue.Delivery{}) })
-}
-
-// The zero Memory works once a queue opens it.
-func TestZeroMemoryWorksOnceOpened(t *testing.T) {
-	q, err := queue.New[string](bg, queue.WithBackend(&queue.Memory{}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := make(chan string, 1)
-	c, err := q.Consume(bg, func(_ context.Context, j queue.Job[string]) error { got <- j.Payload; return nil })
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := q.Enqueue(bg, "hello"); err != nil {
-		t.Fatal(err)
-	}
-	if p := <-got; p != "hello" {
-		t.Errorf("handled %q, want hello", p)
-	}
-	if _, err := c.Drain(bg); err != nil {
-		t.Errorf("Drain: %v", err)
-	}
-	if s, _ := q.Stats(bg); s.Acked != 1 || s.Ready+s.InFlight+s.Delayed != 0 {
-		t.Errorf("stats %+v: want the job acked, nothing stored", s)
-	}
-	if err := q.Close(bg); err != nil {
-		t.Errorf("Close: %v", err)
-	}
 }

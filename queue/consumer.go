@@ -12,6 +12,7 @@ import (
 
 	"github.com/corral-go/corral/backoff"
 	"github.com/corral-go/corral/internal/panics"
+	"github.com/corral-go/corral/queue/driver"
 	"github.com/corral-go/corral/retry"
 )
 
@@ -75,14 +76,16 @@ type Consumer[T any] struct {
 	recvCancel context.CancelCauseFunc
 
 	workers []*worker[T]
-	lane    *lane          // the consumer's place in its Share (WithShare), nil if none
-	loops   sync.WaitGroup // the worker goroutines (see worker.run)
-	quick   quickConsumer  // the backend, if it is one (see fastpath.go)
-	keepers sync.WaitGroup // keep and renewLoop
+	lane    *lane            // the consumer's place in its Share (WithShare), nil if none
+	loops   sync.WaitGroup   // the worker goroutines (see worker.run)
+	fast    driver.InProcess // the queue's (see Queue.fast), nil if none
+	keepers sync.WaitGroup   // keep and renewLoop
 
 	// The keeper's clock (see keep): its last reading while it samples the
-	// running handlers, nil while it is parked. A worker settling a job
-	// starts the next one at this time, without reading the clock itself.
+	// running handlers, nil while it is parked. A worker dates the job it
+	// takes with the ack of the last one (driver.InProcess.AckNext) at this
+	// time, without reading the clock itself, and the backend leases that
+	// job from it: a lease shortened by the reading's age, never lengthened.
 	clock atomic.Pointer[time.Time]
 	// parked is set while the keeper waits for a handler to start; the
 	// worker that clears it wakes the keeper through wake (capacity 1).
@@ -124,7 +127,7 @@ type Consumer[T any] struct {
 // on a goroutine owned by the consumer. Any number of consumers may consume
 // one queue at once. Consume returns ErrClosed once the queue is closed,
 // and the backend's error if it refuses the consumer's lease (see
-// [SharedLease]). A nil ctx, handler or option panics.
+// [driver.SharedLease]). A nil ctx, handler or option panics.
 func (q *Queue[T]) Consume(ctx context.Context, h Handler[T], opts ...ConsumerOption) (*Consumer[T], error) {
 	switch {
 	case q.backend == nil:
@@ -138,7 +141,7 @@ func (q *Queue[T]) Consume(ctx context.Context, h Handler[T], opts ...ConsumerOp
 	if q.closed.Load() {
 		return nil, ErrClosed
 	}
-	if sl, ok := q.backend.(SharedLease); ok {
+	if sl, ok := q.backend.(driver.SharedLease); ok {
 		bl := o.lease + o.lease/2 // see backendLease
 		err := sl.CheckLease(ctx, bl)
 		q.observe(ctx, err)
@@ -162,7 +165,7 @@ func (q *Queue[T]) Consume(ctx context.Context, h Handler[T], opts ...ConsumerOp
 		timed:   hk.OnSuccess != nil || hk.OnRetry != nil || hk.OnDead != nil,
 	}
 	c.healthHook = c.healthChanged
-	c.quick = q.quick
+	c.fast = q.fast
 	c.bg, c.bgCancel = context.WithCancelCause(context.WithoutCancel(ctx))
 	c.base, c.baseCancel = context.WithCancelCause(ctx)
 	c.recv, c.recvCancel = context.WithCancelCause(c.base)
@@ -261,7 +264,7 @@ const zeroConsumer = "queue: zero Consumer: use Queue.Consume"
 // Close stops intake, waits for every running handler to return, settles
 // their jobs, and returns what happened to the jobs in the consumer's hands
 // (see [Report]). Jobs not yet received stay in the backend, for the next
-// consumer: with a [Memory] they are lost when the process exits, so call
+// consumer: with the in-memory backend they are lost when the process exits, so call
 // [Consumer.Drain] instead to work them off first.
 //
 // If ctx ends first, Close cancels the running handlers, with a cause that

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/corral-go/corral/backoff"
+	"github.com/corral-go/corral/queue/driver"
+	"github.com/corral-go/corral/queue/memory"
 	"github.com/corral-go/corral/retry"
 )
 
@@ -132,55 +134,6 @@ func TestStatsDeadLetteredTotal(t *testing.T) {
 	})
 }
 
-// A generated ID skips the backend's duplicate lookup (no job can have it
-// yet), but it is remembered like any other: enqueueing it again, as a
-// producer retrying with the ID it was given would, is a duplicate while
-// the job is stored and, with a horizon, until the horizon passes; the
-// horizon is still pruned when every ID is generated.
-func TestGeneratedIDsDeduplicated(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		ctx := context.Background()
-		m := NewMemory()
-		q, err := New[int](context.Background(), WithBackend(m), WithDedupHorizon(time.Minute))
-		if err != nil {
-			t.Fatal(err)
-		}
-		id, err := q.Enqueue(ctx, 1)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := q.Enqueue(ctx, 2, WithID(id)); !errors.Is(err, ErrDuplicate) {
-			t.Fatalf("re-enqueue of a stored generated ID: err %v, want ErrDuplicate", err)
-		}
-		var d Delivery
-		if err := m.Receive(ctx, time.Minute, &d); err != nil {
-			t.Fatal(err)
-		}
-		if err := m.Ack(ctx, &d); err != nil {
-			t.Fatal(err)
-		}
-		time.Sleep(59 * time.Second)
-		if _, err := q.Enqueue(ctx, 3, WithID(id)); !errors.Is(err, ErrDuplicate) {
-			t.Fatalf("re-enqueue of an acked generated ID within the horizon: err %v, want ErrDuplicate", err)
-		}
-		for range 10 {
-			time.Sleep(time.Second)
-			if _, err := q.Enqueue(ctx, 4); err != nil {
-				t.Fatal(err)
-			}
-		}
-		m.mu.Lock()
-		seen := len(m.seen.seen)
-		m.mu.Unlock()
-		if seen != 10 { // the ten new ones; the first, 69 s old, was pruned by their enqueues
-			t.Fatalf("the horizon remembers %d IDs, want 10", seen)
-		}
-		if _, err := q.Enqueue(ctx, 5, WithID(id)); err != nil {
-			t.Fatalf("re-enqueue after the horizon: %v", err)
-		}
-	})
-}
-
 // nilErr's Error panics on a nil *nilErr: a handler returning a typed nil
 // error returns a non-nil error whose Error method panics.
 type nilErr struct{ msg string }
@@ -188,9 +141,9 @@ type nilErr struct{ msg string }
 func (e *nilErr) Error() string { return e.msg }
 
 // A handler error whose methods panic (a typed nil) makes the job poison:
-// it is dead-lettered with ReasonPanic, not left unsettled. Job b is taken
-// with the ack of a, so it is held: unsettled, it would stay in flight for
-// good. The worker goes on with c.
+// it is dead-lettered with ReasonPanic, not left unsettled (to come back
+// when its lease ends). Job b is taken with the ack of a. The worker goes
+// on with c.
 func TestHandlerErrorThatPanicsIsPoison(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		q, _ := New[string](context.Background())
@@ -225,15 +178,15 @@ func TestHandlerErrorThatPanicsIsPoison(t *testing.T) {
 
 // panickyReceive is a backend whose Receive panics, up to 100 times.
 type panickyReceive struct {
-	*Memory
+	*memory.Backend
 	panics atomic.Int32
 }
 
-func (b *panickyReceive) Receive(ctx context.Context, lease time.Duration, d *Delivery) error {
+func (b *panickyReceive) Receive(ctx context.Context, lease time.Duration, d *driver.Delivery) error {
 	if b.panics.Add(1) <= 100 {
 		panic("broken backend")
 	}
-	return b.Memory.Receive(ctx, lease, d) // only a loop that retried gets here
+	return b.Backend.Receive(ctx, lease, d) // only a loop that retried gets here
 }
 
 // A panic in a Backend method on a worker (not in the handler, a hook or the
@@ -241,7 +194,7 @@ func (b *panickyReceive) Receive(ctx context.Context, lease time.Duration, d *De
 // Close panics with it, once.
 func TestBackendPanicStopsIntakeAndSurfacesInClose(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := &panickyReceive{Memory: NewMemory()}
+		b := &panickyReceive{Backend: memory.New()}
 		q, err := New[string](context.Background(), WithBackend(b))
 		if err != nil {
 			t.Fatal(err)

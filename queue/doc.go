@@ -33,7 +33,7 @@
 //     spent). A job is never in flight twice at once: while its handler
 //     runs, the consumer renews the job's lease in the backend.
 //   - An attempt is a handler run: every backend counts one when a handler
-//     starts ([Backend.Start]), and none for a delivery that never reached
+//     starts (driver.Backend's Start), and none for a delivery that never reached
 //     a handler (released at shutdown, or prefetched by a process that
 //     died). [WithMaxAttempts] and [Job.Attempt] count handler runs.
 //   - Every buffer is bounded, the dead letters included
@@ -51,9 +51,9 @@
 //     queue owns.
 //   - Shutdown keeps its word: [Consumer.Drain] works off the backlog (ready,
 //     delayed and in-flight jobs) until it finds none stored, then closes,
-//     or stops at its ctx and says so. What survives the process
-//     is the backend's: with [Memory], nothing; with a broker backend, every
-//     stored job and dead letter.
+//     or stops at its ctx and says so. What survives the process is the
+//     backend's: with the in-memory backend, nothing; with a broker backend,
+//     every stored job and dead letter.
 //   - Jobs with the same ordering key ([WithKey]) are handled one at a time
 //     in enqueue order. A failing job holds its key, through its retry
 //     delays, until it is acked or dead-lettered; other keys run in parallel.
@@ -80,11 +80,15 @@
 //
 // # Backends
 //
-// A [Backend] stores the jobs. [Memory] (the default) keeps them in process;
-// queue/jetstream keeps them in NATS JetStream. Every backend passes the
-// conformance suite in queue/queuetest. Payloads cross a byte backend through
-// the queue's [Codec]; the in-memory backend passes the values themselves,
-// so a payload must not be mutated after Enqueue.
+// A backend stores the jobs. Four come with corral: queue/memory (the
+// default: [New] without [WithBackend] uses memory.New) keeps them in the
+// process; queue/jetstream, queue/postgres and queue/redis keep them in NATS
+// JetStream, PostgreSQL and Redis, across processes. [WithBackend] takes any
+// driver.Backend: a backend implements the contract of queue/driver, written
+// for backend authors, and every backend passes the conformance suite in
+// queue/queuetest. Payloads cross a byte backend through the queue's
+// [Codec]; the in-memory backend (a driver.InProcess) is given the values
+// themselves, so a payload must not be mutated after Enqueue.
 //
 // # Time
 //
@@ -94,15 +98,11 @@
 package queue
 
 // Where things are: queue.go holds Queue (New, Enqueue, the dead letters, Close), stats.go
-// Stats, id.go generated IDs, codec.go payload encoding, options.go every option, hooks.go
-// Hooks, Event and PanicError, backend.go the Backend interface and what crosses it;
-// consumer.go the Consumer, worker.go its worker loops, settle.go how a job is settled,
-// lease.go the keeper (lease timing and renewal), drain.go Consumer.Drain, health.go Health,
-// version.go payload versions (WithVersion, WithUpgrade, the hand-back of jobs not understood),
-// share.go Share (workers shared by consumers, by weight or priority).
-// The in-memory backend: memory.go (Memory, Open, Close, Stats, trim), memory_enqueue.go,
-// memory_receive.go (receive and settle), memory_dead.go, memory_entry.go (entries, their
-// lists and heaps), memory_wait.go (wake-one waiter lists), memory_dedup.go. fastpath.go
-// holds the unexported optional interfaces through which Memory does faster what Backend
-// offers (values without a codec, enqueue of generated IDs, receive with its time, ack with
-// the next job), looked for once by New.
+// Stats, id.go generated IDs, codec.go payload encoding and Codec, options.go every option
+// (and Overflow's names), hooks.go Hooks, Event and PanicError, job.go Job, DeadLetter and
+// the names of Attempt and Reason, errors.go the sentinel errors; consumer.go the Consumer,
+// worker.go its worker loops, settle.go how a job is settled, lease.go the keeper (lease
+// timing and renewal), drain.go Consumer.Drain, health.go Health, version.go payload
+// versions (WithVersion, WithUpgrade, the hand-back of jobs not understood), share.go Share
+// (workers shared by consumers, by weight or priority). The backend contract is in
+// queue/driver, the in-memory backend in queue/memory.

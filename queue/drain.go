@@ -32,7 +32,9 @@ import (
 // does when its ctx ends (the running handlers are cancelled, their jobs
 // returned), and returns the report and context.Cause(ctx) (joined with the
 // backend's last error, if its Stats kept failing). What is left stays
-// stored: with a [Memory], it is lost when the process exits, so Drain's
+// stored: with the in-memory backend
+// ([github.com/corral-go/corral/queue/memory.Backend]), it is lost when the
+// process exits, so Drain's
 // error says that jobs were lost; a broker backend keeps them for the next
 // consumer. If the consumer stops taking jobs by itself (the ctx given to
 // Consume ended, or a backend method panicked), Drain stops waiting and

@@ -6,16 +6,18 @@ import (
 	"fmt"
 
 	"github.com/corral-go/corral/queue"
+	"github.com/corral-go/corral/queue/driver"
+	"github.com/corral-go/corral/queue/memory"
 )
 
 // lostReply stands in for a broker backend whose first answer is lost: it stores the first
 // job it is given, and then reports that the broker did not answer in time.
 type lostReply struct {
-	queue.Backend
+	driver.Backend
 	lost bool
 }
 
-func (b *lostReply) Enqueue(ctx context.Context, m queue.Message) (queue.EnqueueResult, error) {
+func (b *lostReply) Enqueue(ctx context.Context, m driver.Message) (driver.EnqueueResult, error) {
 	res, err := b.Backend.Enqueue(ctx, m)
 	if err == nil && !b.lost {
 		b.lost = true
@@ -27,7 +29,7 @@ func (b *lostReply) Enqueue(ctx context.Context, m queue.Message) (queue.Enqueue
 // An Enqueue that fails with ErrUnavailable may have stored the job: enqueue it again with
 // the same ID, and read ErrDuplicate as "it was stored".
 func ExampleQueue_Enqueue_unavailable() {
-	q, err := queue.New[string](context.Background(), queue.WithBackend(&lostReply{Backend: queue.NewMemory()}))
+	q, err := queue.New[string](context.Background(), queue.WithBackend(&lostReply{Backend: memory.New()}))
 	if err != nil {
 		panic(err)
 	}

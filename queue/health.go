@@ -7,6 +7,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/corral-go/corral/queue/driver"
 )
 
 // Health is whether a queue's backend answers, as the queue's own backend
@@ -22,7 +24,7 @@ type Health struct {
 	// Since is when Reachable last changed, or when the queue was created.
 	Since time.Time
 	// Reconnects counts the times the backend re-established its
-	// connection to the broker, if it keeps one (see [Reconnecter]).
+	// connection to the broker, if it keeps one (see [driver.Reconnecter]).
 	Reconnects uint64
 	// LastError is the last backend call's failure: any error but the end
 	// of the caller's ctx and the outcomes the queue documents
@@ -131,7 +133,7 @@ func (q *Queue[T]) Health() Health {
 	q.hl.mu.Lock()
 	h := q.hl.h
 	q.hl.mu.Unlock()
-	if r, ok := q.backend.(Reconnecter); ok {
+	if r, ok := q.backend.(driver.Reconnecter); ok {
 		h.Reconnects = r.Reconnects()
 	}
 	return h
@@ -151,7 +153,7 @@ func (q *Queue[T]) healthChanged(ctx context.Context, h Health) {
 	if f == nil {
 		return
 	}
-	if r, ok := q.backend.(Reconnecter); ok {
+	if r, ok := q.backend.(driver.Reconnecter); ok {
 		h.Reconnects = r.Reconnects()
 	}
 	f(ctx, h)

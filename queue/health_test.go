@@ -9,37 +9,40 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/corral-go/corral/queue/driver"
+	"github.com/corral-go/corral/queue/memory"
 )
 
 // outage is a Memory that fails Enqueue and Receive with ErrUnavailable while
 // down is set, and says how often it reconnected.
 type outage struct {
-	*Memory
+	*memory.Backend
 	down       atomic.Bool
 	reconnects atomic.Uint64
 }
 
 var errOutage = fmt.Errorf("test broker: %w", ErrUnavailable)
 
-func (b *outage) Enqueue(ctx context.Context, m Message) (EnqueueResult, error) {
+func (b *outage) Enqueue(ctx context.Context, m driver.Message) (driver.EnqueueResult, error) {
 	if b.down.Load() {
-		return EnqueueResult{}, errOutage
+		return driver.EnqueueResult{}, errOutage
 	}
-	return b.Memory.Enqueue(ctx, m)
+	return b.Backend.Enqueue(ctx, m)
 }
 
-func (b *outage) Receive(ctx context.Context, lease time.Duration, d *Delivery) error {
+func (b *outage) Receive(ctx context.Context, lease time.Duration, d *driver.Delivery) error {
 	if b.down.Load() {
 		return errOutage
 	}
-	return b.Memory.Receive(ctx, lease, d)
+	return b.Backend.Receive(ctx, lease, d)
 }
 
-func (b *outage) Stats(ctx context.Context) (BackendStats, error) {
+func (b *outage) Stats(ctx context.Context) (driver.Stats, error) {
 	if b.down.Load() {
-		return BackendStats{}, errOutage
+		return driver.Stats{}, errOutage
 	}
-	return b.Memory.Stats(ctx)
+	return b.Backend.Stats(ctx)
 }
 
 func (b *outage) Reconnects() uint64 { return b.reconnects.Load() }
@@ -52,7 +55,7 @@ type ctxKey struct{}
 // ctx of the call that found it; the reconnect count comes from the backend.
 func TestHealthFollowsBackendAnswers(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := &outage{Memory: NewMemory()}
+		b := &outage{Backend: memory.New()}
 		var (
 			mu      sync.Mutex
 			changes []Health
@@ -112,7 +115,7 @@ func TestHealthFollowsBackendAnswers(t *testing.T) {
 // a broker outage from an empty queue.
 func TestHealthSeesConsumerOutage(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := &outage{Memory: NewMemory()}
+		b := &outage{Backend: memory.New()}
 		b.down.Store(true)
 		q, err := New[string](context.Background(), WithBackend(b))
 		if err != nil {
@@ -150,20 +153,20 @@ func TestHealthSeesConsumerOutage(t *testing.T) {
 // ackedBeforeExtend is a Memory whose Extend waits until its delivery was
 // acked, then extends: a renewal that raced its job's ack.
 type ackedBeforeExtend struct {
-	*Memory
+	*memory.Backend
 	extending chan struct{} // closed when Extend was called
 	acked     chan struct{} // closed when Ack returned
 	once      sync.Once
 }
 
-func (b *ackedBeforeExtend) Extend(ctx context.Context, d *Delivery, lease time.Duration) error {
+func (b *ackedBeforeExtend) Extend(ctx context.Context, d *driver.Delivery, lease time.Duration) error {
 	b.once.Do(func() { close(b.extending) })
 	<-b.acked
-	return b.Memory.Extend(ctx, d, lease)
+	return b.Backend.Extend(ctx, d, lease)
 }
 
-func (b *ackedBeforeExtend) Ack(ctx context.Context, d *Delivery) error {
-	err := b.Memory.Ack(ctx, d)
+func (b *ackedBeforeExtend) Ack(ctx context.Context, d *driver.Delivery) error {
+	err := b.Backend.Ack(ctx, d)
 	close(b.acked)
 	return err
 }
@@ -172,7 +175,7 @@ func (b *ackedBeforeExtend) Ack(ctx context.Context, d *Delivery) error {
 // though no job was affected: it is not counted in Stats.BackendErrors.
 func TestRenewalRacingAckIsNoBackendError(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := &ackedBeforeExtend{Memory: NewMemory(), extending: make(chan struct{}), acked: make(chan struct{})}
+		b := &ackedBeforeExtend{Backend: memory.New(), extending: make(chan struct{}), acked: make(chan struct{})}
 		q, err := New[string](context.Background(), WithBackend(b))
 		if err != nil {
 			t.Fatal(err)

@@ -2,6 +2,8 @@ package queue
 
 import (
 	"time"
+
+	"github.com/corral-go/corral/queue/driver"
 )
 
 // Job is one unit of work as a handler sees it.
@@ -44,60 +46,36 @@ type Job[T any] struct {
 	EnqueuedAt time.Time
 }
 
-// Reason says why a job was dead-lettered.
-type Reason string
+// Reason says why a job was dead-lettered (see the Reason constants).
+type Reason = driver.Reason
 
-// The reasons a job ends in the dead letters.
+// The reasons a job ends in the dead letters (see driver.Reason).
 const (
 	// ReasonAttempts: the last allowed attempt failed (or its lease expired).
-	ReasonAttempts Reason = "attempts"
+	ReasonAttempts = driver.ReasonAttempts
 	// ReasonPermanent: the handler returned an error marked permanent
 	// (retry.Permanent).
-	ReasonPermanent Reason = "permanent"
+	ReasonPermanent = driver.ReasonPermanent
 	// ReasonDecode: the payload could not be decoded at its version (a
 	// poison job): the codec or the version's upgrade ([WithUpgrade])
 	// failed or panicked. The error is in the job's history.
-	ReasonDecode Reason = "decode"
+	ReasonDecode = driver.ReasonDecode
 	// ReasonVersion: no consumer that understands the job's payload
 	// version took it within the version wait ([WithVersionWait]).
-	ReasonVersion Reason = "version"
+	ReasonVersion = driver.ReasonVersion
 	// ReasonPanic: the handler panicked or called runtime.Goexit (a poison
 	// job). The OnDead event's Err tells them apart: a [*PanicError], or an
 	// error matching [ErrGoexit].
-	ReasonPanic Reason = "panic"
+	ReasonPanic = driver.ReasonPanic
 	// ReasonEvicted: the job was evicted by the DropOldest overflow policy.
-	ReasonEvicted Reason = "evicted"
+	ReasonEvicted = driver.ReasonEvicted
 	// ReasonExpired: the job was not started before its start-by deadline.
-	ReasonExpired Reason = "expired"
+	ReasonExpired = driver.ReasonExpired
 )
 
-// Attempt records one failed attempt of a job, kept in its dead letter:
-// a handler run that failed, or whose lease expired, or the decision to
-// dead-letter a job without running it.
-type Attempt struct {
-	// Number is the attempt number, 1 for the first: the number of the
-	// handler run. It is 0 for the entry of a job dead-lettered without a
-	// run on its last delivery (decode, version, expired, evicted).
-	Number int
-	// Start is when the attempt started. For a job dead-lettered without
-	// running (evicted, expired) it is the time of the decision. A
-	// consumer's worker that takes its next job from the in-memory backend
-	// as it acks the last one starts it at its keeper's latest reading of
-	// the clock, which it takes every 10ms at most (see [WithLease]): Start
-	// is then up to that much early (even before the job's EnqueuedAt), or
-	// more when every core of the machine is busy.
-	Start time.Time
-	// End is when the attempt ended (for a job dead-lettered without
-	// running, the time of the decision, as Start).
-	End time.Time
-	// Error is the text of the error the attempt ended with. A run whose
-	// lease expired before it was settled (its process died, or its
-	// handler overran the lease) has the text of [ErrLeaseExpired],
-	// recorded by the backend when it took the job back: its Start is then
-	// the run's start (or its lease's, on a backend that does not know the
-	// run's), and its End when the backend took the job back.
-	Error string
-}
+// Attempt records one failed attempt of a job, kept in its dead letter
+// (see driver.Attempt).
+type Attempt = driver.Attempt
 
 // DeadLetter is a job that will not be retried, with why and its history.
 type DeadLetter[T any] struct {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/corral-go/corral/internal/panics"
+	"github.com/corral-go/corral/queue/driver"
 )
 
 // renewEvery is how often renewLoop renews the backend leases of the
@@ -27,7 +28,7 @@ func (c *Consumer[T]) sampleEvery() time.Duration {
 // keep is the consumer's keeper. While handlers run, it wakes every
 // [Consumer.sampleEvery] and:
 //   - reads the clock for the workers (see Consumer.clock), so that a job
-//     taken with the ack of the last one costs them no clock read;
+//     taken with the ack of the last one is dated without a clock read;
 //   - cancels, with cause [ErrLeaseExpired], a handler that has run for the
 //     lease. A handler is timed from the first reading of the clock the
 //     keeper took after it saw the handler running, which is after its
@@ -248,8 +249,7 @@ func (w *worker[T]) expire(s uint64) {
 // no lock.
 //
 // The renewals of the job's lease stop here: the settle that follows takes
-// far less than the time left on it (at least the handler's lease, or no
-// end at all for a job held by ackNext).
+// far less than the time left on it (at least the handler's lease).
 func (w *worker[T]) endLease() bool {
 	s := w.st.Load()
 	if s&stClaimed == 0 && w.st.CompareAndSwap(s, s&^stRunning) {
@@ -266,7 +266,7 @@ func (w *worker[T]) endLease() bool {
 // extend renews the backend lease of d. A panic in the backend's Extend is
 // recovered and kept for Close, as one on a worker is (see worker.exit),
 // and stops intake; extend then returns errLoopPanic.
-func (c *Consumer[T]) extend(d *Delivery) (err error) {
+func (c *Consumer[T]) extend(d *driver.Delivery) (err error) {
 	var catch panics.Catcher
 	defer func() {
 		if p := catch.Panic; p != nil {

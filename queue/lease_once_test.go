@@ -7,6 +7,9 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/corral-go/corral/queue/driver"
+	"github.com/corral-go/corral/queue/memory"
 )
 
 // A lease shorter than a millisecond: renewals used to tick at most every
@@ -47,15 +50,15 @@ func TestTinyLeaseNeverInFlightTwice(t *testing.T) {
 }
 
 // lostLease is a backend that refuses every lease renewal.
-type lostLease struct{ Backend }
+type lostLease struct{ driver.Backend }
 
-func (lostLease) Extend(context.Context, *Delivery, time.Duration) error { return ErrLeaseLost }
+func (lostLease) Extend(context.Context, *driver.Delivery, time.Duration) error { return ErrLeaseLost }
 
 // When the backend refuses to renew a lease, the handler's ctx is cancelled
 // with cause ErrLeaseLost at the first renewal (half a lease in).
 func TestLeaseLostCancelsHandler(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		q, _ := New[string](context.Background(), WithBackend(lostLease{NewMemory()}))
+		q, _ := New[string](context.Background(), WithBackend(lostLease{memory.New()}))
 		start := time.Now()
 		type result struct {
 			cause error

@@ -10,6 +10,8 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/corral-go/corral/queue/driver"
+	"github.com/corral-go/corral/queue/memory"
 	"github.com/corral-go/corral/retry"
 )
 
@@ -204,15 +206,15 @@ func TestKeeperParksAndDropsItsClock(t *testing.T) {
 }
 
 // slowExtend is a backend whose renewals take a second (a broker far away).
-type slowExtend struct{ *Memory }
+type slowExtend struct{ *memory.Backend }
 
-func (b slowExtend) Extend(ctx context.Context, d *Delivery, lease time.Duration) error {
+func (b slowExtend) Extend(ctx context.Context, d *driver.Delivery, lease time.Duration) error {
 	select {
 	case <-time.After(time.Second):
 	case <-ctx.Done():
 		return context.Cause(ctx)
 	}
-	return b.Memory.Extend(ctx, d, lease)
+	return b.Backend.Extend(ctx, d, lease)
 }
 
 // A handler's deadline does not wait for the renewals of the backend
@@ -220,7 +222,7 @@ func (b slowExtend) Extend(ctx context.Context, d *Delivery, lease time.Duration
 // still cancelled within 10.625ms.
 func TestSlowRenewalsDoNotDelayExpiry(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		q, err := New[string](context.Background(), WithBackend(slowExtend{NewMemory()}))
+		q, err := New[string](context.Background(), WithBackend(slowExtend{memory.New()}))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -8,13 +8,14 @@ import (
 	"time"
 
 	"github.com/corral-go/corral/queue"
+	"github.com/corral-go/corral/queue/memory"
 )
 
 // Queue.Message builds the Message Enqueue would store, with the queue's codec, ID and
 // start-by rules, and stores nothing.
 func TestMessageIsWhatEnqueueStores(t *testing.T) {
 	ctx := context.Background()
-	b := queue.NewMemory()
+	b := memory.New()
 	q, err := queue.New[order](ctx, queue.WithBackend(bytesOnly{b}), queue.WithMaxWait(time.Minute))
 	if err != nil {
 		t.Fatal(err)
@@ -57,7 +58,7 @@ func TestMessageIsWhatEnqueueStores(t *testing.T) {
 // yet to generate, a closed queue; a value-keeping backend gets the value.
 func TestMessageErrors(t *testing.T) {
 	ctx := context.Background()
-	q, err := queue.New[order](ctx, queue.WithBackend(bytesOnly{queue.NewMemory()}), queue.WithCodec[order](failingCodec{}))
+	q, err := queue.New[order](ctx, queue.WithBackend(bytesOnly{memory.New()}), queue.WithCodec[order](failingCodec{}))
 	if err != nil {
 		t.Fatal(err)
 	}

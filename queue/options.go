@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/corral-go/corral/backoff"
+	"github.com/corral-go/corral/queue/driver"
 )
 
 // Option configures a Queue in [New]. Every option is named With<Setting>;
@@ -18,8 +19,8 @@ import (
 type Option interface{ apply(*options) }
 
 type options struct {
-	backend Backend
-	cfg     Config
+	backend driver.Backend
+	cfg     driver.Config
 	hooks   Hooks
 	maxWait time.Duration
 	codec   any
@@ -33,11 +34,12 @@ type optionFunc func(*options)
 
 func (f optionFunc) apply(o *options) { f(o) }
 
-// WithBackend stores the jobs in b instead of a new [Memory]. The queue owns
+// WithBackend stores the jobs in b instead of a new in-memory backend
+// (memory.New). The queue owns
 // b once New has returned it: [Queue.Close] closes b, and nothing else
 // should. (If New fails, b was not opened and is still the caller's.) It
 // panics if b is nil.
-func WithBackend(b Backend) Option {
+func WithBackend(b driver.Backend) Option {
 	if b == nil {
 		panic("queue: WithBackend(nil): nil backend")
 	}
@@ -53,6 +55,24 @@ func WithCapacity(n int) Option {
 	}
 	return optionFunc(func(o *options) { o.cfg.Capacity = n })
 }
+
+// Overflow is what Enqueue does when the queue is at capacity (see
+// driver.Overflow).
+type Overflow = driver.Overflow
+
+// The overflow policies.
+const (
+	// Block waits for room, until the Enqueue ctx ends.
+	Block = driver.Block
+	// Reject fails the Enqueue with ErrFull.
+	Reject = driver.Reject
+	// DropNewest refuses the incoming job: Enqueue returns ErrDropped and
+	// the job is counted as dropped.
+	DropNewest = driver.DropNewest
+	// DropOldest accepts the incoming job and evicts the oldest stored job
+	// that is not being handled to the dead letters with ReasonEvicted.
+	DropOldest = driver.DropOldest
+)
 
 // WithOverflow sets what Enqueue does at capacity. The default is [Block].
 // It panics if p is not one of the four overflows.
@@ -77,7 +97,7 @@ func WithDedupHorizon(d time.Duration) Option {
 // WithDeadLetterLimit bounds the dead letters kept to n: when a job dies
 // with n dead letters kept, the oldest is deleted to make room, counted in
 // [Stats.DeadEvicted] and reported to [Hooks.OnDeadEvicted]. The default, 0,
-// means [DefaultDeadLetterLimit] (10,000). A backend shared by several
+// means driver.DefaultDeadLetterLimit (10,000). A backend shared by several
 // processes keeps one limit for all of them. It panics if n is negative.
 func WithDeadLetterLimit(n int) Option {
 	if n < 0 {
@@ -126,11 +146,11 @@ func codecFor[T any](o *options) Codec[T] {
 
 // EnqueueOption sets a property of one job in [Queue.Enqueue]. A nil
 // EnqueueOption makes Enqueue panic.
-type EnqueueOption interface{ applyJob(*Message) }
+type EnqueueOption interface{ applyJob(*driver.Message) }
 
 type idOption string
 
-func (o idOption) applyJob(m *Message) { m.ID = string(o) }
+func (o idOption) applyJob(m *driver.Message) { m.ID = string(o) }
 
 // WithID sets the job's ID, its deduplication key. Without it, Enqueue
 // generates a unique ID. An ID this queue generated may be given again (to
@@ -146,7 +166,7 @@ func WithID(id string) EnqueueOption { return idOption(id) }
 
 type keyOption string
 
-func (o keyOption) applyJob(m *Message) { m.Key = string(o) }
+func (o keyOption) applyJob(m *driver.Message) { m.Key = string(o) }
 
 // WithKey sets the job's ordering key: jobs with the same key are handled
 // one at a time in enqueue order, retries included.
@@ -185,7 +205,7 @@ func checkStorable(what, s string) error {
 
 type notBeforeOption time.Time
 
-func (o notBeforeOption) applyJob(m *Message) { m.NotBefore = time.Time(o) }
+func (o notBeforeOption) applyJob(m *driver.Message) { m.NotBefore = time.Time(o) }
 
 // WithNotBefore delays the job's first delivery until t. A zero t, or one
 // already past, delays nothing.
@@ -193,7 +213,7 @@ func WithNotBefore(t time.Time) EnqueueOption { return notBeforeOption(t) }
 
 type delayOption time.Duration
 
-func (o delayOption) applyJob(m *Message) {
+func (o delayOption) applyJob(m *driver.Message) {
 	if o > 0 {
 		m.NotBefore = time.Now().Add(time.Duration(o))
 	}
@@ -205,7 +225,7 @@ func WithDelay(d time.Duration) EnqueueOption { return delayOption(d) }
 
 type startByOption time.Time
 
-func (o startByOption) applyJob(m *Message) { m.StartBy = time.Time(o) }
+func (o startByOption) applyJob(m *driver.Message) { m.StartBy = time.Time(o) }
 
 // WithStartBy sets the job's start-by deadline: if it is first delivered
 // after t it is dead-lettered with [ReasonExpired] instead of handled. A
@@ -254,10 +274,7 @@ func WithWorkers(n int) ConsumerOption {
 // handler runs, the consumer keeps renewing the job's lease in the backend
 // (which it takes at 1.5 times d, renewing it every d/2), so the job is not
 // delivered to anyone else; if the consumer goes away, the backend
-// redelivers the job when that lease ends. (The in-memory backend lives in
-// the consumer's process: a job a worker takes from it as it acks the last
-// one is held with no end until the first renewal, and the consumer
-// settles it.) If the backend refuses a renewal
+// redelivers the job when that lease ends. If the backend refuses a renewal
 // ([ErrLeaseLost]: the renewals came too late, as they may with a lease of
 // a few milliseconds on a busy machine), the handler's ctx is cancelled
 // with that cause. The default is 30s. It panics if d is not positive.
@@ -280,7 +297,7 @@ func WithLease(d time.Duration) ConsumerOption {
 // brief outage.
 //
 // An attempt is a handler run: every backend counts one when a handler
-// starts on the job ([Backend.Start]), whether the run then returns, fails,
+// starts on the job ([driver.Backend.Start]), whether the run then returns, fails,
 // panics, outlives its lease or dies with its process. A delivery that
 // never reached a handler spends none: a job released at shutdown, or
 // prefetched by a process that died before handing it to a worker, comes

@@ -9,6 +9,8 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/corral-go/corral/queue/driver"
+	"github.com/corral-go/corral/queue/memory"
 	"github.com/corral-go/corral/retry"
 )
 
@@ -52,15 +54,15 @@ func TestOnDeadEvictedPanicOnAWorkerSurfacesInClose(t *testing.T) {
 
 // unreachableOnce is a Memory whose first Receive fails as an unreachable broker's would.
 type unreachableOnce struct {
-	*Memory
+	*memory.Backend
 	calls atomic.Int32
 }
 
-func (b *unreachableOnce) Receive(ctx context.Context, lease time.Duration, d *Delivery) error {
+func (b *unreachableOnce) Receive(ctx context.Context, lease time.Duration, d *driver.Delivery) error {
 	if b.calls.Add(1) == 1 {
 		return fmt.Errorf("broker gone: %w", ErrUnavailable)
 	}
-	return b.Memory.Receive(ctx, lease, d)
+	return b.Backend.Receive(ctx, lease, d)
 }
 
 // OnHealth, when a worker's backend call found the change, runs on the worker: its panic is
@@ -68,7 +70,7 @@ func (b *unreachableOnce) Receive(ctx context.Context, lease time.Duration, d *D
 func TestOnHealthPanicOnAWorkerSurfacesInClose(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var changes atomic.Int32
-		q, _ := New[string](context.Background(), WithBackend(&unreachableOnce{Memory: NewMemory()}), WithHooks(Hooks{
+		q, _ := New[string](context.Background(), WithBackend(&unreachableOnce{Backend: memory.New()}), WithHooks(Hooks{
 			OnHealth: func(context.Context, Health) {
 				if changes.Add(1) == 1 {
 					panic("health hook bug")
@@ -94,9 +96,9 @@ func TestOnHealthPanicOnAWorkerSurfacesInClose(t *testing.T) {
 }
 
 // panickyExtend is a Memory whose Extend panics.
-type panickyExtend struct{ *Memory }
+type panickyExtend struct{ *memory.Backend }
 
-func (b panickyExtend) Extend(context.Context, *Delivery, time.Duration) error {
+func (b panickyExtend) Extend(context.Context, *driver.Delivery, time.Duration) error {
 	panic("broken renewal")
 }
 
@@ -105,7 +107,7 @@ func (b panickyExtend) Extend(context.Context, *Delivery, time.Duration) error {
 // the method.
 func TestBackendExtendPanicSurfacesInClose(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		q, _ := New[string](context.Background(), WithBackend(panickyExtend{NewMemory()}))
+		q, _ := New[string](context.Background(), WithBackend(panickyExtend{memory.New()}))
 		c, _ := q.Consume(context.Background(), func(ctx context.Context, j Job[string]) error {
 			time.Sleep(5 * time.Second) // past a renewal (every 1.5s for a lease of 3s)
 			return nil
@@ -126,18 +128,18 @@ func TestBackendExtendPanicSurfacesInClose(t *testing.T) {
 
 // closeCounter is a Memory that counts its Close calls.
 type closeCounter struct {
-	*Memory
+	*memory.Backend
 	closes atomic.Int32
 }
 
 func (b *closeCounter) Close(ctx context.Context) error {
 	b.closes.Add(1)
-	return b.Memory.Close(ctx)
+	return b.Backend.Close(ctx)
 }
 
 // Queue.Close closes a backend given with WithBackend, once: the queue owns it.
 func TestQueueCloseClosesTheBackendItOwns(t *testing.T) {
-	b := &closeCounter{Memory: NewMemory()}
+	b := &closeCounter{Backend: memory.New()}
 	q, _ := New[string](context.Background(), WithBackend(b))
 	if err := q.Close(context.Background()); err != nil {
 		t.Fatal(err)
@@ -148,7 +150,7 @@ func TestQueueCloseClosesTheBackendItOwns(t *testing.T) {
 	if n := b.closes.Load(); n != 1 {
 		t.Errorf("backend closed %d times, want 1", n)
 	}
-	if _, err := b.Enqueue(context.Background(), Message{ID: "x"}); !errors.Is(err, ErrClosed) {
+	if _, err := b.Enqueue(context.Background(), driver.Message{ID: "x"}); !errors.Is(err, ErrClosed) {
 		t.Errorf("the backend's Enqueue after Queue.Close: %v, want ErrClosed", err)
 	}
 }
@@ -157,7 +159,7 @@ func TestQueueCloseClosesTheBackendItOwns(t *testing.T) {
 // (their handlers cancelled, waited for), still closes the backend, and returns the cause.
 func TestQueueCloseAtItsDeadline(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := &closeCounter{Memory: NewMemory()}
+		b := &closeCounter{Backend: memory.New()}
 		q, _ := New[string](context.Background(), WithBackend(b))
 		started := make(chan struct{})
 		c, _ := q.Consume(context.Background(), func(ctx context.Context, j Job[string]) error {
@@ -189,7 +191,7 @@ func TestQueueCloseAtItsDeadline(t *testing.T) {
 // other consumers and the backend; Queue.Close then panics with it, in the caller's goroutine.
 func TestQueueClosePanicsAfterClosingEverything(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := &closeCounter{Memory: NewMemory()}
+		b := &closeCounter{Backend: memory.New()}
 		var once atomic.Bool
 		q, _ := New[string](context.Background(), WithBackend(b), WithHooks(Hooks{
 			OnSuccess: func(context.Context, Event) {

@@ -13,6 +13,8 @@ import (
 
 	"github.com/corral-go/corral/internal/clock"
 	"github.com/corral-go/corral/internal/panics"
+	"github.com/corral-go/corral/queue/driver"
+	"github.com/corral-go/corral/queue/memory"
 )
 
 // Queue is a typed job queue on a Backend. Producers call Enqueue; a
@@ -24,10 +26,9 @@ import (
 // A Queue is safe for concurrent use. It starts no goroutine of its own.
 // Make one with [New]: the methods of a zero Queue panic.
 type Queue[T any] struct {
-	backend Backend
-	values  bool          // backend is a valueCarrier: no codec
-	fresher freshEnqueuer // the backend, if it is one
-	quick   quickConsumer // the backend, if it is one
+	backend driver.Backend
+	fast    driver.InProcess // the backend, if it is one of its own (see New)
+	values  bool             // fast != nil: payloads cross as values, no codec
 	codec   Codec[T]
 	vers    versions[T] // set once by New
 	hooks   Hooks
@@ -54,7 +55,7 @@ type Queue[T any] struct {
 // New returns a queue of jobs with payload T, with its backend opened:
 // ctx bounds the Open (a broker backend's requests to create or check its
 // streams). Without [WithBackend] the jobs are kept in memory by a new
-// [Memory]. An error is the backend's: it could not be opened (a broker out
+// memory.Backend. An error is the backend's: it could not be opened (a broker out
 // of reach, settings that differ from the queue's). A nil ctx or option
 // panics, as do options with impossible settings (see [Option]).
 func New[T any](ctx context.Context, opts ...Option) (*Queue[T], error) {
@@ -69,18 +70,17 @@ func New[T any](ctx context.Context, opts ...Option) (*Queue[T], error) {
 		opt.apply(&o)
 	}
 	if o.backend == nil {
-		o.backend = NewMemory()
+		o.backend = memory.New()
 	}
 	q := &Queue[T]{backend: o.backend, hooks: o.hooks, maxWait: o.maxWait, codec: codecFor[T](&o),
 		consumers: make(map[*Consumer[T]]struct{})}
 	q.vers.init(&o)
 	q.onHealth = q.healthChanged
 	q.hl.init(time.Now())
-	// The backend's fast paths (see fastpath.go), looked for once.
-	_, q.values = o.backend.(valueCarrier)
-	if ownsFastPaths(o.backend) {
-		q.fresher, _ = o.backend.(freshEnqueuer)
-		q.quick, _ = o.backend.(quickConsumer)
+	// The backend's fast paths, looked for once: only a backend whose
+	// InProcess methods are its own (see driver.InProcess.Self).
+	if ip, ok := o.backend.(driver.InProcess); ok && ip.Self() == o.backend {
+		q.fast, q.values = ip, true
 	}
 	var b [8]byte
 	_, _ = rand.Read(b[:])
@@ -96,13 +96,13 @@ const zeroQueue = "queue: zero Queue: use queue.New"
 
 // Close closes the queue: it closes every consumer of the queue not closed
 // yet (as [Consumer.Close] does, all at once, with ctx: it does not drain
-// them, see [Consumer.Drain]), then the backend ([Backend.Close]), which the
+// them, see [Consumer.Drain]), then the backend ([driver.Backend.Close]), which the
 // queue owns. It returns the consumers' and the backend's errors, joined
 // (context.Cause(ctx) if ctx ended first). The consumers' reports are not
 // returned: close a consumer yourself first to read its report.
 //
-// What the backend stores survives as the backend keeps it: with a
-// [Memory], nothing outlives the process; with a broker backend, every
+// What the backend stores survives as the backend keeps it: with the
+// in-memory backend, nothing outlives the process; with a broker backend, every
 // stored job and dead letter stays on the broker for the next process.
 //
 // After Close, Enqueue, Consume, Redrive, Purge, Stats and DeadLetters fail
@@ -185,22 +185,22 @@ func (q *Queue[T]) Enqueue(ctx context.Context, payload T, opts ...EnqueueOption
 		return "", ErrClosed
 	}
 	var (
-		m     Message
+		m     driver.Message
 		fresh = true
 		err   error
 	)
 	if len(opts) == 0 && q.values && q.maxWait == 0 {
 		// message's work for a job with no options, a backend that keeps
 		// values and no start-by deadline, written out here: every job of
-		// the default queue takes this path, and message's frame measured
-		// 75 instructions a job (callgrind, BenchmarkQueueInMemory).
+		// the default queue takes this path, and a frame less on it shows
+		// in BenchmarkQueueInMemory.
 		m.ID, m.Version, m.EnqueuedAt, m.Value = q.newID(), q.vers.current, q.clk.Now(), payload
 	} else if fresh, err = q.message(&m, payload, opts); err != nil {
 		return m.ID, err
 	}
-	var res EnqueueResult
-	if fresh && q.fresher != nil {
-		res, err = q.fresher.enqueueFresh(ctx, m)
+	var res driver.EnqueueResult
+	if fresh && q.fast != nil {
+		res, err = q.fast.EnqueueFresh(ctx, m)
 	} else {
 		res, err = q.backend.Enqueue(ctx, m)
 	}
@@ -218,22 +218,22 @@ func (q *Queue[T]) Enqueue(ctx context.Context, payload T, opts ...EnqueueOption
 // Message returns the Message that Enqueue would give the backend for payload and opts,
 // without storing it: its ID (generated if opts give none), key, NotBefore and start-by
 // deadline (the queue's [WithMaxWait] if opts give none), its enqueue time, and the payload
-// encoded by the queue's [Codec] (in Value instead, for a backend of this package that keeps
-// values), with the queue's payload version ([WithVersion]). It is for backends that store a
+// encoded by the queue's [Codec] (in Value instead, for a backend that keeps values: see
+// driver.InProcess), with the queue's payload version ([WithVersion]). It is for backends that store a
 // job by a path of their own, such as an enqueue in the caller's database transaction: such a
 // job is not counted in [Stats.Enqueued] and no hook is called for it (the transaction may
 // roll back). It fails as Enqueue does before the backend is called: ErrClosed once the queue
 // is closed, an ID the queue has yet to generate, an ID or key that some backend cannot store
 // ([WithID], [WithKey]), a payload the codec cannot encode. A nil
 // option panics.
-func (q *Queue[T]) Message(payload T, opts ...EnqueueOption) (Message, error) {
+func (q *Queue[T]) Message(payload T, opts ...EnqueueOption) (driver.Message, error) {
 	if q.backend == nil {
 		panic(zeroQueue)
 	}
 	if q.closed.Load() {
-		return Message{}, ErrClosed
+		return driver.Message{}, ErrClosed
 	}
-	var m Message
+	var m driver.Message
 	if _, err := q.message(&m, payload, opts); err != nil {
 		return m, err
 	}
@@ -248,11 +248,11 @@ func (q *Queue[T]) Message(payload T, opts ...EnqueueOption) (Message, error) {
 // encode. m is the caller's, filled in place: the hot path copies the
 // Message no more than it must. (The payload is put in here, not by a call
 // of Enqueue's own: a call more on every job's path measured.)
-func (q *Queue[T]) message(m *Message, payload T, opts []EnqueueOption) (fresh bool, err error) {
+func (q *Queue[T]) message(m *driver.Message, payload T, opts []EnqueueOption) (fresh bool, err error) {
 	if len(opts) > 0 {
 		// Options get a pointer through an interface, which escapes: give
 		// them a copy only when there are any.
-		mp := new(Message)
+		mp := new(driver.Message)
 		for _, o := range opts {
 			if o == nil {
 				panic("queue: nil option")
@@ -291,7 +291,7 @@ func (q *Queue[T]) message(m *Message, payload T, opts []EnqueueOption) (fresh b
 }
 
 // encode puts the encoding of payload by the codec in m.
-func (q *Queue[T]) encode(m *Message, payload T) error {
+func (q *Queue[T]) encode(m *driver.Message, payload T) error {
 	b, err := q.codec.Marshal(payload)
 	if err != nil {
 		return fmt.Errorf("queue: encode payload: %w", err)
@@ -303,7 +303,7 @@ func (q *Queue[T]) encode(m *Message, payload T) error {
 // enqueued counts the outcome of the backend's Enqueue of m (res, err),
 // and calls the hooks that report it with ctx: the jobs it evicted, the
 // dead letters it evicted, and the job's own fate.
-func (q *Queue[T]) enqueued(ctx context.Context, m *Message, res EnqueueResult, err error) {
+func (q *Queue[T]) enqueued(ctx context.Context, m *driver.Message, res driver.EnqueueResult, err error) {
 	for _, id := range res.Evicted {
 		q.c.dead[reasonIndex(ReasonEvicted)].Add(1)
 		if h := q.hooks.OnDead; h != nil {
@@ -328,8 +328,6 @@ func (q *Queue[T]) enqueued(ctx context.Context, m *Message, res EnqueueResult, 
 		}
 	}
 }
-
-var errEvicted = errors.New("queue: evicted by overflow (drop oldest)")
 
 // deadEvicted counts and reports the dead letters with ids, evicted by the
 // dead-letter limit during a backend call made with ctx: by a worker of c,

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/corral-go/corral/queue"
+	"github.com/corral-go/corral/queue/memory"
 	"github.com/corral-go/corral/retry"
 )
 
@@ -75,7 +76,7 @@ func TestREADMEDeploysSnippets(t *testing.T) {
 		Cents int64
 	}
 	ctx := context.Background()
-	b := queue.NewMemory()
+	b := memory.New()
 	q, err := queue.New[Order](ctx, queue.WithBackend(b),
 		queue.WithVersion(2), // Order is v2: amounts in cents
 		queue.WithUpgrade(1, func(o OrderV1) (Order, error) { return Order{N: o.N, Cents: int64(o.Amount) * 100}, nil }),

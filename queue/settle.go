@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/corral-go/corral/internal/panics"
+	"github.com/corral-go/corral/queue/driver"
 	"github.com/corral-go/corral/retry"
 )
 
@@ -26,9 +27,7 @@ const (
 // sets a.Error. It runs the user's code (the
 // methods of herr, the backoff policy): if that panics, say on a typed nil
 // error, the job is dead-lettered with that panic instead, as poison, so
-// that it is settled all the same. (A job taken with the last ack has no
-// lease end until renewed: left unsettled, it would stay in flight for
-// good.)
+// that it is settled all the same rather than left to its lease.
 func (w *worker[T]) outcome(herr, panicErr error, leaseOver, shutdown bool, a *Attempt) (o op, delay time.Duration, ev Event) {
 	var catch panics.Catcher
 	defer func() {
@@ -101,9 +100,8 @@ func (c *Consumer[T]) retryDelay(n int, err error) time.Duration {
 // in the report.
 //
 // It is the one switch over the ops (opMeanings is the one table of them),
-// and it makes the backend call itself: this is every job's path, and the
-// call in a function of its own, returning what o means, measured 33
-// instructions more per job (callgrind, BenchmarkQueueInMemory).
+// and it makes the backend call itself: this is every job's path, and a
+// call more on it shows in BenchmarkQueueInMemory.
 func (w *worker[T]) settle(ctx context.Context, counted bool, o op, delay time.Duration, a *Attempt, ev *Event) {
 	c := w.c
 	b := c.q.backend
@@ -113,15 +111,15 @@ func (w *worker[T]) settle(ctx context.Context, counted bool, o op, delay time.D
 	var (
 		counter *atomic.Uint64               // the queue's counter of o, nil if none
 		hook    func(context.Context, Event) // the hook that reports o, nil if none or unset
-		dead    BuryResult
+		dead    driver.BuryResult
 		err     error
 	)
 	switch o {
 	case opAck:
 		w.in = callAck
-		if acksNext(c.quick, hooks.OnSuccess, c.lane, c.recv) {
+		if acksNext(c.fast, hooks.OnSuccess, c.lane, c.recv) {
 			w.at = c.now()
-			w.hasNext, err = c.quick.ackNext(d, w.at)
+			w.hasNext, err = c.fast.AckNext(c.bg, d, w.at, c.backendLease())
 		} else {
 			err = b.Ack(c.bg, d)
 		}
@@ -140,9 +138,9 @@ func (w *worker[T]) settle(ctx context.Context, counted bool, o op, delay time.D
 	}
 	w.in = callNone
 	if !w.hasNext {
-		w.d = Delivery{}
+		w.d = driver.Delivery{}
 	}
-	if err != nil || counted || c.quick == nil {
+	if err != nil || counted || c.fast == nil {
 		if !w.account(counted, o, err) {
 			return
 		}
@@ -161,7 +159,7 @@ func (w *worker[T]) settle(ctx context.Context, counted bool, o op, delay time.D
 // runs is the Attempt of the event of settling d with the attempt a: the
 // handler runs the job had. A settle whose Attempt has Number 0 ran no
 // handler on d (refuse, or a release), so its job had d.Attempt-1.
-func runs(d *Delivery, a *Attempt) int {
+func runs(d *driver.Delivery, a *Attempt) int {
 	if a.Number == 0 {
 		return d.Attempt - 1
 	}
@@ -169,26 +167,26 @@ func runs(d *Delivery, a *Attempt) int {
 }
 
 // acksNext reports whether a worker's ack takes the next ready job with it
-// (quickConsumer.ackNext), given the consumer's quick, OnSuccess hook, lane
-// and recv. It needs a quickConsumer backend. Taking the next job with the
-// ack holds it while the OnSuccess hook runs: with a hook, a slow hook
-// would keep the job from the other workers. A consumer of a Share waits
-// for a slot with the job in hand, which needs a lease end: it receives.
-// And intake must not have stopped. (A function of the fields, not a
-// method of the generic Consumer: so it is inlined in settle, which it
-// keeps within gocyclo 15.)
-func acksNext(quick quickConsumer, onSuccess func(context.Context, Event), share *lane, recv context.Context) bool {
-	return quick != nil && onSuccess == nil && share == nil && recv.Err() == nil
+// (driver.InProcess.AckNext), given the consumer's fast, OnSuccess hook,
+// lane and recv. It needs an InProcess backend. Taking the next job with
+// the ack holds it, its lease not yet renewed, while the OnSuccess hook
+// runs: with a hook, a slow hook would keep the job from the other
+// workers. A consumer of a Share receives its jobs, and waits for a slot
+// with each in hand. And intake must not have stopped. (A function of the
+// fields, not a method of the generic Consumer: so it is inlined in settle,
+// which it keeps within gocyclo 15.)
+func acksNext(fast driver.InProcess, onSuccess func(context.Context, Event), share *lane, recv context.Context) bool {
+	return fast != nil && onSuccess == nil && share == nil && recv.Err() == nil
 }
 
-// account is settle's path for any outcome but a quickConsumer's success
-// outside Drain and Close: it observes err, the outcome of the backend call
+// account is settle's path for any outcome but an InProcess backend's
+// success outside Drain and Close: it observes err, the outcome of the backend call
 // settling the job with o, for Queue.Health, counts it in the report if
 // counted, and reports whether the call succeeded; a failure counts in
 // Stats.BackendErrors.
 func (w *worker[T]) account(counted bool, o op, err error) bool {
 	c := w.c
-	if err != nil || c.quick == nil { // a quickConsumer answers: nothing to observe
+	if err != nil || c.fast == nil { // an InProcess backend answers: nothing to observe
 		c.observe(c.bg, err)
 	}
 	if counted {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync/atomic"
 	"time"
+
+	"github.com/corral-go/corral/queue/driver"
 )
 
 // counters are the queue's cumulative counts (this process's view). The
@@ -107,13 +109,13 @@ func (s Stats) DeadLetteredTotal() uint64 {
 // Delayed, Dead, Lag) zero.
 func (q *Queue[T]) Stats(ctx context.Context) (Stats, error) {
 	err := q.usable()
-	var bs BackendStats
+	var bs driver.Stats
 	if err == nil {
 		bs, err = q.backend.Stats(ctx)
 	}
 	q.observe(ctx, err)
 	if err != nil {
-		bs = BackendStats{}
+		bs = driver.Stats{}
 	}
 	s := Stats{
 		Ready: bs.Ready, InFlight: bs.InFlight, Delayed: bs.Delayed, Dead: bs.Dead,

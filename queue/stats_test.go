@@ -7,6 +7,9 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/corral-go/corral/queue/driver"
+	"github.com/corral-go/corral/queue/memory"
 )
 
 // A delayed job queued behind a busy ordering key counted as ready.
@@ -40,20 +43,20 @@ func TestStatsDelayedBehindKey(t *testing.T) {
 // failOnce is a backend whose first Receive and first Ack fail (a broker
 // blip).
 type failOnce struct {
-	Backend
+	driver.Backend
 	recvFailed, ackFailed *atomic.Bool
 }
 
 var errBlip = errors.New("broker unreachable")
 
-func (b failOnce) Receive(ctx context.Context, lease time.Duration, d *Delivery) error {
+func (b failOnce) Receive(ctx context.Context, lease time.Duration, d *driver.Delivery) error {
 	if b.recvFailed.CompareAndSwap(false, true) {
 		return errBlip
 	}
 	return b.Backend.Receive(ctx, lease, d)
 }
 
-func (b failOnce) Ack(ctx context.Context, d *Delivery) error {
+func (b failOnce) Ack(ctx context.Context, d *driver.Delivery) error {
 	if b.ackFailed.CompareAndSwap(false, true) {
 		return errBlip
 	}
@@ -66,7 +69,7 @@ func (b failOnce) Ack(ctx context.Context, d *Delivery) error {
 // its lease and then acked.
 func TestBackendErrorsCounted(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := failOnce{NewMemory(), new(atomic.Bool), new(atomic.Bool)}
+		b := failOnce{memory.New(), new(atomic.Bool), new(atomic.Bool)}
 		q, _ := New[string](context.Background(), WithBackend(b))
 		var handled atomic.Int32
 		c, err := q.Consume(context.Background(), func(ctx context.Context, j Job[string]) error {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/corral-go/corral/internal/panics"
+	"github.com/corral-go/corral/queue/driver"
 )
 
 // Payload versions: a job records the version of its payload's schema
@@ -79,7 +80,7 @@ func WithUpgrade[Old, T any](from int, f func(Old) (T, error)) Option {
 		panic("queue: WithUpgrade(" + strconv.Itoa(from) + ", nil): nil upgrade")
 	}
 	u := upgradeOption{from: from, desc: fmt.Sprintf("func(%T) (%T, error)", *new(Old), *new(T)),
-		f: func(m *Message) (T, error) {
+		f: func(m *driver.Message) (T, error) {
 			if old, ok := m.Value.(Old); ok { // from a backend that keeps values
 				return f(old)
 			}
@@ -117,7 +118,7 @@ type upgradeOption struct {
 // upgrades from older ones, and the jobs its consumers hand back.
 type versions[T any] struct {
 	current  int
-	upgrades map[int]func(*Message) (T, error) // by the version upgraded from; nil if none
+	upgrades map[int]func(*driver.Message) (T, error) // by the version upgraded from; nil if none
 	waits    versionWaits
 }
 
@@ -130,7 +131,7 @@ func (v *versions[T]) init(o *options) {
 		v.waits.wait = DefaultVersionWait
 	}
 	for _, u := range o.upgrades {
-		f, ok := u.f.(func(*Message) (T, error))
+		f, ok := u.f.(func(*driver.Message) (T, error))
 		switch {
 		case !ok:
 			panic(fmt.Sprintf("queue: WithUpgrade(%d, %s): does not return %T, the queue's payload type", u.from, u.desc, *new(T)))
@@ -140,7 +141,7 @@ func (v *versions[T]) init(o *options) {
 			panic(fmt.Sprintf("queue: WithUpgrade(%d) given twice", u.from))
 		}
 		if v.upgrades == nil {
-			v.upgrades = make(map[int]func(*Message) (T, error))
+			v.upgrades = make(map[int]func(*driver.Message) (T, error))
 		}
 		v.upgrades[u.from] = f
 	}
@@ -163,7 +164,7 @@ func (v *versions[T]) known() string {
 
 // upgrade decodes the payload of m, of the older version n, with its
 // upgrade. A panic in the upgrade is returned as an error.
-func (v *versions[T]) upgrade(n int, m *Message) (p T, err error) {
+func (v *versions[T]) upgrade(n int, m *driver.Message) (p T, err error) {
 	var catch panics.Catcher
 	defer func() {
 		if c := catch.Panic; c != nil {

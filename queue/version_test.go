@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/corral-go/corral/queue"
+	"github.com/corral-go/corral/queue/driver"
+	"github.com/corral-go/corral/queue/memory"
 )
 
 // Two versions of one payload: v2 keeps amounts in cents.
@@ -29,22 +31,22 @@ func upgradeV1(o orderV1) (orderV2, error) { return orderV2{N: o.N, Cents: int64
 // sharedStore is one backend that several queues open, as the processes of
 // a fleet share a broker: the test opens and closes it, and payloads cross
 // it as bytes.
-type sharedStore struct{ queue.Backend }
+type sharedStore struct{ driver.Backend }
 
-func (sharedStore) Open(context.Context, queue.Config) error { return nil }
-func (sharedStore) Close(context.Context) error              { return nil }
+func (sharedStore) Open(context.Context, driver.Config) error { return nil }
+func (sharedStore) Close(context.Context) error               { return nil }
 
-func newStore(t *testing.T) queue.Backend {
+func newStore(t *testing.T) driver.Backend {
 	t.Helper()
-	m := queue.NewMemory()
-	if err := m.Open(context.Background(), queue.Config{}); err != nil {
+	m := memory.New()
+	if err := m.Open(context.Background(), driver.Config{}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = m.Close(context.Background()) })
 	return sharedStore{m}
 }
 
-func newVersioned[T any](t *testing.T, store queue.Backend, opts ...queue.Option) *queue.Queue[T] {
+func newVersioned[T any](t *testing.T, store driver.Backend, opts ...queue.Option) *queue.Queue[T] {
 	t.Helper()
 	q, err := queue.New[T](context.Background(), append([]queue.Option{queue.WithBackend(store)}, opts...)...)
 	if err != nil {

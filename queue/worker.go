@@ -10,20 +10,23 @@ import (
 
 	"github.com/corral-go/corral/backoff"
 	"github.com/corral-go/corral/internal/panics"
+	"github.com/corral-go/corral/queue/driver"
 )
 
 // worker is the state of one worker loop, reused for every job so that
 // handling a job allocates nothing of its own.
 type worker[T any] struct {
 	c *Consumer[T]
-	d Delivery
+	d driver.Delivery
 
-	// With a quickConsumer backend, acking a job also takes the next ready
-	// one into d, in one step (ackNext): hasNext says d holds it, as if
+	// With an InProcess backend, acking a job also takes the next ready
+	// one into d, in one step (AckNext): hasNext says d holds it, as if
 	// Receive had returned it.
 	hasNext bool
-	// at is when a quickConsumer backend leased the job in d (receiveAt,
-	// or the time given to ackNext), zero with any other backend.
+	// at is when an InProcess backend leased the job in d (ReceiveAt), or
+	// the keeper's reading of the clock when the worker took it with
+	// AckNext, from which the backend leased it; zero with any other
+	// backend.
 	at time.Time
 	// in is the Backend method the worker is calling, if any: the Where of
 	// a panic in it.
@@ -224,10 +227,10 @@ func (w *worker[T]) renewWaiting() bool {
 }
 
 // receive receives a job into d, and returns when the backend leased it if
-// the backend is a quickConsumer (zero otherwise).
-func (c *Consumer[T]) receive(d *Delivery) (time.Time, error) {
-	if c.quick != nil {
-		return c.quick.receiveAt(c.recv, c.backendLease(), d)
+// the backend is InProcess (zero otherwise).
+func (c *Consumer[T]) receive(d *driver.Delivery) (time.Time, error) {
+	if c.fast != nil {
+		return c.fast.ReceiveAt(c.recv, c.backendLease(), d)
 	}
 	return time.Time{}, c.q.backend.Receive(c.recv, c.backendLease(), d)
 }
@@ -244,8 +247,8 @@ func (w *worker[T]) handle() {
 	// The start-by deadline is for the first start only: a job released
 	// at shutdown comes back with Attempt 1 but Redelivered.
 	startBy := d.Attempt == 1 && !d.Redelivered && !d.StartBy.IsZero()
-	// When a quickConsumer backend handed the job over (see worker.at):
-	// the start, or a little before it if the time was the keeper's. The
+	// When an InProcess backend handed the job over (see worker.at): the
+	// start, or a little before it if the time was the keeper's. The
 	// start-by deadline is checked against the clock itself.
 	now := w.at
 	if now.IsZero() || startBy {
@@ -364,7 +367,7 @@ func (w *worker[T]) start() bool {
 // it back. It counts in the report as abandoned.
 func (w *worker[T]) dropLost() {
 	c := w.c
-	w.d = Delivery{}
+	w.d = driver.Delivery{}
 	if c.counting.Load() {
 		c.mu.Lock()
 		c.report.Abandoned++

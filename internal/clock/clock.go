@@ -33,6 +33,11 @@ func Start() Epoch { return Epoch{time.Now()} }
 // process runs, unlike a difference of wall-clock readings.
 func (e Epoch) Since() time.Duration { return time.Since(e.t) }
 
+// At returns the time elapsed from e's beginning to t, a reading of the clock taken since:
+// e.Since() as it was when t was read, without reading the clock again. With t from time.Now
+// (or Anchored.Now) it is monotonic as Since is.
+func (e Epoch) At(t time.Time) time.Duration { return t.Sub(e.t) }
+
 // Anchored reads the current time cheaply; see the package doc. It must not be copied after
 // first use.
 type Anchored struct {

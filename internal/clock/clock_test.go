@@ -31,6 +31,22 @@ func TestEpochSinceIsElapsedTime(t *testing.T) {
 	})
 }
 
+func TestEpochAtIsSinceAsOfAReading(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := Start()
+		time.Sleep(time.Hour)
+		var c Anchored
+		r := c.Now()
+		time.Sleep(time.Minute)
+		if got := e.At(r); got != time.Hour {
+			t.Fatalf("At a reading taken an hour after Start = %v; want 1h", got)
+		}
+		if got, want := e.At(time.Now()), e.Since(); got != want {
+			t.Fatalf("At(time.Now()) = %v; Since = %v", got, want)
+		}
+	})
+}
+
 func TestAnchoredFollowsTime(t *testing.T) {
 	// In a bubble, time.Now has no monotonic reading, so each reading is a full one; the
 	// anchor logic must still give exactly time.Now.

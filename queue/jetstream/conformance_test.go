@@ -8,7 +8,7 @@ import (
 
 	natsjs "github.com/nats-io/nats.go/jetstream"
 
-	"github.com/corral-go/corral/queue"
+	"github.com/corral-go/corral/queue/driver"
 	"github.com/corral-go/corral/queue/jetstream"
 	"github.com/corral-go/corral/queue/jetstream/internal/natstest"
 	"github.com/corral-go/corral/queue/queuetest"
@@ -18,7 +18,7 @@ import (
 // with a fresh name, closed when the subtest ends. The streams are deleted when the parent test
 // ends: deleting the last stream of an account while creating another races in the server
 // (it removes the account's store directory under the new stream).
-func newBackendFunc(t *testing.T, opts ...jetstream.Option) func(t *testing.T) queue.Backend {
+func newBackendFunc(t *testing.T, opts ...jetstream.Option) func(t *testing.T) driver.Backend {
 	srv := natstest.Start(t)
 	admin, err := natsjs.New(srv.Connect(t))
 	if err != nil {
@@ -35,7 +35,7 @@ func newBackendFunc(t *testing.T, opts ...jetstream.Option) func(t *testing.T) q
 			deleteStreams(t, admin, name)
 		}
 	})
-	return func(t *testing.T) queue.Backend {
+	return func(t *testing.T) driver.Backend {
 		nc := srv.Connect(t)
 		js, err := natsjs.New(nc)
 		if err != nil {

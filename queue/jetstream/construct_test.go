@@ -9,6 +9,7 @@ import (
 	natsjs "github.com/nats-io/nats.go/jetstream"
 
 	"github.com/corral-go/corral/queue"
+	"github.com/corral-go/corral/queue/driver"
 	"github.com/corral-go/corral/queue/jetstream"
 	"github.com/corral-go/corral/queue/jetstream/internal/natstest"
 )
@@ -47,9 +48,9 @@ func TestZeroBackendPanicsSayingWhatToUse(t *testing.T) {
 	const want = "jetstream: zero Backend: use jetstream.New"
 	var b jetstream.Backend
 	ctx := context.Background()
-	d := &queue.Delivery{}
-	wantPanic(t, want, func() { _ = b.Open(ctx, queue.Config{}) })
-	wantPanic(t, want, func() { _, _ = b.Enqueue(ctx, queue.Message{ID: "x"}) })
+	d := &driver.Delivery{}
+	wantPanic(t, want, func() { _ = b.Open(ctx, driver.Config{}) })
+	wantPanic(t, want, func() { _, _ = b.Enqueue(ctx, driver.Message{ID: "x"}) })
 	wantPanic(t, want, func() { _ = b.Receive(ctx, time.Second, d) })
 	wantPanic(t, want, func() { _ = b.Start(ctx, d) })
 	wantPanic(t, want, func() { _ = b.Extend(ctx, d, time.Second) })

@@ -12,7 +12,7 @@ import (
 	"github.com/nats-io/nats.go"
 	natsjs "github.com/nats-io/nats.go/jetstream"
 
-	"github.com/corral-go/corral/queue"
+	"github.com/corral-go/corral/queue/driver"
 )
 
 // publishDead publishes the dead letter msg of the job id at work-stream sequence seq. When the
@@ -59,8 +59,8 @@ func (b *Backend) publishDead(ctx context.Context, msg *nats.Msg, id string, seq
 }
 
 // deadFrom decodes a dead-letter message.
-func deadFrom(raw *natsjs.RawStreamMsg) (queue.DeadMessage, error) {
-	dm := queue.DeadMessage{Message: messageFrom(raw.Header, raw.Data)}
+func deadFrom(raw *natsjs.RawStreamMsg) (driver.DeadMessage, error) {
+	dm := driver.DeadMessage{Message: messageFrom(raw.Header, raw.Data)}
 	dm.Reason = reasonFrom(raw.Header.Get(hdrReason))
 	dm.Attempt, _ = strconv.Atoi(raw.Header.Get(hdrAttempt))
 	dm.At = getTime(raw.Header, hdrDeadAt)
@@ -75,22 +75,22 @@ func deadFrom(raw *natsjs.RawStreamMsg) (queue.DeadMessage, error) {
 // reasonFrom returns the reason a dead letter's header stores. Dead letters written before
 // ReasonOverflow was renamed queue.ReasonEvicted store "overflow": they read as evicted, so
 // that a queue's dead letters keep one word for one reason across the rename.
-func reasonFrom(s string) queue.Reason {
+func reasonFrom(s string) driver.Reason {
 	if s == "overflow" {
-		return queue.ReasonEvicted
+		return driver.ReasonEvicted
 	}
-	return queue.Reason(s)
+	return driver.Reason(s)
 }
 
-// DeadLetters implements queue.Backend: it reads the dead-letter stream in order, one request
+// DeadLetters implements driver.Backend: it reads the dead-letter stream in order, one request
 // per dead letter.
-func (b *Backend) DeadLetters(ctx context.Context) iter.Seq2[queue.DeadMessage, error] {
+func (b *Backend) DeadLetters(ctx context.Context) iter.Seq2[driver.DeadMessage, error] {
 	if b.js == nil {
 		panic(zeroBackend)
 	}
-	return func(yield func(queue.DeadMessage, error) bool) {
+	return func(yield func(driver.DeadMessage, error) bool) {
 		if err := b.checkOpen(); err != nil {
-			yield(queue.DeadMessage{}, err)
+			yield(driver.DeadMessage{}, err)
 			return
 		}
 		for seq := uint64(1); ; {
@@ -101,7 +101,7 @@ func (b *Backend) DeadLetters(ctx context.Context) iter.Seq2[queue.DeadMessage, 
 				return
 			}
 			if err != nil {
-				yield(queue.DeadMessage{}, b.fail(ctx, "dead letters", err))
+				yield(driver.DeadMessage{}, b.fail(ctx, "dead letters", err))
 				return
 			}
 			seq = raw.Sequence + 1
@@ -113,7 +113,7 @@ func (b *Backend) DeadLetters(ctx context.Context) iter.Seq2[queue.DeadMessage, 
 	}
 }
 
-// Redrive implements queue.Backend: it publishes the newest dead letter with id as a new job
+// Redrive implements driver.Backend: it publishes the newest dead letter with id as a new job
 // (fresh attempts, no delay) and then deletes every dead letter with id.
 func (b *Backend) Redrive(ctx context.Context, id string) error {
 	if err := b.checkOpen(); err != nil {
@@ -123,7 +123,7 @@ func (b *Backend) Redrive(ctx context.Context, id string) error {
 	defer cancel()
 	raw, err := b.dead.GetLastMsgForSubject(ctx, b.deadPrefix+token(id))
 	if errors.Is(err, natsjs.ErrMsgNotFound) {
-		return queue.ErrNotFound
+		return driver.ErrNotFound
 	}
 	if err != nil {
 		return b.fail(ctx, "redrive "+id, err)
@@ -140,9 +140,9 @@ func (b *Backend) Redrive(ctx context.Context, id string) error {
 			return b.fail(ctx, "redrive "+id, err)
 		}
 	case codeWrongLast, codeWrongLR:
-		return queue.ErrDuplicate
+		return driver.ErrDuplicate
 	case codeFull:
-		return queue.ErrFull
+		return driver.ErrFull
 	default:
 		return b.fail(ctx, "redrive "+id, err)
 	}
@@ -156,7 +156,7 @@ func (b *Backend) purgeDead(ctx context.Context, id string) error {
 	return nil
 }
 
-// Purge implements queue.Backend.
+// Purge implements driver.Backend.
 func (b *Backend) Purge(ctx context.Context, id string) error {
 	if err := b.checkOpen(); err != nil {
 		return err
@@ -165,7 +165,7 @@ func (b *Backend) Purge(ctx context.Context, id string) error {
 	defer cancel()
 	_, err := b.dead.GetLastMsgForSubject(ctx, b.deadPrefix+token(id))
 	if errors.Is(err, natsjs.ErrMsgNotFound) {
-		return queue.ErrNotFound
+		return driver.ErrNotFound
 	}
 	if err != nil {
 		return b.fail(ctx, "purge "+id, err)

@@ -8,10 +8,10 @@ import (
 	natsjs "github.com/nats-io/nats.go/jetstream"
 
 	"github.com/corral-go/corral/backoff"
-	"github.com/corral-go/corral/queue"
+	"github.com/corral-go/corral/queue/driver"
 )
 
-// Enqueue implements queue.Backend. The job is published to corral.<name>.job.<key>.<id> with
+// Enqueue implements driver.Backend. The job is published to corral.<name>.job.<key>.<id> with
 // "no message on this subject" as a precondition (so an ID is taken while its job is stored)
 // and, when the queue has a dedup horizon, the job ID as Nats-Msg-Id (so it stays taken for the
 // horizon). At capacity the broker refuses the message and the overflow policy decides: Block
@@ -23,8 +23,8 @@ import (
 // is then refused with queue.ErrDuplicate, whether the queue has a dedup horizon or not (the
 // job is stored under its ID); a job that was stored and already handled in between is caught
 // only within the dedup horizon.
-func (b *Backend) Enqueue(ctx context.Context, m queue.Message) (queue.EnqueueResult, error) {
-	var res queue.EnqueueResult
+func (b *Backend) Enqueue(ctx context.Context, m driver.Message) (driver.EnqueueResult, error) {
+	var res driver.EnqueueResult
 	if err := b.checkOpen(); err != nil {
 		return res, err
 	}
@@ -43,11 +43,11 @@ func (b *Backend) Enqueue(ctx context.Context, m queue.Message) (queue.EnqueueRe
 			return res, err
 		}
 		switch b.cfg.Overflow {
-		case queue.Reject:
-			return res, queue.ErrFull
-		case queue.DropNewest:
-			return res, queue.ErrDropped
-		case queue.DropOldest:
+		case driver.Reject:
+			return res, driver.ErrFull
+		case driver.DropNewest:
+			return res, driver.ErrDropped
+		case driver.DropOldest:
 			if err := b.dropOldest(ctx, &res); err != nil {
 				return res, err
 			}
@@ -67,13 +67,13 @@ var blockPolls = backoff.Exponential(time.Millisecond, 2, 50*time.Millisecond)
 // publishJob publishes msg, the job m, once. It reports whether the broker refused it because
 // the queue is full (the overflow policy decides what next), else returns the outcome of
 // Enqueue.
-func (b *Backend) publishJob(ctx context.Context, msg *nats.Msg, m *queue.Message, popts []natsjs.PublishOpt) (full bool, err error) {
+func (b *Backend) publishJob(ctx context.Context, msg *nats.Msg, m *driver.Message, popts []natsjs.PublishOpt) (full bool, err error) {
 	rctx, cancel := b.req(ctx)
 	defer cancel()
 	ack, err := b.js.PublishMsg(rctx, msg, popts...)
 	if err == nil {
 		if ack.Duplicate {
-			return false, queue.ErrDuplicate
+			return false, driver.ErrDuplicate
 		}
 		if time.Until(m.NotBefore) > 10*time.Millisecond {
 			// A consumer that takes the job before its start time removes this marker
@@ -84,7 +84,7 @@ func (b *Backend) publishJob(ctx context.Context, msg *nats.Msg, m *queue.Messag
 	}
 	switch apiCode(err) {
 	case codeWrongLast, codeWrongLR:
-		return false, queue.ErrDuplicate
+		return false, driver.ErrDuplicate
 	case codeFull:
 		return true, nil
 	}
@@ -94,21 +94,21 @@ func (b *Backend) publishJob(ctx context.Context, msg *nats.Msg, m *queue.Messag
 // dropOldest makes room for a job under the DropOldest policy: it evicts the oldest job
 // waiting for delivery and records it, and the dead letters evicted to make room for it, in
 // res. It fails with queue.ErrFull if every stored job is being handled.
-func (b *Backend) dropOldest(ctx context.Context, res *queue.EnqueueResult) error {
+func (b *Backend) dropOldest(ctx context.Context, res *driver.EnqueueResult) error {
 	id, evicted, err := b.evictOldest(ctx)
 	res.DeadEvicted = append(res.DeadEvicted, evicted...)
 	if err != nil {
 		return err
 	}
 	if id == "" {
-		return queue.ErrFull
+		return driver.ErrFull
 	}
 	res.Evicted = append(res.Evicted, id)
 	return nil
 }
 
 // evictedError is the error of the attempt a job evicted by DropOldest is dead-lettered with:
-// the message queue.Memory uses (queue does not export it), so that both backends' dead
+// the message memory.Backend uses (queue does not export it), so that both backends' dead
 // letters read alike.
 const evictedError = "queue: evicted by overflow (drop oldest)"
 
@@ -135,8 +135,8 @@ func (b *Backend) evictOldest(ctx context.Context) (string, []string, error) {
 		return "", nil, err
 	}
 	now := time.Now()
-	a := queue.Attempt{Start: now, End: now, Error: evictedError}
-	evicted, err := b.bury(rctx, d, queue.ReasonEvicted, a)
+	a := driver.Attempt{Start: now, End: now, Error: evictedError}
+	evicted, err := b.bury(rctx, d, driver.ReasonEvicted, a)
 	if err != nil {
 		return "", evicted, err
 	}

@@ -10,7 +10,7 @@ import (
 	natsjs "github.com/nats-io/nats.go/jetstream"
 
 	"github.com/corral-go/corral/backoff"
-	"github.com/corral-go/corral/queue"
+	"github.com/corral-go/corral/queue/driver"
 )
 
 // errCallTimeout is the cause of a request's context when the broker did
@@ -34,12 +34,12 @@ func (b *Backend) req(ctx context.Context) (context.Context, context.CancelFunc)
 func fail(ctx context.Context, op string, err error) error {
 	if ctx.Err() != nil {
 		if unreachable(err) || errors.Is(err, context.Canceled) {
-			return fmt.Errorf("jetstream: %s: %w (%w)", op, context.Cause(ctx), queue.ErrUnavailable)
+			return fmt.Errorf("jetstream: %s: %w (%w)", op, context.Cause(ctx), driver.ErrUnavailable)
 		}
 		return fmt.Errorf("jetstream: %s: %w", op, context.Cause(ctx))
 	}
 	if unreachable(err) {
-		return fmt.Errorf("jetstream: %s: %w: %w", op, queue.ErrUnavailable, err)
+		return fmt.Errorf("jetstream: %s: %w: %w", op, driver.ErrUnavailable, err)
 	}
 	return fmt.Errorf("jetstream: %s: %w", op, err)
 }
@@ -48,7 +48,7 @@ func fail(ctx context.Context, op string, err error) error {
 // (see staleRun).
 func (b *Backend) fail(ctx context.Context, op string, err error) error {
 	err = fail(ctx, op, err)
-	if errors.Is(err, queue.ErrUnavailable) {
+	if errors.Is(err, driver.ErrUnavailable) {
 		b.restless()
 	}
 	return err

@@ -9,7 +9,7 @@ import (
 	"github.com/nats-io/nats.go"
 	natsjs "github.com/nats-io/nats.go/jetstream"
 
-	"github.com/corral-go/corral/queue"
+	"github.com/corral-go/corral/queue/driver"
 	"github.com/corral-go/corral/queue/jetstream"
 	"github.com/corral-go/corral/queue/jetstream/internal/natstest"
 	"github.com/corral-go/corral/queue/queuetest"
@@ -26,7 +26,7 @@ const (
 // processes: a backend on its own connection to every server of addr, with three replicas on a
 // cluster. The connection pings every second, so that a paused server is left for another
 // within a few seconds, and reconnects for ever.
-func openFaultBackend(addr, name string) (queue.Backend, func(), error) {
+func openFaultBackend(addr, name string) (driver.Backend, func(), error) {
 	nc, err := nats.Connect(addr, nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond),
 		nats.PingInterval(time.Second), nats.MaxPingsOutstanding(2), nats.Timeout(2*time.Second))
 	if err != nil {

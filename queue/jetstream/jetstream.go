@@ -14,10 +14,10 @@ import (
 	"github.com/nats-io/nats.go"
 	natsjs "github.com/nats-io/nats.go/jetstream"
 
-	"github.com/corral-go/corral/queue"
+	"github.com/corral-go/corral/queue/driver"
 )
 
-// Backend is a queue.Backend on NATS JetStream. Pass it to queue.New with queue.WithBackend.
+// Backend is a driver.Backend on NATS JetStream. Pass it to queue.New with queue.WithBackend.
 //
 // One Backend serves one queue.Queue in one process; several processes (each with its own
 // Backend and Queue of the same name) share the queue's jobs. A Backend is safe for concurrent
@@ -47,7 +47,7 @@ type Backend struct {
 	mu     sync.Mutex
 	opened bool
 	closed bool
-	cfg    queue.Config
+	cfg    driver.Config
 	set    settings // the queue's shared settings, as agreed at Open and CheckLease
 	work   natsjs.Stream
 	dead   natsjs.Stream
@@ -181,7 +181,7 @@ func New(js natsjs.JetStream, name string, opts ...Option) *Backend {
 // zeroBackend is the panic of a method of a zero Backend.
 const zeroBackend = "jetstream: zero Backend: use jetstream.New"
 
-var _ queue.Backend = (*Backend)(nil)
+var _ driver.Backend = (*Backend)(nil)
 
 // token encodes s as one NATS subject token (base64url). The empty string, which has no key,
 // is "_", which no non-empty string encodes to.
@@ -214,7 +214,7 @@ func (b *Backend) checkOpenLocked() error {
 		return errors.New("jetstream: backend not opened")
 	}
 	if b.closed {
-		return queue.ErrClosed
+		return driver.ErrClosed
 	}
 	return nil
 }
@@ -234,7 +234,7 @@ func (b *Backend) Delete(ctx context.Context) error {
 	return nil
 }
 
-// Close implements queue.Backend: it stops receiving, and the jobs prefetched but not handed to
+// Close implements driver.Backend: it stops receiving, and the jobs prefetched but not handed to
 // a worker go back to the broker; a Receive waiting then returns queue.ErrClosed, as do later
 // calls. It deletes nothing (every stored job and dead letter stays on the servers: see
 // Delete) and does not close the NATS connection. If ctx ends before the prefetched jobs are

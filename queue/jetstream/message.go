@@ -6,7 +6,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
-	"github.com/corral-go/corral/queue"
+	"github.com/corral-go/corral/queue/driver"
 )
 
 // Headers of job and dead-letter messages.
@@ -48,7 +48,7 @@ func getInt(h nats.Header, k string) int {
 	return n
 }
 
-func jobHeader(m *queue.Message) nats.Header {
+func jobHeader(m *driver.Message) nats.Header {
 	h := nats.Header{}
 	h.Set(hdrID, m.ID)
 	if m.Key != "" {
@@ -63,8 +63,8 @@ func jobHeader(m *queue.Message) nats.Header {
 	return h
 }
 
-func messageFrom(h nats.Header, body []byte) queue.Message {
-	return queue.Message{
+func messageFrom(h nats.Header, body []byte) driver.Message {
+	return driver.Message{
 		ID:         h.Get(hdrID),
 		Key:        h.Get(hdrKey),
 		Version:    getInt(h, hdrVersion),

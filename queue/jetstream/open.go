@@ -8,17 +8,17 @@ import (
 
 	natsjs "github.com/nats-io/nats.go/jetstream"
 
-	"github.com/corral-go/corral/queue"
+	"github.com/corral-go/corral/queue/driver"
 	"github.com/corral-go/corral/queue/jetstream/internal/serverversion"
 )
 
-// Open implements queue.Backend: it agrees the queue's shared settings with the other processes
+// Open implements driver.Backend: it agrees the queue's shared settings with the other processes
 // (see settings: the first process to open the queue sets them, later ones must ask for the
 // same), then creates the streams or checks them. The work stream holds at most cfg.Capacity
 // jobs (DiscardNew: the broker refuses more, and Enqueue applies cfg.Overflow); its duplicate
 // window is cfg.DedupHorizon. The dead-letter stream holds at most cfg.DeadLetterLimit dead
 // letters (DiscardNew too: Bury evicts the oldest itself, and reports it).
-func (b *Backend) Open(ctx context.Context, cfg queue.Config) error {
+func (b *Backend) Open(ctx context.Context, cfg driver.Config) error {
 	if b.js == nil {
 		panic(zeroBackend)
 	}
@@ -67,7 +67,7 @@ type openedQueue struct {
 
 // open makes Open's requests: the shared settings, the streams, the consumer and Stats' own
 // handles. b.openMu held.
-func (b *Backend) open(ctx context.Context, cfg queue.Config) (openedQueue, error) {
+func (b *Backend) open(ctx context.Context, cfg driver.Config) (openedQueue, error) {
 	var o openedQueue
 	var err error
 	if o.state, o.set, err = b.openSettings(ctx, b.settingsFor(cfg)); err != nil {
@@ -130,7 +130,7 @@ type streamSpec struct {
 
 // streamSpecs returns the streams that hold the jobs of a queue with config cfg and o's shared
 // settings, in the order Open makes them, each to be kept in o.
-func (b *Backend) streamSpecs(cfg queue.Config, o *openedQueue) []streamSpec {
+func (b *Backend) streamSpecs(cfg driver.Config, o *openedQueue) []streamSpec {
 	maxMsgs := int64(-1)
 	if cfg.Capacity > 0 {
 		maxMsgs = int64(cfg.Capacity)
@@ -166,7 +166,7 @@ func (b *Backend) streamSpecs(cfg queue.Config, o *openedQueue) []streamSpec {
 			Retention:   natsjs.LimitsPolicy,
 			Duplicates:  10 * time.Minute,
 			// One subject per job ID, one dead letter per ID: a later job that reused the ID
-			// and died replaces the older dead letter (see queue.Backend). At the limit the
+			// and died replaces the older dead letter (see driver.Backend). At the limit the
 			// broker refuses a new one, and Bury evicts the oldest itself: never a silent trim.
 			MaxMsgsPerSubject: 1,
 			MaxMsgs:           int64(o.set.DeadLetterLimit),

@@ -10,6 +10,7 @@ import (
 	natsjs "github.com/nats-io/nats.go/jetstream"
 
 	"github.com/corral-go/corral/queue"
+	"github.com/corral-go/corral/queue/driver"
 	"github.com/corral-go/corral/queue/jetstream"
 	"github.com/corral-go/corral/queue/jetstream/internal/natstest"
 )
@@ -114,7 +115,7 @@ func TestConcurrentOpenOfOneBackend(t *testing.T) {
 	for i := range errs {
 		wg.Go(func() {
 			<-start
-			errs[i] = b.Open(ctx, queue.Config{})
+			errs[i] = b.Open(ctx, driver.Config{})
 		})
 	}
 	close(start)

@@ -9,10 +9,10 @@ import (
 	natsjs "github.com/nats-io/nats.go/jetstream"
 
 	"github.com/corral-go/corral/backoff"
-	"github.com/corral-go/corral/queue"
+	"github.com/corral-go/corral/queue/driver"
 )
 
-// Receive implements queue.Backend. The consumer's AckWait is the lease, one for every process
+// Receive implements driver.Backend. The consumer's AckWait is the lease, one for every process
 // of the queue (see CheckLease, which a Receive with a lease the queue does not have yet calls).
 // A job whose start time has not come, or whose ordering key has an earlier job stored, is
 // handed back to the broker with a delay and not counted as an attempt.
@@ -24,7 +24,7 @@ import (
 // connected, or the broker missed its heartbeats to the prefetch, it returns an error matching
 // queue.ErrUnavailable, so that "no job" is never mistaken for "no broker" (the consumer
 // retries after a backoff, and queue.Health reports it).
-func (b *Backend) Receive(ctx context.Context, lease time.Duration, d *queue.Delivery) error {
+func (b *Backend) Receive(ctx context.Context, lease time.Duration, d *driver.Delivery) error {
 	if lease <= 0 {
 		return fmt.Errorf("jetstream: lease %v must be positive", lease)
 	}
@@ -156,7 +156,7 @@ func (b *Backend) retirePump(p *pump) bool {
 func (b *Backend) connectionError(p *pump) error {
 	if !b.nc.IsConnected() {
 		b.restless()
-		return fmt.Errorf("jetstream: receive: %w: %s", queue.ErrUnavailable, b.nc.Status())
+		return fmt.Errorf("jetstream: receive: %w: %s", driver.ErrUnavailable, b.nc.Status())
 	}
 	p.errMu.Lock()
 	err, at := p.err, p.errAt
@@ -170,7 +170,7 @@ func (b *Backend) connectionError(p *pump) error {
 // take decides what to do with a prefetched message: hand it to the caller in d (true), or
 // give it back to the broker because its start time has not come or its ordering key is busy
 // (false). Its requests are bounded by the call timeout.
-func (b *Backend) take(ctx context.Context, a arrival, lease time.Duration, d *queue.Delivery) (bool, error) {
+func (b *Backend) take(ctx context.Context, a arrival, lease time.Duration, d *driver.Delivery) (bool, error) {
 	if a.fresh {
 		// Counted as prefetched until it is marked or handed out.
 		defer b.bufFresh.Add(-1)
@@ -307,7 +307,7 @@ func (b *Backend) startPump(ctx context.Context, lease time.Duration) (p, old *p
 		b.mu.Lock()
 		if b.closed {
 			b.mu.Unlock()
-			return nil, nil, queue.ErrClosed
+			return nil, nil, driver.ErrClosed
 		}
 		b.cons, b.lease = c, lease
 		old, b.pump = b.pump, nil
@@ -333,7 +333,7 @@ func (b *Backend) startPump(ctx context.Context, lease time.Duration) (p, old *p
 	if b.closed { // Close found no pump to stop: this one is the caller's to stop
 		b.mu.Unlock()
 		b.stopPump(context.Background(), p)
-		return nil, old, queue.ErrClosed
+		return nil, old, driver.ErrClosed
 	}
 	b.pump = p
 	b.receivers++

@@ -9,7 +9,7 @@ import (
 
 	natsjs "github.com/nats-io/nats.go/jetstream"
 
-	"github.com/corral-go/corral/queue"
+	"github.com/corral-go/corral/queue/driver"
 )
 
 // A nats-server 2.9 killed with SIGKILL can lose the removal of messages it had removed from a
@@ -71,7 +71,7 @@ func (b *Backend) mayHaveForgotten(lease time.Duration) bool {
 }
 
 // stored reports whether the job of d is still in the work stream at its sequence.
-func (b *Backend) stored(ctx context.Context, d *queue.Delivery) (bool, error) {
+func (b *Backend) stored(ctx context.Context, d *driver.Delivery) (bool, error) {
 	raw, err := b.work.GetMsg(ctx, d.Seq)
 	if errors.Is(err, natsjs.ErrMsgNotFound) {
 		return false, nil
@@ -83,7 +83,7 @@ func (b *Backend) stored(ctx context.Context, d *queue.Delivery) (bool, error) {
 }
 
 // remove deletes the job of d from the work stream if it is still there.
-func (b *Backend) remove(ctx context.Context, d *queue.Delivery) error {
+func (b *Backend) remove(ctx context.Context, d *driver.Delivery) error {
 	stored, err := b.stored(ctx, d)
 	if err != nil || !stored {
 		return err
@@ -101,7 +101,7 @@ const hdrSeq = "Corral-Seq"
 // the backend's records show settled is deleted, and the look-up goes on. The records are read
 // only on the 4th, 12th, 20th... delivery of d, so that a key busy for a good reason costs one
 // request per skip.
-func (b *Backend) keyFree(ctx context.Context, d *queue.Delivery) (bool, error) {
+func (b *Backend) keyFree(ctx context.Context, d *driver.Delivery) (bool, error) {
 	tok := d.Token.(*delivered)
 	for range 8 {
 		head, err := b.work.GetMsg(ctx, 0, natsjs.WithGetMsgSubject(b.keySubjects(d.Key)))
@@ -175,7 +175,7 @@ const tombstoneAge = 10 * time.Minute
 
 // tombstone records that the job of d was acked, on a 2.9 server. A failure is not the ack's:
 // the job is acked; it is only not protected from a resurrection.
-func (b *Backend) tombstone(ctx context.Context, d *queue.Delivery) {
+func (b *Backend) tombstone(ctx context.Context, d *driver.Delivery) {
 	if b.tombstones {
 		_, _ = b.js.Publish(ctx, b.tombstoneSubject(d.Seq, d.ID), nil)
 	}
@@ -274,7 +274,7 @@ func (b *Backend) suspect(lease time.Duration) bool {
 	return now.UnixNano() < b.suspectUntil.Load()
 }
 
-// Reconnects implements queue.Reconnecter: the reconnections of the NATS connection since it
+// Reconnects implements driver.Reconnecter: the reconnections of the NATS connection since it
 // was made.
 func (b *Backend) Reconnects() uint64 {
 	if b.js == nil {

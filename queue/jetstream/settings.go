@@ -10,7 +10,7 @@ import (
 	"github.com/nats-io/nats.go"
 	natsjs "github.com/nats-io/nats.go/jetstream"
 
-	"github.com/corral-go/corral/queue"
+	"github.com/corral-go/corral/queue/driver"
 )
 
 // settings are the queue's settings that every process must share: they
@@ -30,7 +30,7 @@ type settings struct {
 	Lease time.Duration `json:"lease,omitempty"`
 }
 
-func (b *Backend) settingsFor(cfg queue.Config) settings {
+func (b *Backend) settingsFor(cfg driver.Config) settings {
 	cfg = cfg.WithDefaults()
 	storage := "file"
 	if b.o.memory {
@@ -152,7 +152,7 @@ func (b *Backend) agree(ctx context.Context, state natsjs.Stream, mine settings)
 	return mine, fmt.Errorf("jetstream: queue %s: settings record kept changing", b.name)
 }
 
-// CheckLease implements queue.SharedLease: the lease is the consumer's
+// CheckLease implements driver.SharedLease: the lease is the consumer's
 // AckWait, one for every process of the queue. The first consumer's lease
 // is recorded; a consumer asking for another fails with an error naming
 // both, unless the backend was created WithReconfigure, which sets the

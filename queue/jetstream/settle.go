@@ -11,10 +11,10 @@ import (
 
 	"github.com/nats-io/nats.go"
 
-	"github.com/corral-go/corral/queue"
+	"github.com/corral-go/corral/queue/driver"
 )
 
-func (b *Backend) token(d *queue.Delivery) (*delivered, error) {
+func (b *Backend) token(d *driver.Delivery) (*delivered, error) {
 	if b.js == nil {
 		panic(zeroBackend)
 	}
@@ -41,7 +41,7 @@ func leaseMargin(lease time.Duration) time.Duration {
 }
 
 // leased returns d's token if its lease has not ended.
-func (b *Backend) leased(d *queue.Delivery) (*delivered, error) {
+func (b *Backend) leased(d *driver.Delivery) (*delivered, error) {
 	tok, err := b.token(d)
 	if err != nil {
 		return nil, err
@@ -50,15 +50,15 @@ func (b *Backend) leased(d *queue.Delivery) (*delivered, error) {
 	end := tok.leaseEnd
 	tok.mu.Unlock()
 	if !time.Now().Before(end) {
-		return nil, queue.ErrLeaseLost
+		return nil, driver.ErrLeaseLost
 	}
 	return tok, nil
 }
 
-// Extend implements queue.Backend with InProgress, which restarts the broker's lease at the
+// Extend implements driver.Backend with InProgress, which restarts the broker's lease at the
 // consumer's AckWait (the lease of Receive) whatever lease is asked for. The lease of a started
 // run in the job's state record moves on with it.
-func (b *Backend) Extend(ctx context.Context, d *queue.Delivery, lease time.Duration) error {
+func (b *Backend) Extend(ctx context.Context, d *driver.Delivery, lease time.Duration) error {
 	tok, err := b.leased(d)
 	if err != nil {
 		return err
@@ -74,7 +74,7 @@ func (b *Backend) Extend(ctx context.Context, d *queue.Delivery, lease time.Dura
 		tok.st.Until = start.Add(ackWait)
 		if err := b.saveState(ctx, d, tok); err != nil {
 			if errors.Is(err, errStateMoved) {
-				return queue.ErrLeaseLost
+				return driver.ErrLeaseLost
 			}
 			return err
 		}
@@ -88,13 +88,13 @@ func (b *Backend) Extend(ctx context.Context, d *queue.Delivery, lease time.Dura
 	return nil
 }
 
-// Start implements queue.Backend: it counts the attempt in the job's state record (written
+// Start implements driver.Backend: it counts the attempt in the job's state record (written
 // compare-and-set, with the run's lease end), so that the attempt is spent even if the process
 // dies in the handler, and a job that was only prefetched spends none. A record that another
 // delivery of the job wrote meanwhile, or a run of another delivery whose lease has not ended
 // (a crashed broker can redeliver a job that is still being handled), makes Start return
 // queue.ErrLeaseLost: the job is not started twice at once.
-func (b *Backend) Start(ctx context.Context, d *queue.Delivery) error {
+func (b *Backend) Start(ctx context.Context, d *driver.Delivery) error {
 	tok, err := b.leased(d)
 	if err != nil {
 		return err
@@ -106,7 +106,7 @@ func (b *Backend) Start(ctx context.Context, d *queue.Delivery) error {
 	defer tok.stMu.Unlock()
 	now := time.Now()
 	if now.Before(tok.st.Until.Add(-leaseMargin(ackWait))) {
-		return queue.ErrLeaseLost
+		return driver.ErrLeaseLost
 	}
 	st := tok.st
 	tok.st.Starts++
@@ -114,7 +114,7 @@ func (b *Backend) Start(ctx context.Context, d *queue.Delivery) error {
 	if err := b.saveState(ctx, d, tok); err != nil {
 		tok.st = st
 		if errors.Is(err, errStateMoved) {
-			return queue.ErrLeaseLost
+			return driver.ErrLeaseLost
 		}
 		return err
 	}
@@ -127,15 +127,15 @@ func (b *Backend) Start(ctx context.Context, d *queue.Delivery) error {
 		}
 		if !stored {
 			_ = b.dropState(ctx, d, tok)
-			return queue.ErrLeaseLost
+			return driver.ErrLeaseLost
 		}
 	}
 	tok.started = true
 	return nil
 }
 
-// Ack implements queue.Backend: the broker removes the job, and confirms it, before Ack returns.
-func (b *Backend) Ack(ctx context.Context, d *queue.Delivery) error {
+// Ack implements driver.Backend: the broker removes the job, and confirms it, before Ack returns.
+func (b *Backend) Ack(ctx context.Context, d *driver.Delivery) error {
 	tok, err := b.leased(d)
 	if err != nil {
 		return err
@@ -164,9 +164,9 @@ func (b *Backend) Ack(ctx context.Context, d *queue.Delivery) error {
 	return b.dropState(rctx, d, tok)
 }
 
-// Nack implements queue.Backend: the attempt is added to the job's state, then the broker
+// Nack implements driver.Backend: the attempt is added to the job's state, then the broker
 // redelivers the job after delay (NakWithDelay).
-func (b *Backend) Nack(ctx context.Context, d *queue.Delivery, delay time.Duration, a queue.Attempt) error {
+func (b *Backend) Nack(ctx context.Context, d *driver.Delivery, delay time.Duration, a driver.Attempt) error {
 	tok, err := b.leased(d)
 	if err != nil {
 		return err
@@ -180,7 +180,7 @@ func (b *Backend) Nack(ctx context.Context, d *queue.Delivery, delay time.Durati
 	tok.st.Until, tok.st.Started = time.Time{}, time.Time{}
 	if err := b.saveState(ctx, d, tok); err != nil {
 		if errors.Is(err, errStateMoved) {
-			return queue.ErrLeaseLost
+			return driver.ErrLeaseLost
 		}
 		return err
 	}
@@ -198,25 +198,25 @@ func (b *Backend) Nack(ctx context.Context, d *queue.Delivery, delay time.Durati
 // and its lease expired (its process may have died). Such entries are recorded with their
 // dates as the job is taken back (see expireRun); this fills in, undated, those a record
 // written by an earlier version lacks.
-func fillHistory(h []queue.Attempt, attempt int) []queue.Attempt {
+func fillHistory(h []driver.Attempt, attempt int) []driver.Attempt {
 	have := make(map[int]bool, len(h))
 	for _, a := range h {
 		have[a.Number] = true
 	}
 	for n := 1; n < attempt; n++ {
 		if !have[n] {
-			h = append(h, queue.Attempt{Number: n, Error: queue.ErrLeaseExpired.Error()})
+			h = append(h, driver.Attempt{Number: n, Error: driver.ErrLeaseExpired.Error()})
 		}
 	}
 	if len(h) > 1 {
-		slices.SortStableFunc(h, func(a, b queue.Attempt) int { return cmp.Compare(a.Number, b.Number) })
+		slices.SortStableFunc(h, func(a, b driver.Attempt) int { return cmp.Compare(a.Number, b.Number) })
 	}
 	return h
 }
 
-// Release implements queue.Backend: the delivery's attempt, if Start counted one, is given back,
+// Release implements driver.Backend: the delivery's attempt, if Start counted one, is given back,
 // the job is recorded as started in time, and it is ready again after delay (NakWithDelay).
-func (b *Backend) Release(ctx context.Context, d *queue.Delivery, delay time.Duration) error {
+func (b *Backend) Release(ctx context.Context, d *driver.Delivery, delay time.Duration) error {
 	tok, err := b.leased(d)
 	if err != nil {
 		return err
@@ -233,7 +233,7 @@ func (b *Backend) Release(ctx context.Context, d *queue.Delivery, delay time.Dur
 	tok.st.Released = true
 	if err := b.saveState(ctx, d, tok); err != nil {
 		if errors.Is(err, errStateMoved) {
-			return queue.ErrLeaseLost
+			return driver.ErrLeaseLost
 		}
 		return err
 	}
@@ -243,31 +243,31 @@ func (b *Backend) Release(ctx context.Context, d *queue.Delivery, delay time.Dur
 	return b.skip(ctx, d, 0, markReady)
 }
 
-// Bury implements queue.Backend: the job is published to the dead-letter stream with its
+// Bury implements driver.Backend: the job is published to the dead-letter stream with its
 // reason, the handler runs it had (its state's Starts) and its attempt history (a with Number 0
 // and no Error adds no entry), and only then terminated, so that a crash in between leaves a
 // duplicate dead letter at worst (deduplicated by the broker for ten minutes), never a lost job.
 // At the dead-letter limit, the oldest dead letters are deleted first and reported.
-func (b *Backend) Bury(ctx context.Context, d *queue.Delivery, reason queue.Reason, a queue.Attempt) (queue.BuryResult, error) {
+func (b *Backend) Bury(ctx context.Context, d *driver.Delivery, reason driver.Reason, a driver.Attempt) (driver.BuryResult, error) {
 	if _, err := b.leased(d); err != nil {
-		return queue.BuryResult{}, err
+		return driver.BuryResult{}, err
 	}
 	ctx, cancel := b.req(ctx)
 	defer cancel()
 	evicted, err := b.bury(ctx, d, reason, a)
-	return queue.BuryResult{DeadEvicted: evicted}, err
+	return driver.BuryResult{DeadEvicted: evicted}, err
 }
 
 // bury dead-letters the job of d and returns the dead letters it evicted. ctx must have a
 // deadline (see req).
-func (b *Backend) bury(ctx context.Context, d *queue.Delivery, reason queue.Reason, a queue.Attempt) ([]string, error) {
+func (b *Backend) bury(ctx context.Context, d *driver.Delivery, reason driver.Reason, a driver.Attempt) ([]string, error) {
 	tok, err := b.token(d)
 	if err != nil {
 		return nil, err
 	}
 	tok.stMu.Lock()
 	defer tok.stMu.Unlock()
-	hist := fillHistory(append([]queue.Attempt(nil), tok.st.History...), d.Attempt)
+	hist := fillHistory(append([]driver.Attempt(nil), tok.st.History...), d.Attempt)
 	if a.Number != 0 || a.Error != "" {
 		hist = append(hist, a)
 	}

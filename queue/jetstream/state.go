@@ -12,10 +12,10 @@ import (
 	"github.com/nats-io/nats.go"
 	natsjs "github.com/nats-io/nats.go/jetstream"
 
-	"github.com/corral-go/corral/queue"
+	"github.com/corral-go/corral/queue/driver"
 )
 
-// delivered is the backend's part of a queue.Delivery (its Token).
+// delivered is the backend's part of a driver.Delivery (its Token).
 type delivered struct {
 	msg      natsjs.Msg
 	mu       sync.Mutex
@@ -51,9 +51,9 @@ type jobState struct {
 	// that did not record it).
 	Started time.Time `json:"started,omitzero"`
 	// Released says a delivery was handed to a consumer and given back by Release: the job
-	// has been started in time (see queue.Delivery.Redelivered).
-	Released bool            `json:"released,omitempty"`
-	History  []queue.Attempt `json:"history,omitempty"`
+	// has been started in time (see driver.Delivery.Redelivered).
+	Released bool             `json:"released,omitempty"`
+	History  []driver.Attempt `json:"history,omitempty"`
 }
 
 func (b *Backend) stateSubject(seq uint64) string {
@@ -87,7 +87,7 @@ var errStateMoved = errors.New("jetstream: the job's state changed under this de
 
 // saveState writes tok's state if the record is still where tok read it, and moves tok's record
 // sequence on. It returns errStateMoved if another delivery wrote it first.
-func (b *Backend) saveState(ctx context.Context, d *queue.Delivery, tok *delivered) error {
+func (b *Backend) saveState(ctx context.Context, d *driver.Delivery, tok *delivered) error {
 	tok.st.ID = d.ID
 	data, err := json.Marshal(tok.st)
 	if err != nil {
@@ -109,7 +109,7 @@ func (b *Backend) saveState(ctx context.Context, d *queue.Delivery, tok *deliver
 }
 
 // dropState deletes the state record of the job at seq, once the job is settled for good.
-func (b *Backend) dropState(ctx context.Context, d *queue.Delivery, tok *delivered) error {
+func (b *Backend) dropState(ctx context.Context, d *driver.Delivery, tok *delivered) error {
 	if tok.stSeq == 0 && !tok.started {
 		return nil // never written: a job acked on its first delivery has none
 	}
@@ -121,7 +121,7 @@ func (b *Backend) dropState(ctx context.Context, d *queue.Delivery, tok *deliver
 
 // delivery decodes m and its state record into a Delivery. A first delivery has no record to
 // read (Start checks that there is none); a redelivery reads it.
-func (b *Backend) delivery(ctx context.Context, m natsjs.Msg) (*queue.Delivery, error) {
+func (b *Backend) delivery(ctx context.Context, m natsjs.Msg) (*driver.Delivery, error) {
 	md, err := m.Metadata()
 	if err != nil {
 		return nil, fmt.Errorf("jetstream: message metadata: %w", err)
@@ -137,7 +137,7 @@ func (b *Backend) delivery(ctx context.Context, m natsjs.Msg) (*queue.Delivery, 
 	}
 	tok.marked = md.NumDelivered > 1 || !qm.NotBefore.IsZero()
 	qm.Attempt = tok.st.Starts + 1
-	return &queue.Delivery{Message: qm, Token: tok, Seq: md.Sequence.Stream,
+	return &driver.Delivery{Message: qm, Token: tok, Seq: md.Sequence.Stream,
 		Redelivered: tok.st.Starts > 0 || tok.st.Released}, nil
 }
 
@@ -160,7 +160,7 @@ func (b *Backend) expireRun(st *jobState, now time.Time) {
 		if start.IsZero() {
 			start = st.Until.Add(-ackWait)
 		}
-		st.History = append(st.History, queue.Attempt{Number: st.Starts, Start: start, End: now, Error: queue.ErrLeaseExpired.Error()})
+		st.History = append(st.History, driver.Attempt{Number: st.Starts, Start: start, End: now, Error: driver.ErrLeaseExpired.Error()})
 	}
 	st.Until, st.Started = time.Time{}, time.Time{}
 }
@@ -186,7 +186,7 @@ func nakDelay(d time.Duration) string {
 
 // skip marks the job of d and asks the broker to deliver it again after delay: this delivery
 // did not reach a handler, so it changes nothing in the job's state (attempts are Starts).
-func (b *Backend) skip(ctx context.Context, d *queue.Delivery, delay time.Duration, kind string) error {
+func (b *Backend) skip(ctx context.Context, d *driver.Delivery, delay time.Duration, kind string) error {
 	tok := d.Token.(*delivered)
 	if err := b.remark(ctx, tok, d.ID, kind); err != nil {
 		return err

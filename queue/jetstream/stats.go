@@ -7,16 +7,16 @@ import (
 
 	natsjs "github.com/nats-io/nats.go/jetstream"
 
-	"github.com/corral-go/corral/queue"
+	"github.com/corral-go/corral/queue/driver"
 )
 
-// Stats implements queue.Backend from stream and consumer info and the markers of delayed and
+// Stats implements driver.Backend from stream and consumer info and the markers of delayed and
 // handed-back jobs: InFlight is the consumer's ack pending count less the jobs handed back and
 // the jobs prefetched by this process (jobs prefetched by other processes count as in flight),
 // Delayed counts jobs whose start time or retry delay has not come, Dead the dead-letter
 // stream's size and Oldest the time the oldest stored job was published.
-func (b *Backend) Stats(ctx context.Context) (queue.BackendStats, error) {
-	var s queue.BackendStats
+func (b *Backend) Stats(ctx context.Context) (driver.Stats, error) {
+	var s driver.Stats
 	if err := b.checkOpen(); err != nil {
 		return s, err
 	}

@@ -7,11 +7,12 @@ import (
 	"time"
 
 	"github.com/corral-go/corral/queue"
+	"github.com/corral-go/corral/queue/driver"
 	"github.com/corral-go/corral/queue/postgres"
 )
 
 // openBackend opens a backend of the queue name on pool, closed when t ends.
-func openBackend(t *testing.T, name string, cfg queue.Config) *postgres.Backend {
+func openBackend(t *testing.T, name string, cfg driver.Config) *postgres.Backend {
 	t.Helper()
 	ctx := context.Background()
 	b := postgres.New(db(t), name)
@@ -23,9 +24,9 @@ func openBackend(t *testing.T, name string, cfg queue.Config) *postgres.Backend 
 }
 
 // deadLetter returns the only dead letter of b.
-func deadLetter(t *testing.T, b *postgres.Backend) queue.DeadMessage {
+func deadLetter(t *testing.T, b *postgres.Backend) driver.DeadMessage {
 	t.Helper()
-	var out []queue.DeadMessage
+	var out []driver.DeadMessage
 	for dm, err := range b.DeadLetters(context.Background()) {
 		if err != nil {
 			t.Fatal(err)
@@ -45,13 +46,13 @@ func deadLetter(t *testing.T, b *postgres.Backend) queue.DeadMessage {
 func TestPoisonAttemptsAreRuns(t *testing.T) {
 	const lease = 200 * time.Millisecond
 	ctx := context.Background()
-	b := openBackend(t, queueName(t), queue.Config{})
-	if _, err := b.Enqueue(ctx, queue.Message{ID: "poison", Body: []byte("x")}); err != nil {
+	b := openBackend(t, queueName(t), driver.Config{})
+	if _, err := b.Enqueue(ctx, driver.Message{ID: "poison", Body: []byte("x")}); err != nil {
 		t.Fatal(err)
 	}
-	var d queue.Delivery
+	var d driver.Delivery
 	for run := 1; run <= 3; run++ {
-		d = queue.Delivery{}
+		d = driver.Delivery{}
 		if err := b.Receive(ctx, lease, &d); err != nil {
 			t.Fatal(err)
 		}
@@ -63,7 +64,7 @@ func TestPoisonAttemptsAreRuns(t *testing.T) {
 		}
 		// The worker dies: the delivery is never settled.
 	}
-	d = queue.Delivery{}
+	d = driver.Delivery{}
 	if err := b.Receive(ctx, lease, &d); err != nil {
 		t.Fatal(err)
 	}
@@ -92,11 +93,11 @@ func TestPoisonAttemptsAreRuns(t *testing.T) {
 // job that ran once before.
 func TestNoRunBurialAttempt(t *testing.T) {
 	ctx := context.Background()
-	b := openBackend(t, queueName(t), queue.Config{})
-	if _, err := b.Enqueue(ctx, queue.Message{ID: "j", Body: []byte("x")}); err != nil {
+	b := openBackend(t, queueName(t), driver.Config{})
+	if _, err := b.Enqueue(ctx, driver.Message{ID: "j", Body: []byte("x")}); err != nil {
 		t.Fatal(err)
 	}
-	var d queue.Delivery
+	var d driver.Delivery
 	if err := b.Receive(ctx, time.Minute, &d); err != nil {
 		t.Fatal(err)
 	}
@@ -107,7 +108,7 @@ func TestNoRunBurialAttempt(t *testing.T) {
 	if err := b.Nack(ctx, &d, 0, queue.Attempt{Number: 1, Start: now, End: now, Error: "boom"}); err != nil {
 		t.Fatal(err)
 	}
-	d = queue.Delivery{}
+	d = driver.Delivery{}
 	if err := b.Receive(ctx, time.Minute, &d); err != nil {
 		t.Fatal(err)
 	}
@@ -127,11 +128,11 @@ func TestNoRunBurialAttempt(t *testing.T) {
 // dead letter's Attempt is the run it had before.
 func TestEvictedEntryHasNoRun(t *testing.T) {
 	ctx := context.Background()
-	b := openBackend(t, queueName(t), queue.Config{Capacity: 1, Overflow: queue.DropOldest})
-	if _, err := b.Enqueue(ctx, queue.Message{ID: "old", Body: []byte("x")}); err != nil {
+	b := openBackend(t, queueName(t), driver.Config{Capacity: 1, Overflow: queue.DropOldest})
+	if _, err := b.Enqueue(ctx, driver.Message{ID: "old", Body: []byte("x")}); err != nil {
 		t.Fatal(err)
 	}
-	var d queue.Delivery
+	var d driver.Delivery
 	if err := b.Receive(ctx, time.Minute, &d); err != nil {
 		t.Fatal(err)
 	}
@@ -142,7 +143,7 @@ func TestEvictedEntryHasNoRun(t *testing.T) {
 	if err := b.Nack(ctx, &d, time.Hour, queue.Attempt{Number: 1, Start: now, End: now, Error: "boom"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.Enqueue(ctx, queue.Message{ID: "new", Body: []byte("x")}); err != nil {
+	if _, err := b.Enqueue(ctx, driver.Message{ID: "new", Body: []byte("x")}); err != nil {
 		t.Fatal(err)
 	}
 	dm := deadLetter(t, b)

@@ -10,13 +10,13 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
 
-	"github.com/corral-go/corral/queue"
+	"github.com/corral-go/corral/queue/driver"
 )
 
 // EnqueueBatch stores the jobs msgs in b's queue, all of them or none, with one INSERT for the
 // whole batch in a transaction of its own. Make each message with the Message method of the
 // queue.Queue that b serves (it applies the queue's codec, ID, key, delay and start-by options);
-// every field of a queue.Message that a stored job has is kept: ID, Key, Version, Body, EnqueuedAt
+// every field of a driver.Message that a stored job has is kept: ID, Key, Version, Body, EnqueuedAt
 // (the time of the call if zero), NotBefore and StartBy. A message without an ID, or with a Value
 // (one made for an in-process backend), fails the call before anything is sent. An empty batch
 // stores nothing and returns no error.
@@ -38,9 +38,9 @@ import (
 // the same messages; a *DuplicateError listing every ID then means it was. Like EnqueueTx,
 // EnqueueBatch does not count the jobs in the queue's Stats.Enqueued nor call its OnEnqueue
 // hook. It is safe for concurrent use.
-func EnqueueBatch(ctx context.Context, b *Backend, msgs ...queue.Message) (queue.EnqueueResult, error) {
+func EnqueueBatch(ctx context.Context, b *Backend, msgs ...driver.Message) (driver.EnqueueResult, error) {
 	if err := b.checkOpen(); err != nil {
-		return queue.EnqueueResult{}, err
+		return driver.EnqueueResult{}, err
 	}
 	return b.enqueueBatch(ctx, b.pool, "EnqueueBatch", msgs)
 }
@@ -56,12 +56,12 @@ func EnqueueBatch(ctx context.Context, b *Backend, msgs ...queue.Message) (queue
 // enqueue to the end of tx, and the jobs with ordering keys hold their keys' enqueue locks
 // to the end of tx: keep such transactions short. Block waits for room outside the
 // savepoint, but inside tx.
-func EnqueueBatchTx(ctx context.Context, tx pgx.Tx, b *Backend, msgs ...queue.Message) (queue.EnqueueResult, error) {
+func EnqueueBatchTx(ctx context.Context, tx pgx.Tx, b *Backend, msgs ...driver.Message) (driver.EnqueueResult, error) {
 	if tx == nil {
 		panic("postgres: EnqueueBatchTx with a nil transaction")
 	}
 	if err := b.checkOpen(); err != nil {
-		return queue.EnqueueResult{}, err
+		return driver.EnqueueResult{}, err
 	}
 	return b.enqueueBatch(ctx, tx, "EnqueueBatchTx", msgs)
 }
@@ -82,14 +82,14 @@ func (e *DuplicateError) Error() string {
 	if len(ids) > shown {
 		ids, more = ids[:shown], ", ..."
 	}
-	return "postgres: batch refused: " + strconv.Itoa(len(e.IDs)) + " job IDs taken (" + strings.Join(ids, ", ") + more + "): " + queue.ErrDuplicate.Error()
+	return "postgres: batch refused: " + strconv.Itoa(len(e.IDs)) + " job IDs taken (" + strings.Join(ids, ", ") + more + "): " + driver.ErrDuplicate.Error()
 }
 
 // Is reports whether target is queue.ErrDuplicate.
-func (e *DuplicateError) Is(target error) bool { return target == queue.ErrDuplicate }
+func (e *DuplicateError) Is(target error) bool { return target == driver.ErrDuplicate }
 
 // Unwrap returns queue.ErrDuplicate.
-func (e *DuplicateError) Unwrap() error { return queue.ErrDuplicate }
+func (e *DuplicateError) Unwrap() error { return driver.ErrDuplicate }
 
 // batch is a batch of jobs as the batch INSERT takes it: a column per field, the first job of
 // each ID only. repeated lists the IDs that repeat in the batch, ids the IDs of every job in
@@ -105,7 +105,7 @@ type batch struct {
 }
 
 // newBatch checks msgs and puts them in columns, as enqueueBatch's op.
-func newBatch(op string, msgs []queue.Message) (*batch, error) {
+func newBatch(op string, msgs []driver.Message) (*batch, error) {
 	n := len(msgs)
 	c := &batch{
 		id: make([]string, 0, n), key: make([]string, 0, n), body: make([][]byte, 0, n),
@@ -183,24 +183,24 @@ type beginner interface {
 }
 
 // enqueueBatch stores msgs through q, as EnqueueBatch says; op names the caller in errors.
-func (b *Backend) enqueueBatch(ctx context.Context, q beginner, op string, msgs []queue.Message) (queue.EnqueueResult, error) {
+func (b *Backend) enqueueBatch(ctx context.Context, q beginner, op string, msgs []driver.Message) (driver.EnqueueResult, error) {
 	if len(msgs) == 0 {
-		return queue.EnqueueResult{}, nil
+		return driver.EnqueueResult{}, nil
 	}
 	c, err := newBatch(op, msgs)
 	if err != nil {
-		return queue.EnqueueResult{}, err
+		return driver.EnqueueResult{}, err
 	}
 	if b.cfg.Capacity > 0 && len(msgs) > b.cfg.Capacity {
-		return queue.EnqueueResult{}, fmt.Errorf("postgres: %s: a batch of %d jobs is larger than the capacity, %d: %w",
-			op, len(msgs), b.cfg.Capacity, queue.ErrFull)
+		return driver.EnqueueResult{}, fmt.Errorf("postgres: %s: a batch of %d jobs is larger than the capacity, %d: %w",
+			op, len(msgs), b.cfg.Capacity, driver.ErrFull)
 	}
-	return b.untilStored(ctx, func() (queue.EnqueueResult, bool, error) { return b.enqueueBatchOnce(ctx, q, c) })
+	return b.untilStored(ctx, func() (driver.EnqueueResult, bool, error) { return b.enqueueBatchOnce(ctx, q, c) })
 }
 
 // enqueueBatchOnce is one try of enqueueBatch, in a transaction (or a savepoint) of its own. It
 // reports full (and no error) when Block must wait for room.
-func (b *Backend) enqueueBatchOnce(ctx context.Context, q beginner, c *batch) (res queue.EnqueueResult, full bool, err error) {
+func (b *Backend) enqueueBatchOnce(ctx context.Context, q beginner, c *batch) (res driver.EnqueueResult, full bool, err error) {
 	cctx, cancel := b.call(ctx)
 	defer cancel()
 	tx, err := q.Begin(cctx)
@@ -223,11 +223,11 @@ func (b *Backend) enqueueBatchOnce(ctx context.Context, q beginner, c *batch) (r
 	}
 	if b.cfg.Capacity > 0 {
 		if full, err := b.reserveBatch(cctx, tx, c, &res); full || err != nil {
-			return queue.EnqueueResult{}, full, err
+			return driver.EnqueueResult{}, full, err
 		}
 	}
 	if err := tx.Commit(cctx); err != nil {
-		return queue.EnqueueResult{}, false, fail(cctx, "enqueue a batch", err)
+		return driver.EnqueueResult{}, false, fail(cctx, "enqueue a batch", err)
 	}
 	return res, false, nil
 }
@@ -235,7 +235,7 @@ func (b *Backend) enqueueBatchOnce(ctx context.Context, q beginner, c *batch) (r
 // reserveBatch takes, in tx, room for the stored batch c in a queue with a capacity, applying
 // the overflow policy if there is not enough: it reports full (and no error) when Block must
 // wait; with DropOldest it moves the jobs that make room to the dead letters, recorded in res.
-func (b *Backend) reserveBatch(ctx context.Context, tx pgx.Tx, c *batch, res *queue.EnqueueResult) (full bool, err error) {
+func (b *Backend) reserveBatch(ctx context.Context, tx pgx.Tx, c *batch, res *driver.EnqueueResult) (full bool, err error) {
 	var over int64
 	if err := tx.QueryRow(ctx, b.sql.reserveBatch, b.name, len(c.id)).Scan(&over); err != nil {
 		return false, fail(ctx, "enqueue a batch", err)
@@ -244,11 +244,11 @@ func (b *Backend) reserveBatch(ctx context.Context, tx pgx.Tx, c *batch, res *qu
 		return false, nil
 	}
 	switch b.cfg.Overflow {
-	case queue.Reject:
-		return false, queue.ErrFull
-	case queue.DropNewest:
-		return false, queue.ErrDropped
-	case queue.Block:
+	case driver.Reject:
+		return false, driver.ErrFull
+	case driver.DropNewest:
+		return false, driver.ErrDropped
+	case driver.Block:
 		return true, nil
 	}
 	rows, err := tx.Query(ctx, b.sql.evictBatch, b.name, c.id, errEvicted.Error(), over)
@@ -270,7 +270,7 @@ func (b *Backend) reserveBatch(ctx context.Context, tx pgx.Tx, c *batch, res *qu
 		return false, fail(ctx, "evict the oldest jobs", err)
 	}
 	if int64(len(evicted)) < over {
-		return false, queue.ErrFull // too many leased: the savepoint's rollback puts them back
+		return false, driver.ErrFull // too many leased: the savepoint's rollback puts them back
 	}
 	res.Evicted = evicted
 	res.DeadEvicted, err = b.countDeadN(ctx, tx, fresh, len(evicted), nil)

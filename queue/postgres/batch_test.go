@@ -13,13 +13,14 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/corral-go/corral/queue"
+	"github.com/corral-go/corral/queue/driver"
 	"github.com/corral-go/corral/queue/postgres"
 )
 
 // msgs makes a message of q for each ID, with payload "p-"+id and opts.
-func msgs(t *testing.T, q *queue.Queue[string], ids []string, opts ...queue.EnqueueOption) []queue.Message {
+func msgs(t *testing.T, q *queue.Queue[string], ids []string, opts ...queue.EnqueueOption) []driver.Message {
 	t.Helper()
-	out := make([]queue.Message, 0, len(ids))
+	out := make([]driver.Message, 0, len(ids))
 	for _, id := range ids {
 		m, err := q.Message("p-"+id, append([]queue.EnqueueOption{queue.WithID(id)}, opts...)...)
 		if err != nil {
@@ -64,7 +65,7 @@ func wantDuplicates(t *testing.T, err error, ids ...string) {
 	}
 }
 
-// TestEnqueueBatchFields: every field of a queue.Message is stored, each job in the batch's
+// TestEnqueueBatchFields: every field of a driver.Message is stored, each job in the batch's
 // order, and the jobs are delivered as enqueued.
 func TestEnqueueBatchFields(t *testing.T) {
 	pool := db(t)
@@ -74,8 +75,8 @@ func TestEnqueueBatchFields(t *testing.T) {
 	startBy := time.Now().Add(2 * time.Hour).Truncate(time.Microsecond)
 	batch := msgs(t, q, []string{"a", "b"}, queue.WithKey("k"))
 	batch = append(batch, msgs(t, q, []string{"c"}, queue.WithNotBefore(notBefore), queue.WithStartBy(startBy))...)
-	batch[2].Version = 9                          // another producer's payload version
-	batch = append(batch, queue.Message{ID: "d"}) // no body, no enqueue time, version 0
+	batch[2].Version = 9                           // another producer's payload version
+	batch = append(batch, driver.Message{ID: "d"}) // no body, no enqueue time, version 0
 	if _, err := postgres.EnqueueBatch(ctx, b, batch...); err != nil {
 		t.Fatal(err)
 	}
@@ -152,7 +153,7 @@ func TestEnqueueBatchBadInput(t *testing.T) {
 		t.Errorf("empty batch: %v", err)
 	}
 	ok := msgs(t, q, []string{"a"})
-	for _, bad := range []queue.Message{{Body: []byte("x")}, {ID: "v", Value: "x"}} {
+	for _, bad := range []driver.Message{{Body: []byte("x")}, {ID: "v", Value: "x"}} {
 		_, err := postgres.EnqueueBatch(ctx, b, append(ok, bad)...)
 		if err == nil || errors.Is(err, queue.ErrDuplicate) {
 			t.Errorf("batch with %+v: err = %v, want an error for bad input", bad, err)
@@ -278,7 +279,7 @@ func TestEnqueueBatchOrder(t *testing.T) {
 	if _, err := q.Enqueue(ctx, "first", queue.WithID("k1-first"), queue.WithKey("k1")); err != nil {
 		t.Fatal(err)
 	}
-	var batch []queue.Message
+	var batch []driver.Message
 	want := map[string][]string{"k1": {"k1-first"}}
 	// IDs in descending order, so that neither ID order nor chance gives the batch's order.
 	for i := 59; i >= 0; i-- {

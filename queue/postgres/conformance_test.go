@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/corral-go/corral/queue"
+	"github.com/corral-go/corral/queue/driver"
 	"github.com/corral-go/corral/queue/postgres"
 	"github.com/corral-go/corral/queue/queuetest"
 )
@@ -14,7 +14,7 @@ import (
 // subtest has a queue of its own on one pool.
 func TestConformance(t *testing.T) {
 	pool := db(t)
-	queuetest.Run(t, func(t *testing.T) queue.Backend {
+	queuetest.Run(t, func(t *testing.T) driver.Backend {
 		b := postgres.New(pool, queueName(t), postgres.WithPollInterval(time.Second))
 		t.Cleanup(func() { _ = b.Close(context.Background()) })
 		return b

@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/corral-go/corral/queue"
+	"github.com/corral-go/corral/queue/driver"
 	"github.com/corral-go/corral/queue/postgres"
 )
 
@@ -38,7 +39,7 @@ func TestMisuse(t *testing.T) {
 	panics(t, `WithSchema("Bad-Name")`, func() { postgres.WithSchema("Bad-Name") })
 	panics(t, "WithCallTimeout(0s)", func() { postgres.WithCallTimeout(0) })
 	panics(t, "WithPollInterval(-1s)", func() { postgres.WithPollInterval(-time.Second) })
-	panics(t, "zero Backend", func() { _ = new(postgres.Backend).Open(context.Background(), queue.Config{}) })
+	panics(t, "zero Backend", func() { _ = new(postgres.Backend).Open(context.Background(), driver.Config{}) })
 	panics(t, "nil pool", func() { _ = postgres.Migrate(context.Background(), nil) })
 }
 
@@ -63,21 +64,21 @@ func TestBackendDirectUse(t *testing.T) {
 	pool := db(t)
 	ctx := context.Background()
 	b := postgres.New(pool, queueName(t))
-	var d queue.Delivery
+	var d driver.Delivery
 	if err := b.Receive(ctx, time.Second, &d); err == nil || !strings.Contains(err.Error(), "not opened") {
 		t.Errorf("Receive before Open: %v", err)
 	}
-	if err := b.Open(ctx, queue.Config{}); err != nil {
+	if err := b.Open(ctx, driver.Config{}); err != nil {
 		t.Fatal(err)
 	}
 	defer b.Close(ctx)
-	if err := b.Open(ctx, queue.Config{}); err == nil || !strings.Contains(err.Error(), "already opened") {
+	if err := b.Open(ctx, driver.Config{}); err == nil || !strings.Contains(err.Error(), "already opened") {
 		t.Errorf("second Open: %v", err)
 	}
 	if err := b.Receive(ctx, 0, &d); err == nil || !strings.Contains(err.Error(), "lease 0s must be positive") {
 		t.Errorf("Receive with lease 0: %v", err)
 	}
-	if err := b.Open(ctx, queue.Config{Capacity: -1}); err == nil || !strings.Contains(err.Error(), "negative capacity") {
+	if err := b.Open(ctx, driver.Config{Capacity: -1}); err == nil || !strings.Contains(err.Error(), "negative capacity") {
 		t.Errorf("Open with a bad config: %v", err)
 	}
 }

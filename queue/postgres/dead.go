@@ -8,26 +8,26 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/corral-go/corral/queue"
+	"github.com/corral-go/corral/queue/driver"
 )
 
 // deadPage is how many dead letters DeadLetters reads per query.
 const deadPage = 100
 
-// DeadLetters implements queue.Backend: the dead letters in burial order, oldest first, read a
+// DeadLetters implements driver.Backend: the dead letters in burial order, oldest first, read a
 // page at a time (each page a query with its own deadline). A dead letter buried while the
 // listing runs is listed if it comes after the page being read.
-func (b *Backend) DeadLetters(ctx context.Context) iter.Seq2[queue.DeadMessage, error] {
-	return func(yield func(queue.DeadMessage, error) bool) {
+func (b *Backend) DeadLetters(ctx context.Context) iter.Seq2[driver.DeadMessage, error] {
+	return func(yield func(driver.DeadMessage, error) bool) {
 		if err := b.checkOpen(); err != nil {
-			yield(queue.DeadMessage{}, err)
+			yield(driver.DeadMessage{}, err)
 			return
 		}
 		after := int64(0)
 		for {
 			page, err := b.deadPage(ctx, after)
 			if err != nil {
-				yield(queue.DeadMessage{}, err)
+				yield(driver.DeadMessage{}, err)
 				return
 			}
 			for _, p := range page {
@@ -45,7 +45,7 @@ func (b *Backend) DeadLetters(ctx context.Context) iter.Seq2[queue.DeadMessage, 
 
 type deadRow struct {
 	dseq int64
-	dm   queue.DeadMessage
+	dm   driver.DeadMessage
 }
 
 // deadPage reads the dead letters buried after dseq after.
@@ -71,7 +71,7 @@ func (b *Backend) deadPage(ctx context.Context, after int64) ([]deadRow, error) 
 			return nil, fail(cctx, "list the dead letters", err)
 		}
 		m.NotBefore, m.StartBy = derefTime(notBefore), derefTime(startBy)
-		r.dm.Reason = queue.Reason(reason)
+		r.dm.Reason = driver.Reason(reason)
 		if r.dm.History, err = parseHistory(hist); err != nil {
 			return nil, err
 		}
@@ -83,7 +83,7 @@ func (b *Backend) deadPage(ctx context.Context, after int64) ([]deadRow, error) 
 	return out, nil
 }
 
-// Redrive implements queue.Backend: in one transaction the dead letter leaves the dead letters
+// Redrive implements driver.Backend: in one transaction the dead letter leaves the dead letters
 // and comes back as a new, ready job (a fresh attempt count, enqueued now, with no delay or
 // start-by deadline; the dedup horizon does not apply to it). A queue at capacity refuses it
 // with queue.ErrFull (it does not block). A job with a key that another transaction holds
@@ -92,12 +92,12 @@ func (b *Backend) Redrive(ctx context.Context, id string) error {
 	if err := b.checkOpen(); err != nil {
 		return err
 	}
-	_, err := b.untilStored(ctx, func() (queue.EnqueueResult, bool, error) {
+	_, err := b.untilStored(ctx, func() (driver.EnqueueResult, bool, error) {
 		err := b.redriveOnce(ctx, id)
 		if errors.Is(err, errKeyBusy) {
-			return queue.EnqueueResult{}, true, nil
+			return driver.EnqueueResult{}, true, nil
 		}
-		return queue.EnqueueResult{}, false, err
+		return driver.EnqueueResult{}, false, err
 	})
 	return err
 }
@@ -115,12 +115,12 @@ func (b *Backend) redriveOnce(ctx context.Context, id string) error {
 		)
 		err := tx.QueryRow(cctx, b.sql.redriveTake, b.name, id).Scan(&key, &version, &body)
 		if errors.Is(err, pgx.ErrNoRows) {
-			return queue.ErrNotFound
+			return driver.ErrNotFound
 		}
 		if err != nil {
 			return err
 		}
-		m := queue.Message{ID: id, Key: key, Version: version, Body: body, EnqueuedAt: time.Now()}
+		m := driver.Message{ID: id, Key: key, Version: version, Body: body, EnqueuedAt: time.Now()}
 		if _, err := b.insert(cctx, tx, m, false); err != nil { // the horizon is not for a redriven job
 			return err
 		}
@@ -131,21 +131,21 @@ func (b *Backend) redriveOnce(ctx context.Context, id string) error {
 			var stored int64
 			err := tx.QueryRow(cctx, b.sql.reserve, b.name, 1).Scan(&stored)
 			if errors.Is(err, pgx.ErrNoRows) {
-				return queue.ErrFull
+				return driver.ErrFull
 			}
 			return err
 		}
 		return nil
 	})
 	switch {
-	case err == nil, errors.Is(err, queue.ErrNotFound), errors.Is(err, queue.ErrDuplicate), errors.Is(err, queue.ErrFull),
+	case err == nil, errors.Is(err, driver.ErrNotFound), errors.Is(err, driver.ErrDuplicate), errors.Is(err, driver.ErrFull),
 		errors.Is(err, errKeyBusy):
 		return err
 	}
 	return fail(cctx, "redrive", err)
 }
 
-// Purge implements queue.Backend.
+// Purge implements driver.Backend.
 func (b *Backend) Purge(ctx context.Context, id string) error {
 	if err := b.checkOpen(); err != nil {
 		return err
@@ -155,7 +155,7 @@ func (b *Backend) Purge(ctx context.Context, id string) error {
 	var dead int64
 	err := b.pool.QueryRow(cctx, b.sql.purge, b.name, id).Scan(&dead)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return queue.ErrNotFound
+		return driver.ErrNotFound
 	}
 	if err != nil {
 		return fail(cctx, "purge", err)
@@ -163,11 +163,11 @@ func (b *Backend) Purge(ctx context.Context, id string) error {
 	return nil
 }
 
-// Stats implements queue.Backend: one query counts the queue's jobs by state, as of the
+// Stats implements driver.Backend: one query counts the queue's jobs by state, as of the
 // database's clock (a job whose lease ended but was not taken back yet is ready), with the
 // dead letters' count and the oldest enqueue time.
-func (b *Backend) Stats(ctx context.Context) (queue.BackendStats, error) {
-	var s queue.BackendStats
+func (b *Backend) Stats(ctx context.Context) (driver.Stats, error) {
+	var s driver.Stats
 	if err := b.checkOpen(); err != nil {
 		return s, err
 	}

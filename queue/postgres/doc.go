@@ -37,7 +37,7 @@
 //     values, unless WithReconfigure), and the counts of stored jobs (kept while there is a
 //     capacity) and of dead letters.
 //   - jobs: a row per stored job, numbered in enqueue order, with its payload version
-//     (queue.Message.Version), its lease (number, end), its attempts (handler runs, counted by
+//     (driver.Message.Version), its lease (number, end), its attempts (handler runs, counted by
 //     Start) and its history of failed attempts.
 //   - ids: the IDs enqueued within the dedup horizon, of a queue that has one.
 //   - dead: the dead letters, one per ID, in burial order, with their payload version (which

@@ -11,13 +11,13 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/corral-go/corral/backoff"
-	"github.com/corral-go/corral/queue"
+	"github.com/corral-go/corral/queue/driver"
 )
 
-// Enqueue implements queue.Backend. A job whose ID is stored, or (with a dedup horizon) was
+// Enqueue implements driver.Backend. A job whose ID is stored, or (with a dedup horizon) was
 // enqueued within the horizon, is refused with queue.ErrDuplicate. With a capacity, the queue's
 // count of stored jobs is taken in the same transaction as the job is stored, and the overflow
-// policy applied as queue.Backend says: Block polls for room, every 5ms to 100ms, until ctx
+// policy applied as driver.Backend says: Block polls for room, every 5ms to 100ms, until ctx
 // ends; DropOldest moves the oldest job not leased to the dead letters.
 //
 // A job with an ordering key waits while another transaction holds the key (a keyed EnqueueTx
@@ -27,31 +27,31 @@ import (
 // then returns context.Cause(ctx), having stored nothing; the queue's Health stays reachable.
 // (If ctx ends while a try is in flight, the error also matches queue.ErrUnavailable, as for
 // any call cut short: that try's outcome is unknown.)
-func (b *Backend) Enqueue(ctx context.Context, m queue.Message) (queue.EnqueueResult, error) {
+func (b *Backend) Enqueue(ctx context.Context, m driver.Message) (driver.EnqueueResult, error) {
 	if err := b.checkOpen(); err != nil {
-		return queue.EnqueueResult{}, err
+		return driver.EnqueueResult{}, err
 	}
 	return b.enqueue(ctx, nil, m)
 }
 
 // enqueue stores m, as Enqueue says: with the pool if tx is nil, else in the caller's
 // transaction tx (EnqueueTx).
-func (b *Backend) enqueue(ctx context.Context, tx Tx, m queue.Message) (queue.EnqueueResult, error) {
+func (b *Backend) enqueue(ctx context.Context, tx Tx, m driver.Message) (driver.EnqueueResult, error) {
 	if err := checkStorable("enqueue", &m); err != nil {
-		return queue.EnqueueResult{}, err
+		return driver.EnqueueResult{}, err
 	}
 	if m.EnqueuedAt.IsZero() {
 		m.EnqueuedAt = time.Now()
 	}
 	if b.cfg.Capacity == 0 {
-		return b.untilStored(ctx, func() (queue.EnqueueResult, bool, error) { return b.enqueueOnce(ctx, tx, m) })
+		return b.untilStored(ctx, func() (driver.EnqueueResult, bool, error) { return b.enqueueOnce(ctx, tx, m) })
 	}
-	return b.untilStored(ctx, func() (queue.EnqueueResult, bool, error) { return b.enqueueCounted(ctx, tx, m) })
+	return b.untilStored(ctx, func() (driver.EnqueueResult, bool, error) { return b.enqueueCounted(ctx, tx, m) })
 }
 
 // checkStorable returns the error of op for a job whose ID or key Postgres cannot store as
 // text, and nil for one it can.
-func checkStorable(op string, m *queue.Message) error {
+func checkStorable(op string, m *driver.Message) error {
 	switch {
 	case !storable(m.ID):
 		return fmt.Errorf("postgres: %s: ID %q is not UTF-8 without NUL bytes: Postgres cannot store it", op, m.ID)
@@ -63,7 +63,7 @@ func checkStorable(op string, m *queue.Message) error {
 
 // enqueueOnce is one try of an enqueue into a queue without a capacity: one statement. It
 // reports again (and no error) when another transaction holds the job's key.
-func (b *Backend) enqueueOnce(ctx context.Context, tx Tx, m queue.Message) (res queue.EnqueueResult, again bool, err error) {
+func (b *Backend) enqueueOnce(ctx context.Context, tx Tx, m driver.Message) (res driver.EnqueueResult, again bool, err error) {
 	cctx, cancel := b.call(ctx)
 	defer cancel()
 	var q Tx = b.pool
@@ -74,7 +74,7 @@ func (b *Backend) enqueueOnce(ctx context.Context, tx Tx, m queue.Message) (res 
 	switch {
 	case errors.Is(err, errKeyBusy):
 		return res, true, nil
-	case err != nil && !errors.Is(err, queue.ErrDuplicate):
+	case err != nil && !errors.Is(err, driver.ErrDuplicate):
 		err = fail(cctx, "enqueue", err)
 	}
 	return res, false, err
@@ -144,7 +144,7 @@ func (s *span) rollback(ctx context.Context) {
 // untilStored runs try, one try of an enqueue, until it stores or fails: while it reports
 // again (its queue is full under Block, or another transaction holds its key), untilStored
 // tries again, spaced by roomPolls, until ctx ends or the backend closes.
-func (b *Backend) untilStored(ctx context.Context, try func() (res queue.EnqueueResult, again bool, err error)) (queue.EnqueueResult, error) {
+func (b *Backend) untilStored(ctx context.Context, try func() (res driver.EnqueueResult, again bool, err error)) (driver.EnqueueResult, error) {
 	pauses := roomPolls.Sequence()
 	for {
 		res, again, err := try()
@@ -159,7 +159,7 @@ func (b *Backend) untilStored(ctx context.Context, try func() (res queue.Enqueue
 			return res, context.Cause(ctx)
 		case <-b.closing:
 			t.Stop()
-			return res, queue.ErrClosed
+			return res, driver.ErrClosed
 		}
 	}
 }
@@ -170,7 +170,7 @@ var roomPolls = backoff.Exponential(5*time.Millisecond, 2, 100*time.Millisecond)
 // insert stores m with one statement and returns its seq, or returns queue.ErrDuplicate, or
 // errKeyBusy if another transaction holds m's key (nothing stored); with dedup, the queue's
 // dedup horizon applies.
-func (b *Backend) insert(ctx context.Context, q Tx, m queue.Message, dedup bool) (int64, error) {
+func (b *Backend) insert(ctx context.Context, q Tx, m driver.Message, dedup bool) (int64, error) {
 	stmt := b.sql.insert
 	body := m.Body
 	if body == nil {
@@ -198,13 +198,13 @@ func (b *Backend) insert(ctx context.Context, q Tx, m queue.Message, dedup bool)
 	err := q.QueryRow(ctx, stmt, args...).Scan(&locked, &seq, &notified)
 	switch {
 	case errors.Is(err, sql.ErrNoRows): // pgx.ErrNoRows matches it too
-		return 0, queue.ErrDuplicate
+		return 0, driver.ErrDuplicate
 	case err != nil:
 		return 0, err
 	case !locked:
 		return 0, errKeyBusy
 	case seq == nil:
-		return 0, queue.ErrDuplicate
+		return 0, driver.ErrDuplicate
 	}
 	return *seq, nil
 }
@@ -213,7 +213,7 @@ func (b *Backend) insert(ctx context.Context, q Tx, m queue.Message, dedup bool)
 // savepoint) of its own: the job is stored, then room is taken for it; at capacity the
 // overflow policy decides. It reports again (and no error) when Block must wait for room, or
 // another transaction holds the job's key.
-func (b *Backend) enqueueCounted(ctx context.Context, caller Tx, m queue.Message) (res queue.EnqueueResult, again bool, err error) {
+func (b *Backend) enqueueCounted(ctx context.Context, caller Tx, m driver.Message) (res driver.EnqueueResult, again bool, err error) {
 	cctx, cancel := b.call(ctx)
 	defer cancel()
 	tx, err := b.begin(cctx, caller)
@@ -225,7 +225,7 @@ func (b *Backend) enqueueCounted(ctx context.Context, caller Tx, m queue.Message
 	if errors.Is(err, errKeyBusy) {
 		return res, true, nil
 	}
-	if errors.Is(err, queue.ErrDuplicate) {
+	if errors.Is(err, driver.ErrDuplicate) {
 		return res, false, err
 	}
 	if err != nil {
@@ -236,21 +236,21 @@ func (b *Backend) enqueueCounted(ctx context.Context, caller Tx, m queue.Message
 	switch {
 	case errors.Is(err, sql.ErrNoRows): // full
 		switch b.cfg.Overflow {
-		case queue.Reject:
-			return res, false, queue.ErrFull
-		case queue.DropNewest:
-			return res, false, queue.ErrDropped
-		case queue.Block:
+		case driver.Reject:
+			return res, false, driver.ErrFull
+		case driver.DropNewest:
+			return res, false, driver.ErrDropped
+		case driver.Block:
 			return res, true, nil
 		}
 		if err := b.evictOldest(cctx, tx, seq, &res); err != nil {
-			return queue.EnqueueResult{}, false, err
+			return driver.EnqueueResult{}, false, err
 		}
 	case err != nil:
 		return res, false, fail(cctx, "enqueue", err)
 	}
 	if err := tx.commit(cctx); err != nil {
-		return queue.EnqueueResult{}, false, fail(cctx, "enqueue", err)
+		return driver.EnqueueResult{}, false, fail(cctx, "enqueue", err)
 	}
 	return res, false, nil
 }
@@ -261,14 +261,14 @@ var errEvicted = errors.New("queue: evicted by overflow (drop oldest)")
 // evictOldest moves, in tx, the oldest job not leased (but the job seq being enqueued) to the
 // dead letters with queue.ReasonEvicted, in place of the job being enqueued, and records it in
 // res; it returns queue.ErrFull if every other stored job is leased.
-func (b *Backend) evictOldest(ctx context.Context, tx Tx, seq int64, res *queue.EnqueueResult) error {
+func (b *Backend) evictOldest(ctx context.Context, tx Tx, seq int64, res *driver.EnqueueResult) error {
 	var (
 		id    string
 		fresh bool
 	)
 	err := tx.QueryRow(ctx, b.sql.evict, b.name, seq, errEvicted.Error()).Scan(&id, &fresh)
 	if errors.Is(err, sql.ErrNoRows) {
-		return queue.ErrFull
+		return driver.ErrFull
 	}
 	if err != nil {
 		return fail(ctx, "evict the oldest job", err)

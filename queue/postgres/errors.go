@@ -2,7 +2,7 @@ package postgres
 
 import (
 	"context"
-	"database/sql/driver"
+	sqldriver "database/sql/driver"
 	"errors"
 	"fmt"
 	"io"
@@ -11,7 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/corral-go/corral/queue"
+	"github.com/corral-go/corral/queue/driver"
 )
 
 // errCallTimeout is the cause of a query's context when the server did not answer within the
@@ -26,10 +26,10 @@ var errCallTimeout = errors.New("postgres: no answer within the call timeout")
 //   - else err, wrapped with op.
 func fail(ctx context.Context, op string, err error) error {
 	if cause := context.Cause(ctx); ctx.Err() != nil && !errors.Is(cause, errCallTimeout) {
-		return fmt.Errorf("postgres: %s: %w (%w)", op, cause, queue.ErrUnavailable)
+		return fmt.Errorf("postgres: %s: %w (%w)", op, cause, driver.ErrUnavailable)
 	}
 	if unreachable(err) || errors.Is(context.Cause(ctx), errCallTimeout) {
-		return fmt.Errorf("postgres: %s: %w: %w", op, queue.ErrUnavailable, err)
+		return fmt.Errorf("postgres: %s: %w: %w", op, driver.ErrUnavailable, err)
 	}
 	return fmt.Errorf("postgres: %s: %w", op, err)
 }
@@ -54,6 +54,6 @@ func unreachable(err error) bool {
 	var ce *pgconn.ConnectError
 	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, errCallTimeout) ||
 		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed) ||
-		errors.Is(err, pgconn.ErrConnClosed) || errors.Is(err, driver.ErrBadConn) || pgconn.Timeout(err) || pgconn.SafeToRetry(err) ||
+		errors.Is(err, pgconn.ErrConnClosed) || errors.Is(err, sqldriver.ErrBadConn) || pgconn.Timeout(err) || pgconn.SafeToRetry(err) ||
 		errors.As(err, &ne) || errors.As(err, &ce)
 }

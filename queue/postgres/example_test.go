@@ -13,6 +13,7 @@ import (
 	_ "github.com/jackc/pgx/v5/stdlib" // database/sql's "pgx" driver
 
 	"github.com/corral-go/corral/queue"
+	"github.com/corral-go/corral/queue/driver"
 	"github.com/corral-go/corral/queue/postgres"
 )
 
@@ -119,7 +120,7 @@ func ExampleEnqueueBatch() {
 	}
 	defer q.Close(ctx)
 
-	var msgs []queue.Message
+	var msgs []driver.Message
 	for _, to := range []string{"ada", "grace", "edsger"} {
 		m, err := q.Message("hello, "+to, queue.WithID("hello:"+to))
 		if err != nil {

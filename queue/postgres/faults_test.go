@@ -7,7 +7,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/corral-go/corral/queue"
+	"github.com/corral-go/corral/queue/driver"
 	"github.com/corral-go/corral/queue/postgres"
 	"github.com/corral-go/corral/queue/postgres/internal/pgtest"
 	"github.com/corral-go/corral/queue/queuetest"
@@ -25,7 +25,7 @@ const faultRecovery = 2*faultCallTimeout + 5*time.Second + time.Second
 // openFaultBackend is the fault suite's OpenFunc, in the test process and in its worker
 // processes: a backend on a pool of its own on addr (a connection string), with room for every
 // handler's query at once.
-func openFaultBackend(addr, name string) (queue.Backend, func(), error) {
+func openFaultBackend(addr, name string) (driver.Backend, func(), error) {
 	cfg, err := pgxpool.ParseConfig(addr)
 	if err != nil {
 		return nil, nil, err

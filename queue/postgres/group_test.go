@@ -9,7 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/corral-go/corral/queue"
+	"github.com/corral-go/corral/queue/driver"
 	"github.com/corral-go/corral/queue/postgres"
 )
 
@@ -58,30 +58,30 @@ func TestGroupedCallsSkipHeldRows(t *testing.T) {
 			}
 			defer pool.Close()
 			b := postgres.New(pool, queueName(t))
-			if err := b.Open(ctx, queue.Config{}); err != nil {
+			if err := b.Open(ctx, driver.Config{}); err != nil {
 				t.Fatal(err)
 			}
 			defer b.Close(ctx)
-			var held, other queue.Delivery
+			var held, other driver.Delivery
 			for _, id := range []string{"held", "other"} {
-				if _, err := b.Enqueue(ctx, queue.Message{ID: id, Body: []byte("x")}); err != nil {
+				if _, err := b.Enqueue(ctx, driver.Message{ID: id, Body: []byte("x")}); err != nil {
 					t.Fatal(err)
 				}
 			}
-			for _, d := range []*queue.Delivery{&held, &other} {
+			for _, d := range []*driver.Delivery{&held, &other} {
 				if err := b.Receive(ctx, time.Minute, d); err != nil {
 					t.Fatal(err)
 				}
 			}
-			do := func(d *queue.Delivery) error { return b.Start(ctx, d) }
+			do := func(d *driver.Delivery) error { return b.Start(ctx, d) }
 			alone, ack := postgres.SettleSQL(b)
 			if call == "Ack" {
-				for _, d := range []*queue.Delivery{&held, &other} {
+				for _, d := range []*driver.Delivery{&held, &other} {
 					if err := b.Start(ctx, d); err != nil {
 						t.Fatal(err)
 					}
 				}
-				do = func(d *queue.Delivery) error { return b.Ack(ctx, d) }
+				do = func(d *driver.Delivery) error { return b.Ack(ctx, d) }
 				alone = ack
 			}
 			tx, err := admin.Begin(ctx)
@@ -116,9 +116,9 @@ func TestGroupedCallsSkipHeldRows(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			want := queue.BackendStats{InFlight: 2}
+			want := driver.Stats{InFlight: 2}
 			if call == "Ack" {
-				want = queue.BackendStats{}
+				want = driver.Stats{}
 			}
 			if st.Ready != want.Ready || st.InFlight != want.InFlight || st.Delayed != want.Delayed {
 				t.Errorf("stats %+v, want %+v", st, want)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/corral-go/corral/queue"
+	"github.com/corral-go/corral/queue/driver"
 	"github.com/corral-go/corral/queue/postgres"
 )
 
@@ -74,7 +75,7 @@ func keyedEnqueueWaits(t *testing.T, capacity int) {
 	}
 	var got []string
 	for range 2 {
-		var d queue.Delivery
+		var d driver.Delivery
 		rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		err := b.Receive(rctx, time.Minute, &d)
 		cancel()
@@ -109,7 +110,7 @@ func TestRedriveWaitsForTransaction(t *testing.T) {
 	if _, err := q.Enqueue(ctx, "dead", queue.WithID("dead"), queue.WithKey("k")); err != nil {
 		t.Fatal(err)
 	}
-	var d queue.Delivery
+	var d driver.Delivery
 	if err := b.Receive(ctx, time.Minute, &d); err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/corral-go/corral/queue"
+	"github.com/corral-go/corral/queue/driver"
 	"github.com/corral-go/corral/queue/postgres"
 )
 
@@ -37,15 +38,15 @@ func expiredLeaseUnderLoad(t *testing.T, share bool) {
 	// The dead worker: a backend of its own that leases the job, starts it, and is never
 	// heard from again.
 	dead := postgres.New(pool, name, postgres.WithPollInterval(expiryPoll))
-	if err := dead.Open(ctx, queue.Config{}); err != nil {
+	if err := dead.Open(ctx, driver.Config{}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = dead.Close(ctx) })
-	if _, err := dead.Enqueue(ctx, queue.Message{ID: "dead", Body: []byte(`"dead"`)}); err != nil {
+	if _, err := dead.Enqueue(ctx, driver.Message{ID: "dead", Body: []byte(`"dead"`)}); err != nil {
 		t.Fatal(err)
 	}
 	leased := time.Now()
-	var d queue.Delivery
+	var d driver.Delivery
 	if err := dead.Receive(ctx, lease, &d); err != nil || d.ID != "dead" {
 		t.Fatalf("the dead worker's Receive: %v, %q", err, d.ID)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/corral-go/corral/queue"
+	"github.com/corral-go/corral/queue/driver"
 	"github.com/corral-go/corral/queue/postgres"
 )
 
@@ -45,7 +46,7 @@ func TestOddNamesOpen(t *testing.T) {
 		if _, err := q.Enqueue(ctx, "x", queue.WithID("j"), queue.WithKey("k")); err != nil {
 			t.Fatalf("enqueue on %q: %v", name, err)
 		}
-		var d queue.Delivery
+		var d driver.Delivery
 		rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		err = b.Receive(rctx, time.Minute, &d)
 		cancel()
@@ -62,8 +63,8 @@ func TestOddNamesOpen(t *testing.T) {
 // package and the value, not as an outage nor as a server's error.
 func TestUnstorableIDRefused(t *testing.T) {
 	ctx := context.Background()
-	b := openBackend(t, queueName(t), queue.Config{})
-	for _, m := range []queue.Message{
+	b := openBackend(t, queueName(t), driver.Config{})
+	for _, m := range []driver.Message{
 		{ID: "a\x00b", Body: []byte("x")},
 		{ID: "a\xffb", Body: []byte("x")},
 		{ID: "ok", Key: "k\x00", Body: []byte("x")},

@@ -14,10 +14,10 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/corral-go/corral/queue"
+	"github.com/corral-go/corral/queue/driver"
 )
 
-// Backend is a queue.Backend on PostgreSQL. Pass it to queue.New with queue.WithBackend.
+// Backend is a driver.Backend on PostgreSQL. Pass it to queue.New with queue.WithBackend.
 //
 // One Backend serves one queue.Queue in one process; several processes (each with its own
 // Backend and Queue of the same name, on the same database and schema) share the queue's jobs.
@@ -40,7 +40,7 @@ type Backend struct {
 	mu     sync.Mutex
 	opened bool
 	closed bool
-	cfg    queue.Config
+	cfg    driver.Config
 	set    settings
 
 	wake       signal        // wakes waiting receivers (see receive.go)
@@ -165,17 +165,17 @@ func New(pool *pgxpool.Pool, name string, opts ...Option) *Backend {
 const zeroBackend = "postgres: zero Backend: use postgres.New"
 
 var (
-	_ queue.Backend     = (*Backend)(nil)
-	_ queue.SharedLease = (*Backend)(nil)
-	_ queue.Reconnecter = (*Backend)(nil)
+	_ driver.Backend     = (*Backend)(nil)
+	_ driver.SharedLease = (*Backend)(nil)
+	_ driver.Reconnecter = (*Backend)(nil)
 )
 
-// Open implements queue.Backend: it checks the schema (a *SchemaError names the migration to
+// Open implements driver.Backend: it checks the schema (a *SchemaError names the migration to
 // run), then agrees the queue's shared settings with the other processes (the first process
 // to open the queue records them; a later one with other settings fails, naming the setting
 // and both values, unless WithReconfigure), and starts listening for the queue's
 // notifications.
-func (b *Backend) Open(ctx context.Context, cfg queue.Config) error {
+func (b *Backend) Open(ctx context.Context, cfg driver.Config) error {
 	if b.pool == nil {
 		panic(zeroBackend)
 	}
@@ -193,7 +193,7 @@ func (b *Backend) Open(ctx context.Context, cfg queue.Config) error {
 	case opened:
 		return errors.New("postgres: backend already opened")
 	case closed:
-		return queue.ErrClosed
+		return driver.ErrClosed
 	}
 	if err := checkSchema(ctx, b.pool, b.o.schema); err != nil {
 		var se *SchemaError
@@ -227,12 +227,12 @@ func (b *Backend) checkOpen() error {
 		return errors.New("postgres: backend not opened")
 	}
 	if b.closed {
-		return queue.ErrClosed
+		return driver.ErrClosed
 	}
 	return nil
 }
 
-// Close implements queue.Backend: it stops listening (and waits for the listener, and for the
+// Close implements driver.Backend: it stops listening (and waits for the listener, and for the
 // queries made for several calls at once, until ctx ends), wakes the Receive and Enqueue calls that
 // wait, which return queue.ErrClosed, and refuses later Enqueue and Receive calls with
 // queue.ErrClosed. It deletes nothing: every stored job and dead letter stays in the database. It
@@ -269,7 +269,7 @@ func (b *Backend) Close(ctx context.Context) error {
 	}
 }
 
-// Reconnects implements queue.Reconnecter: the times the listening connection was made again
+// Reconnects implements driver.Reconnecter: the times the listening connection was made again
 // after it was lost.
 func (b *Backend) Reconnects() uint64 { return b.reconnects.Load() }
 

@@ -8,10 +8,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/corral-go/corral/queue"
+	"github.com/corral-go/corral/queue/driver"
 )
 
-// Receive implements queue.Backend: it leases the first waiting job, in enqueue order, that is
+// Receive implements driver.Backend: it leases the first waiting job, in enqueue order, that is
 // due and is the first stored job of its ordering key, with SELECT ... FOR UPDATE SKIP LOCKED,
 // so that receivers in any number of processes never take one job twice nor wait for each
 // other. The same query first takes back the leases that ended (a lease whose handler started
@@ -21,7 +21,7 @@ import (
 // the next delayed job is due or lease ends, or for the poll interval (WithPollInterval),
 // whichever comes first. One query serves every receiver of the backend that asked meanwhile
 // (see claim).
-func (b *Backend) Receive(ctx context.Context, lease time.Duration, d *queue.Delivery) error {
+func (b *Backend) Receive(ctx context.Context, lease time.Duration, d *driver.Delivery) error {
 	if lease <= 0 {
 		return fmt.Errorf("postgres: lease %v must be positive", lease)
 	}
@@ -30,7 +30,7 @@ func (b *Backend) Receive(ctx context.Context, lease time.Duration, d *queue.Del
 	}
 	for {
 		if b.isClosed() {
-			return queue.ErrClosed
+			return driver.ErrClosed
 		}
 		if ctx.Err() != nil {
 			return context.Cause(ctx)
@@ -87,11 +87,11 @@ const maxClaim = 64
 // under way makes its own, with its ctx; the requests that came meanwhile are served by a
 // goroutine (the claimer, see claimLoop), one query for all of them, so that many receivers
 // make few queries and do not crowd the server.
-func (b *Backend) claim(ctx context.Context, lease time.Duration, d *queue.Delivery) (claimed, error) {
+func (b *Backend) claim(ctx context.Context, lease time.Duration, d *driver.Delivery) (claimed, error) {
 	b.claimMu.Lock()
 	if b.claimStop {
 		b.claimMu.Unlock()
-		return claimed{}, queue.ErrClosed
+		return claimed{}, driver.ErrClosed
 	}
 	if !b.claiming {
 		// No claim under way (so none waits): make this receiver's now, with its ctx, then
@@ -148,7 +148,7 @@ func (b *Backend) claim(ctx context.Context, lease time.Duration, d *queue.Deliv
 // written by the claimer before it sets reqDone, and only if the request is not abandoned.
 type claimReq struct {
 	lease time.Duration
-	d     *queue.Delivery
+	d     *driver.Delivery
 	state int
 	done  chan claimResult // the result, once: buffered
 }
@@ -214,7 +214,7 @@ func (b *Backend) claimRound(batch []*claimReq) {
 	if err != nil {
 		err = fail(ctx, "receive", err)
 	}
-	var lost []queue.Delivery
+	var lost []driver.Delivery
 	b.claimMu.Lock()
 	for i, req := range batch {
 		res := claimResult{claimed: claimed{due: r.due, rescued: r.rescued}, err: err}
@@ -241,17 +241,17 @@ func (b *Backend) claimRound(batch []*claimReq) {
 
 // claimQuery leases up to n jobs for lease, and returns them, whether another job is ready,
 // and (if fewer than n were found) how long until a delayed job is due or a lease ends.
-func (b *Backend) claimQuery(ctx context.Context, lease time.Duration, n int) ([]queue.Delivery, claimed, error) {
+func (b *Backend) claimQuery(ctx context.Context, lease time.Duration, n int) ([]driver.Delivery, claimed, error) {
 	var r claimed
-	rows, err := b.pool.Query(ctx, b.sql.claim, b.name, micros(lease), n, queue.ErrLeaseExpired.Error())
+	rows, err := b.pool.Query(ctx, b.sql.claim, b.name, micros(lease), n, driver.ErrLeaseExpired.Error())
 	if err != nil {
 		return nil, r, err
 	}
 	defer rows.Close()
-	var jobs []queue.Delivery
+	var jobs []driver.Delivery
 	for rows.Next() {
 		var (
-			d                   queue.Delivery
+			d                   driver.Delivery
 			got                 bool
 			seq, leaseNo        int64
 			notBefore, startBy  *time.Time
@@ -288,7 +288,7 @@ func (b *Backend) claimQuery(ctx context.Context, lease time.Duration, n int) ([
 
 // unclaim gives back a job claimed for a receiver that left: it waits again, as if never
 // delivered. If that fails, the job comes back when its lease ends, with its attempt unspent.
-func (b *Backend) unclaim(d *queue.Delivery) {
+func (b *Backend) unclaim(d *driver.Delivery) {
 	ctx, cancel := b.call(context.Background())
 	defer cancel()
 	_, _ = b.pool.Exec(ctx, b.sql.unclaim, b.name, d.Token.(int64), int64(d.Seq), b.channel)
@@ -337,7 +337,7 @@ func (b *Backend) wait(ctx context.Context, gen uint64, due time.Duration) error
 		return nil
 	case <-b.closing:
 		b.wake.leave(ch)
-		return queue.ErrClosed
+		return driver.ErrClosed
 	case <-ctx.Done():
 		b.wake.leave(ch)
 		return context.Cause(ctx)

@@ -12,7 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/corral-go/corral/queue"
+	"github.com/corral-go/corral/queue/driver"
 	"github.com/corral-go/corral/queue/postgres"
 )
 
@@ -69,7 +69,7 @@ func tracedBackend(t *testing.T, dsn string, tr *claimTracer) *postgres.Backend 
 	b := postgres.New(pool, queueName(t))
 	sql := postgres.ClaimSQL(b)
 	tr.sql.Store(&sql)
-	if err := b.Open(ctx, queue.Config{}); err != nil {
+	if err := b.Open(ctx, driver.Config{}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
@@ -94,7 +94,7 @@ func TestReceiversShareClaims(t *testing.T) {
 	for range receivers {
 		wg.Go(func() {
 			for {
-				var d queue.Delivery
+				var d driver.Delivery
 				if err := b.Receive(ctx, time.Minute, &d); err != nil {
 					if !errors.Is(err, context.Canceled) {
 						t.Errorf("Receive: %v", err)
@@ -109,7 +109,7 @@ func TestReceiversShareClaims(t *testing.T) {
 		})
 	}
 	for i := range jobs {
-		if _, err := b.Enqueue(ctx, queue.Message{ID: fmt.Sprint(i), Body: []byte("x")}); err != nil {
+		if _, err := b.Enqueue(ctx, driver.Message{ID: fmt.Sprint(i), Body: []byte("x")}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -157,15 +157,15 @@ func TestAbandonedClaimGivenBack(t *testing.T) {
 	})
 	ctx := context.Background()
 	for _, id := range []string{"a", "b"} {
-		if _, err := b.Enqueue(ctx, queue.Message{ID: id, Body: []byte("x")}); err != nil {
+		if _, err := b.Enqueue(ctx, driver.Message{ID: id, Body: []byte("x")}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	// The first receiver claims for itself; the second waits for the claimer, whose query
 	// is held until the second receiver has left.
-	first := make(chan queue.Delivery, 1)
+	first := make(chan driver.Delivery, 1)
 	go func() {
-		var d queue.Delivery
+		var d driver.Delivery
 		if err := b.Receive(ctx, time.Hour, &d); err != nil {
 			t.Errorf("first Receive: %v", err)
 		}
@@ -175,7 +175,7 @@ func TestAbandonedClaimGivenBack(t *testing.T) {
 	rctx, cancel := context.WithCancelCause(ctx)
 	errc := make(chan error, 1)
 	go func() {
-		var d queue.Delivery
+		var d driver.Delivery
 		errc <- b.Receive(rctx, time.Hour, &d)
 	}()
 	recvWithin(t, queued, 10*time.Second, "the second receiver's request")
@@ -190,7 +190,7 @@ func TestAbandonedClaimGivenBack(t *testing.T) {
 		t.Fatalf("abandoned Receive: %v, want its ctx's cause", err)
 	}
 	close(tr.hold[1]) // the claim leases b, for nobody
-	var d queue.Delivery
+	var d driver.Delivery
 	wctx, wcancel := context.WithTimeout(ctx, 10*time.Second)
 	defer wcancel()
 	if err := b.Receive(wctx, time.Minute, &d); err != nil {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/corral-go/corral/queue"
+	"github.com/corral-go/corral/queue/driver"
 	"github.com/corral-go/corral/queue/postgres"
 )
 
@@ -82,11 +83,11 @@ func TestSchema(t *testing.T) {
 			t.Fatal(err)
 		}
 		b := postgres.New(pool, "q", postgres.WithSchema("unversioned"))
-		if err := b.Open(ctx, queue.Config{}); err != nil {
+		if err := b.Open(ctx, driver.Config{}); err != nil {
 			t.Fatalf("open after Migrate: %v", err)
 		}
 		defer b.Close(ctx)
-		var d queue.Delivery
+		var d driver.Delivery
 		if err := b.Receive(ctx, time.Minute, &d); err != nil || d.ID != "old" || d.Version != 0 || string(d.Body) != "x" {
 			t.Fatalf("Receive of the job stored before 0003_versions: %+v, %v; want old, version 0", d.Message, err)
 		}

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/corral-go/corral/queue"
+	"github.com/corral-go/corral/queue/driver"
 )
 
 // settings are the queue's settings that every process must share: they live in the queue's
@@ -21,7 +21,7 @@ type settings struct {
 	Lease time.Duration
 }
 
-func settingsFor(cfg queue.Config) settings {
+func settingsFor(cfg driver.Config) settings {
 	cfg = cfg.WithDefaults()
 	return settings{
 		Capacity: cfg.Capacity, Overflow: cfg.Overflow.String(),
@@ -106,7 +106,7 @@ func (b *Backend) agree(ctx context.Context, mine settings) (settings, error) {
 	return mine, nil
 }
 
-// CheckLease implements queue.SharedLease: the lease is one setting of the queue, so that how
+// CheckLease implements driver.SharedLease: the lease is one setting of the queue, so that how
 // long the job of a process that died waits for its redelivery is the queue's, not the
 // consumer's that happened to take it. The first consumer's lease is recorded; a consumer
 // asking for another fails with an error naming both, unless the backend was created

@@ -10,16 +10,16 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/corral-go/corral/queue"
+	"github.com/corral-go/corral/queue/driver"
 )
 
-// Every settling call is fenced by the lease number (queue.Delivery.Seq): each Receive, Nack,
+// Every settling call is fenced by the lease number (driver.Delivery.Seq): each Receive, Nack,
 // Release and expiry moves a job to a new number, so the call of a stale delivery changes
 // nothing and fails with queue.ErrLeaseLost. A lease that ended but was not taken back yet
 // still holds (nobody else has the job): its delivery can be settled, but not started.
 
 // seqOf returns the job's seq of d.
-func seqOf(d *queue.Delivery) (int64, error) {
+func seqOf(d *driver.Delivery) (int64, error) {
 	seq, ok := d.Token.(int64)
 	if !ok {
 		return 0, errors.New("postgres: delivery not from this backend")
@@ -27,11 +27,11 @@ func seqOf(d *queue.Delivery) (int64, error) {
 	return seq, nil
 }
 
-// Start implements queue.Backend: it spends the attempt d.Attempt, once per lease, and only
+// Start implements driver.Backend: it spends the attempt d.Attempt, once per lease, and only
 // while the lease runs (queue.ErrLeaseLost once it ended, even if it was not taken back yet:
 // the job may be delivered again at any moment). The Start calls of a backend's workers that
 // come at once are made in one query (see group).
-func (b *Backend) Start(ctx context.Context, d *queue.Delivery) error {
+func (b *Backend) Start(ctx context.Context, d *driver.Delivery) error {
 	seq, err := seqOf(d)
 	if err != nil {
 		return err
@@ -49,7 +49,7 @@ func (b *Backend) Start(ctx context.Context, d *queue.Delivery) error {
 		return fail(cctx, "start", err)
 	}
 	if tag.RowsAffected() == 0 {
-		return queue.ErrLeaseLost
+		return driver.ErrLeaseLost
 	}
 	b.running.add(d, seq)
 	return nil
@@ -98,9 +98,9 @@ func (b *Backend) ackMany(ctx context.Context, keys []leaseKey) ([]int64, error)
 	return acked, nil
 }
 
-// Extend implements queue.Backend. It does not wait for a transaction that holds the job's
+// Extend implements driver.Backend. It does not wait for a transaction that holds the job's
 // row (an AckTx in progress): the job is held, and nobody else can take it meanwhile.
-func (b *Backend) Extend(ctx context.Context, d *queue.Delivery, lease time.Duration) error {
+func (b *Backend) Extend(ctx context.Context, d *driver.Delivery, lease time.Duration) error {
 	seq, err := seqOf(d)
 	if err != nil {
 		return err
@@ -123,15 +123,15 @@ func (b *Backend) Extend(ctx context.Context, d *queue.Delivery, lease time.Dura
 		if done, err := b.ackedInTx(cctx, d); err != nil || done {
 			return err
 		}
-		return queue.ErrLeaseLost
+		return driver.ErrLeaseLost
 	}
 	return fail(cctx, "extend the lease", err)
 }
 
-// Ack implements queue.Backend. A job acked by its handler's committed transaction (AckTx) is
+// Ack implements driver.Backend. A job acked by its handler's committed transaction (AckTx) is
 // acked already: Ack then returns nil. In a queue without a capacity, the Ack calls of a
 // backend's workers that come at once are made in one query (see group).
-func (b *Backend) Ack(ctx context.Context, d *queue.Delivery) error {
+func (b *Backend) Ack(ctx context.Context, d *driver.Delivery) error {
 	seq, err := seqOf(d)
 	if err != nil {
 		return err
@@ -153,13 +153,13 @@ func (b *Backend) Ack(ctx context.Context, d *queue.Delivery) error {
 		return fail(cctx, "ack", err)
 	}
 	if n == 0 {
-		return queue.ErrLeaseLost
+		return driver.ErrLeaseLost
 	}
 	return nil
 }
 
-// Nack implements queue.Backend.
-func (b *Backend) Nack(ctx context.Context, d *queue.Delivery, delay time.Duration, a queue.Attempt) error {
+// Nack implements driver.Backend.
+func (b *Backend) Nack(ctx context.Context, d *driver.Delivery, delay time.Duration, a driver.Attempt) error {
 	seq, err := seqOf(d)
 	if err != nil {
 		return err
@@ -176,14 +176,14 @@ func (b *Backend) Nack(ctx context.Context, d *queue.Delivery, delay time.Durati
 		return fail(cctx, "nack", err)
 	}
 	if tag.RowsAffected() == 0 {
-		return queue.ErrLeaseLost
+		return driver.ErrLeaseLost
 	}
 	return nil
 }
 
-// Release implements queue.Backend: the job is ready again after delay, and an attempt its
+// Release implements driver.Backend: the job is ready again after delay, and an attempt its
 // delivery spent (Start) is given back.
-func (b *Backend) Release(ctx context.Context, d *queue.Delivery, delay time.Duration) error {
+func (b *Backend) Release(ctx context.Context, d *driver.Delivery, delay time.Duration) error {
 	seq, err := seqOf(d)
 	if err != nil {
 		return err
@@ -196,18 +196,18 @@ func (b *Backend) Release(ctx context.Context, d *queue.Delivery, delay time.Dur
 		return fail(cctx, "release", err)
 	}
 	if tag.RowsAffected() == 0 {
-		return queue.ErrLeaseLost
+		return driver.ErrLeaseLost
 	}
 	return nil
 }
 
-// Bury implements queue.Backend: in one transaction, the job leaves the jobs for the dead
+// Bury implements driver.Backend: in one transaction, the job leaves the jobs for the dead
 // letters (replacing the dead letter of its ID, if there is one), and the dead letters beyond
 // the limit are deleted, oldest first. The dead letter's Attempt is the job's handler runs
 // (Start calls), whatever d.Attempt is; its history is the job's with a appended, unless a
 // says no run and no error (Number 0, Error ""): a job delivered with no attempt left.
-func (b *Backend) Bury(ctx context.Context, d *queue.Delivery, reason queue.Reason, a queue.Attempt) (queue.BuryResult, error) {
-	var res queue.BuryResult
+func (b *Backend) Bury(ctx context.Context, d *driver.Delivery, reason driver.Reason, a driver.Attempt) (driver.BuryResult, error) {
+	var res driver.BuryResult
 	seq, err := seqOf(d)
 	if err != nil {
 		return res, err
@@ -228,7 +228,7 @@ func (b *Backend) Bury(ctx context.Context, d *queue.Delivery, reason queue.Reas
 		)
 		err := tx.QueryRow(cctx, b.sql.bury, b.name, seq, int64(d.Seq), string(reason), hist, b.channel).Scan(&fresh, &notified)
 		if errors.Is(err, pgx.ErrNoRows) {
-			return queue.ErrLeaseLost
+			return driver.ErrLeaseLost
 		}
 		if err != nil {
 			return fail(cctx, "bury", err)
@@ -240,11 +240,11 @@ func (b *Backend) Bury(ctx context.Context, d *queue.Delivery, reason queue.Reas
 		res.DeadEvicted, err = b.countDead(cctx, tx, fresh, leaving, nil)
 		return err
 	})
-	if err != nil && !errors.Is(err, queue.ErrLeaseLost) && !errors.Is(err, queue.ErrUnavailable) {
+	if err != nil && !errors.Is(err, driver.ErrLeaseLost) && !errors.Is(err, driver.ErrUnavailable) {
 		err = fail(cctx, "bury", err) // the commit's
 	}
 	if err != nil {
-		return queue.BuryResult{}, err
+		return driver.BuryResult{}, err
 	}
 	return res, nil
 }
@@ -258,7 +258,7 @@ type attemptJSON struct {
 }
 
 // historyJSON returns a one-attempt history, to append to a job's.
-func historyJSON(a queue.Attempt) (string, error) {
+func historyJSON(a driver.Attempt) (string, error) {
 	b, err := json.Marshal([]attemptJSON{{N: a.Number, S: a.Start, E: a.End, Err: a.Error}})
 	if err != nil {
 		return "", fmt.Errorf("postgres: record attempt: %w", err)
@@ -267,14 +267,14 @@ func historyJSON(a queue.Attempt) (string, error) {
 }
 
 // parseHistory returns the attempts of a history.
-func parseHistory(raw []byte) ([]queue.Attempt, error) {
+func parseHistory(raw []byte) ([]driver.Attempt, error) {
 	var as []attemptJSON
 	if err := json.Unmarshal(raw, &as); err != nil {
 		return nil, fmt.Errorf("postgres: attempt history: %w", err)
 	}
-	out := make([]queue.Attempt, len(as))
+	out := make([]driver.Attempt, len(as))
 	for i, a := range as {
-		out[i] = queue.Attempt{Number: a.N, Start: a.S, End: a.E, Error: a.Err}
+		out[i] = driver.Attempt{Number: a.N, Start: a.S, End: a.E, Error: a.Err}
 	}
 	return out, nil
 }
@@ -298,7 +298,7 @@ type runEntry struct {
 	xid int64
 }
 
-func (r *runningJobs) add(d *queue.Delivery, seq int64) {
+func (r *runningJobs) add(d *driver.Delivery, seq int64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.m == nil {
@@ -328,7 +328,7 @@ func (r *runningJobs) setXID(id string, attempt int, lease, xid int64) {
 }
 
 // remove forgets d's entry, if it is d's.
-func (r *runningJobs) remove(d *queue.Delivery) {
+func (r *runningJobs) remove(d *driver.Delivery) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	k := runKey{d.ID, d.Attempt}
@@ -338,7 +338,7 @@ func (r *runningJobs) remove(d *queue.Delivery) {
 }
 
 // ackedInTx reports whether d's job was acked by AckTx in a transaction that committed.
-func (b *Backend) ackedInTx(ctx context.Context, d *queue.Delivery) (bool, error) {
+func (b *Backend) ackedInTx(ctx context.Context, d *driver.Delivery) (bool, error) {
 	e, ok := b.running.get(d.ID, d.Attempt)
 	if !ok || e.lease != int64(d.Seq) || e.xid == 0 {
 		return false, nil

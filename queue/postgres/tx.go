@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/corral-go/corral/queue"
+	"github.com/corral-go/corral/queue/driver"
 )
 
 // Tx is a transaction on the queue's database that EnqueueTx and AckTx run their statements
@@ -123,7 +124,7 @@ func AckTx[T any](ctx context.Context, tx Tx, b *Backend, job queue.Job[T]) erro
 	e, ok := b.running.get(job.ID, job.Attempt)
 	if !ok {
 		return fmt.Errorf("postgres: AckTx of job %s (attempt %d), which no handler of this backend runs: %w",
-			job.ID, job.Attempt, queue.ErrLeaseLost)
+			job.ID, job.Attempt, driver.ErrLeaseLost)
 	}
 	stmt := b.sql.ackTx
 	if b.cfg.Capacity > 0 {
@@ -136,7 +137,7 @@ func AckTx[T any](ctx context.Context, tx Tx, b *Backend, job queue.Job[T]) erro
 		return fail(cctx, "ack in the transaction", err)
 	}
 	if n == 0 {
-		return fmt.Errorf("postgres: AckTx of job %s (attempt %d): %w", job.ID, job.Attempt, queue.ErrLeaseLost)
+		return fmt.Errorf("postgres: AckTx of job %s (attempt %d): %w", job.ID, job.Attempt, driver.ErrLeaseLost)
 	}
 	b.running.setXID(job.ID, job.Attempt, e.lease, xid)
 	return nil

@@ -14,6 +14,7 @@ import (
 
 	"github.com/corral-go/corral/backoff"
 	"github.com/corral-go/corral/queue"
+	"github.com/corral-go/corral/queue/driver"
 	"github.com/corral-go/corral/queue/postgres"
 )
 
@@ -170,7 +171,7 @@ func TestEnqueueTxVersion(t *testing.T) {
 			if err := tx.Commit(ctx); err != nil {
 				t.Fatal(err)
 			}
-			var d queue.Delivery
+			var d driver.Delivery
 			if err := b.Receive(ctx, time.Minute, &d); err != nil || d.ID != "v7" || d.Version != 7 {
 				t.Fatalf("Receive: %q at version %d, %v; want v7 at version 7", d.ID, d.Version, err)
 			}
@@ -425,15 +426,15 @@ func TestAckTxHoldsTheJob(t *testing.T) {
 func testAckTxHoldsTheJob(t *testing.T, pool *pgxpool.Pool, kind txKind) {
 	ctx := context.Background()
 	b := postgres.New(pool, queueName(t), postgres.WithPollInterval(50*time.Millisecond))
-	if err := b.Open(ctx, queue.Config{}); err != nil {
+	if err := b.Open(ctx, driver.Config{}); err != nil {
 		t.Fatal(err)
 	}
 	defer b.Close(ctx)
-	if _, err := b.Enqueue(ctx, queue.Message{ID: "J", Body: []byte("j")}); err != nil {
+	if _, err := b.Enqueue(ctx, driver.Message{ID: "J", Body: []byte("j")}); err != nil {
 		t.Fatal(err)
 	}
 	lease := 300 * time.Millisecond
-	var d queue.Delivery
+	var d driver.Delivery
 	if err := b.Receive(ctx, lease, &d); err != nil {
 		t.Fatal(err)
 	}
@@ -451,7 +452,7 @@ func testAckTxHoldsTheJob(t *testing.T, pool *pgxpool.Pool, kind txKind) {
 	}
 	// Past the lease, the row is still the transaction's: nobody takes the job back.
 	rctx, cancel := context.WithTimeout(ctx, 3*lease)
-	var d2 queue.Delivery
+	var d2 driver.Delivery
 	err = b.Receive(rctx, lease, &d2)
 	cancel()
 	if !errors.Is(err, context.DeadlineExceeded) {
@@ -471,10 +472,10 @@ func testAckTxHoldsTheJob(t *testing.T, pool *pgxpool.Pool, kind txKind) {
 	}
 
 	// A stale delivery: its lease ended and the job was delivered again.
-	if _, err := b.Enqueue(ctx, queue.Message{ID: "K", Body: []byte("k")}); err != nil {
+	if _, err := b.Enqueue(ctx, driver.Message{ID: "K", Body: []byte("k")}); err != nil {
 		t.Fatal(err)
 	}
-	var s1, s2 queue.Delivery
+	var s1, s2 driver.Delivery
 	if err := b.Receive(ctx, lease, &s1); err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/corral-go/corral/queue"
+	"github.com/corral-go/corral/queue/driver"
 )
 
 // testAttemptsAreRuns holds a backend to the attempts contract: attempts are handler runs, and
@@ -88,12 +89,12 @@ func checkRunLetters(e *env, dls []queue.DeadLetter[string], dies string, runs [
 // delivery and never settles it (its process died in the handler), and returns when each Start
 // call returned. Delivery k must be attempt k. A Start refused with ErrLeaseLost (a backend that
 // cannot yet tell the run before from a live one) starts nothing: the job is received again.
-func abandonRuns(e *env, b queue.Backend, id string, lease time.Duration, n int) []time.Time {
+func abandonRuns(e *env, b driver.Backend, id string, lease time.Duration, n int) []time.Time {
 	e.Helper()
 	var starts []time.Time
 	for len(starts) < n {
 		ctx, cancel := context.WithTimeout(context.Background(), e.timeout())
-		var d queue.Delivery
+		var d driver.Delivery
 		err := b.Receive(ctx, lease, &d)
 		cancel()
 		if err != nil {

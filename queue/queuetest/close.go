@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/corral-go/corral/queue"
+	"github.com/corral-go/corral/queue/driver"
 )
 
 // testShutdownDrain: Close waits for running handlers and reports them; the
@@ -174,11 +175,11 @@ func testQueueClose(e *env) {
 // ErrClosed, refuses later Enqueue and Receive calls with ErrClosed, and a second Close
 // returns nil.
 func testBackendClose(e *env) {
-	b := e.openBackend(queue.Config{})
+	b := e.openBackend(driver.Config{})
 	bg := context.Background()
 	waiting := make(chan error, 1)
 	go func() {
-		var d queue.Delivery
+		var d driver.Delivery
 		waiting <- b.Receive(bg, 10*e.unit, &d)
 	}()
 	e.receiversWait() // the receiver waits
@@ -188,10 +189,10 @@ func testBackendClose(e *env) {
 	if err := recv(e, waiting, "the waiting Receive"); !errors.Is(err, queue.ErrClosed) {
 		e.Errorf("Receive waiting at Close: %v, want ErrClosed", err)
 	}
-	if _, err := b.Enqueue(bg, queue.Message{ID: "X", Body: []byte("x"), Value: "x"}); !errors.Is(err, queue.ErrClosed) {
+	if _, err := b.Enqueue(bg, driver.Message{ID: "X", Body: []byte("x"), Value: "x"}); !errors.Is(err, queue.ErrClosed) {
 		e.Errorf("Enqueue after Close: %v, want ErrClosed", err)
 	}
-	var d queue.Delivery
+	var d driver.Delivery
 	if err := b.Receive(bg, 10*e.unit, &d); !errors.Is(err, queue.ErrClosed) {
 		e.Errorf("Receive after Close: %v, want ErrClosed", err)
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/corral-go/corral/backoff"
 	"github.com/corral-go/corral/queue"
+	"github.com/corral-go/corral/queue/driver"
 )
 
 func testDelayedJob(e *env) {
@@ -104,7 +105,7 @@ func testStartByAfterRelease(e *env) {
 	}
 	id := e.enqueue(q, "x", queue.WithStartBy(time.Now().Add(5*e.unit)))
 	bg := context.Background()
-	var d queue.Delivery
+	var d driver.Delivery
 	if err := b.Receive(bg, 150*e.unit, &d); err != nil || d.ID != id {
 		e.Fatalf("Receive: %v, %q; want %s", err, d.ID, id)
 	}

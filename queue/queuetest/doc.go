@@ -1,5 +1,5 @@
 // Package queuetest is the conformance suite for queue backends. Every
-// [queue.Backend] must pass [Run]: the in-memory backend does in package
+// [driver.Backend] must pass [Run]: the in-memory backend does in package
 // queue, broker backends do in their own tests.
 //
 // Run drives a real queue.Queue and queue.Consumer over the backend and
@@ -20,7 +20,7 @@
 // and the suite then uses real time, scaled by Unit, and lower bounds.
 //
 //	func TestConformance(t *testing.T) {
-//		queuetest.Run(t, func(t *testing.T) queue.Backend { return mybackend.New(...) },
+//		queuetest.Run(t, func(t *testing.T) driver.Backend { return mybackend.New(...) },
 //			queuetest.Capabilities{RealTime: true})
 //	}
 package queuetest

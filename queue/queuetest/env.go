@@ -10,6 +10,7 @@ import (
 
 	"github.com/corral-go/corral/backoff"
 	"github.com/corral-go/corral/queue"
+	"github.com/corral-go/corral/queue/driver"
 )
 
 // env is one subtest's world.
@@ -166,7 +167,7 @@ func (e *env) receiversWait() {
 
 // openBackend returns a new backend opened with cfg, driven directly (no
 // Queue, no Consumer).
-func (e *env) openBackend(cfg queue.Config) queue.Backend {
+func (e *env) openBackend(cfg driver.Config) driver.Backend {
 	e.Helper()
 	b := e.s.newBackend(e.T)
 	if err := b.Open(context.Background(), cfg); err != nil {

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/corral-go/corral/queue"
+	"github.com/corral-go/corral/queue/driver"
 )
 
 // Broker is the fault layer's hold on the servers a backend talks to: real server processes
@@ -33,7 +33,7 @@ type Broker interface {
 // OpenFunc returns a new, unopened backend for the queue called name on the servers at addr
 // (see Broker.Addr), and a function that releases it. The suite calls it in the test's
 // process and, through ServeWorker, in worker processes.
-type OpenFunc func(addr, name string) (b queue.Backend, release func(), err error)
+type OpenFunc func(addr, name string) (b driver.Backend, release func(), err error)
 
 // Faults is what RunFaults needs from a backend's test.
 type Faults struct {

@@ -10,27 +10,29 @@ import (
 	"time"
 
 	"github.com/corral-go/corral/queue"
+	"github.com/corral-go/corral/queue/driver"
+	"github.com/corral-go/corral/queue/memory"
 )
 
 // electing is a backend whose DeadLetters and Stats answer ErrUnavailable the first times they
 // are called, as a cluster does while its streams elect leaders again after a pause.
 type electing struct {
-	queue.Backend
+	driver.Backend
 	deadFails, statsFails atomic.Int32
 }
 
-func (b *electing) DeadLetters(ctx context.Context) iter.Seq2[queue.DeadMessage, error] {
+func (b *electing) DeadLetters(ctx context.Context) iter.Seq2[driver.DeadMessage, error] {
 	if b.deadFails.Add(-1) >= 0 {
-		return func(yield func(queue.DeadMessage, error) bool) {
-			yield(queue.DeadMessage{}, fmt.Errorf("test: temporarily unavailable: %w", queue.ErrUnavailable))
+		return func(yield func(driver.DeadMessage, error) bool) {
+			yield(driver.DeadMessage{}, fmt.Errorf("test: temporarily unavailable: %w", queue.ErrUnavailable))
 		}
 	}
 	return b.Backend.DeadLetters(ctx)
 }
 
-func (b *electing) Stats(ctx context.Context) (queue.BackendStats, error) {
+func (b *electing) Stats(ctx context.Context) (driver.Stats, error) {
 	if b.statsFails.Add(-1) >= 0 {
-		return queue.BackendStats{}, fmt.Errorf("test: temporarily unavailable: %w", queue.ErrUnavailable)
+		return driver.Stats{}, fmt.Errorf("test: temporarily unavailable: %w", queue.ErrUnavailable)
 	}
 	return b.Backend.Stats(ctx)
 }
@@ -40,7 +42,7 @@ func (b *electing) Stats(ctx context.Context) (queue.BackendStats, error) {
 // failing the scenario on the first answer.
 func TestFaultChecksRetryUnavailable(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := &electing{Backend: queue.NewMemory()}
+		b := &electing{Backend: memory.New()}
 		b.deadFails.Store(3)
 		b.statsFails.Store(3)
 		q, err := queue.New[string](context.Background(), queue.WithBackend(b))

@@ -9,6 +9,7 @@ import (
 
 	"github.com/corral-go/corral/backoff"
 	"github.com/corral-go/corral/queue"
+	"github.com/corral-go/corral/queue/driver"
 )
 
 func testLeaseExpiry(e *env) {
@@ -62,7 +63,7 @@ func testLeaseExpiry(e *env) {
 
 // received is what a Receive in its own goroutine got.
 type received struct {
-	d  *queue.Delivery
+	d  *driver.Delivery
 	at time.Time
 }
 
@@ -71,7 +72,7 @@ type received struct {
 // the backend's lease ends, to a receiver that was already waiting, as
 // attempt 2; the stale delivery can no longer be renewed, acked or nacked.
 func testBackendLeaseExpiry(e *env) {
-	b := e.openBackend(queue.Config{})
+	b := e.openBackend(driver.Config{})
 	lease := 5 * e.unit
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
@@ -80,7 +81,7 @@ func testBackendLeaseExpiry(e *env) {
 	got := make(chan received, 2)
 	for range 2 {
 		wg.Go(func() {
-			var d queue.Delivery
+			var d driver.Delivery
 			if err := b.Receive(ctx, lease, &d); err == nil {
 				got <- received{&d, time.Now()}
 			}
@@ -88,7 +89,7 @@ func testBackendLeaseExpiry(e *env) {
 	}
 	e.receiversWait()   // both receivers wait
 	start := time.Now() // no delivery before this, so a lower bound of the lease's start
-	if _, err := b.Enqueue(context.Background(), queue.Message{ID: "J", Body: []byte("j"), Value: "j"}); err != nil {
+	if _, err := b.Enqueue(context.Background(), driver.Message{ID: "J", Body: []byte("j"), Value: "j"}); err != nil {
 		e.Fatalf("Enqueue: %v", err)
 	}
 	first := recv(e, got, "first delivery")
@@ -113,7 +114,7 @@ func testBackendLeaseExpiry(e *env) {
 
 // checkStale checks that the stale delivery d, whose lease ended, can no longer be renewed,
 // acked or nacked: each fails with ErrLeaseLost.
-func checkStale(e *env, b queue.Backend, d *queue.Delivery, lease time.Duration) {
+func checkStale(e *env, b driver.Backend, d *driver.Delivery, lease time.Duration) {
 	e.Helper()
 	bg := context.Background()
 	if err := b.Extend(bg, d, lease); !errors.Is(err, queue.ErrLeaseLost) {
@@ -128,7 +129,7 @@ func checkStale(e *env, b queue.Backend, d *queue.Delivery, lease time.Duration)
 }
 
 // checkEmpty checks that backend b stores no job: none ready, in flight or delayed.
-func checkEmpty(e *env, b queue.Backend) {
+func checkEmpty(e *env, b driver.Backend) {
 	e.Helper()
 	if st, err := b.Stats(context.Background()); err != nil || st.Ready != 0 || st.InFlight != 0 || st.Delayed != 0 {
 		e.Errorf("stats %+v, %v: want an empty backend", st, err)
@@ -140,17 +141,17 @@ func checkEmpty(e *env, b queue.Backend) {
 // unspent; a job started on its second delivery is then attempt 1, and after its lease ends,
 // attempt 2.
 func testUnstartedLeaseExpiry(e *env) {
-	b := e.openBackend(queue.Config{})
+	b := e.openBackend(driver.Config{})
 	lease := 3 * e.unit
 	bg := context.Background()
-	if _, err := b.Enqueue(bg, queue.Message{ID: "U", Body: []byte("u"), Value: "u"}); err != nil {
+	if _, err := b.Enqueue(bg, driver.Message{ID: "U", Body: []byte("u"), Value: "u"}); err != nil {
 		e.Fatalf("Enqueue: %v", err)
 	}
-	receive := func(what string) *queue.Delivery {
+	receive := func(what string) *driver.Delivery {
 		e.Helper()
 		ctx, cancel := context.WithTimeout(bg, e.timeout())
 		defer cancel()
-		var d queue.Delivery
+		var d driver.Delivery
 		if err := b.Receive(ctx, lease, &d); err != nil {
 			e.Fatalf("Receive (%s): %v", what, err)
 		}

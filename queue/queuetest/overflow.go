@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/corral-go/corral/queue"
+	"github.com/corral-go/corral/queue/driver"
 )
 
 func testOverflowReject(e *env) {
@@ -111,18 +112,18 @@ func testOverflowBlock(e *env) {
 // leased; the leased one stays, and its delivery can still be acked.
 func testDropOldestSparesLeased(e *env) {
 	e.skipUnless(queue.DropOldest)
-	b := e.openBackend(queue.Config{Capacity: 2, Overflow: queue.DropOldest})
+	b := e.openBackend(driver.Config{Capacity: 2, Overflow: queue.DropOldest})
 	bg := context.Background()
 	for _, id := range []string{"A", "B"} {
-		if _, err := b.Enqueue(bg, queue.Message{ID: id, Body: []byte(id), Value: id}); err != nil {
+		if _, err := b.Enqueue(bg, driver.Message{ID: id, Body: []byte(id), Value: id}); err != nil {
 			e.Fatalf("Enqueue(%s): %v", id, err)
 		}
 	}
-	var d queue.Delivery
+	var d driver.Delivery
 	if err := b.Receive(bg, 100*e.unit, &d); err != nil || d.ID != "A" {
 		e.Fatalf("Receive: %v, %q; want A", err, d.ID)
 	}
-	res, err := b.Enqueue(bg, queue.Message{ID: "C", Body: []byte("C"), Value: "C"})
+	res, err := b.Enqueue(bg, driver.Message{ID: "C", Body: []byte("C"), Value: "C"})
 	if err != nil || !slices.Equal(res.Evicted, []string{"B"}) {
 		e.Fatalf("Enqueue(C) at capacity: %+v, %v; want B evicted", res, err)
 	}

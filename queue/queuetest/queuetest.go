@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/corral-go/corral/queue"
+	"github.com/corral-go/corral/queue/driver"
 )
 
 // Capabilities declares what a backend can do, so that Run adapts or skips.
@@ -30,7 +31,7 @@ type Capabilities struct {
 // Run runs the conformance suite as subtests of t. newBackend returns a new,
 // empty, unopened backend; it is called once per subtest, inside the
 // subtest's synctest bubble unless caps.RealTime.
-func Run(t *testing.T, newBackend func(t *testing.T) queue.Backend, caps Capabilities) {
+func Run(t *testing.T, newBackend func(t *testing.T) driver.Backend, caps Capabilities) {
 	if caps.Unit <= 0 {
 		caps.Unit = 100 * time.Millisecond
 	}
@@ -78,7 +79,7 @@ func Run(t *testing.T, newBackend func(t *testing.T) queue.Backend, caps Capabil
 }
 
 type suite struct {
-	newBackend func(t *testing.T) queue.Backend
+	newBackend func(t *testing.T) driver.Backend
 	caps       Capabilities
 }
 

@@ -12,21 +12,23 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/corral-go/corral/queue"
+	"github.com/corral-go/corral/queue/driver"
+	"github.com/corral-go/corral/queue/memory"
 	"github.com/corral-go/corral/queue/queuetest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// The suite itself runs against queue.NewMemory in package queue
+// The suite itself runs against memory.New in package memory
 // (conformance_test.go); these tests check that it catches broken backends.
 
 // broken is a backend with one deliberate defect.
 type broken struct {
-	queue.Backend
+	driver.Backend
 	defect string
 }
 
-func (b broken) Enqueue(ctx context.Context, m queue.Message) (queue.EnqueueResult, error) {
+func (b broken) Enqueue(ctx context.Context, m driver.Message) (driver.EnqueueResult, error) {
 	res, err := b.Backend.Enqueue(ctx, m)
 	switch {
 	case b.defect == "duplicates" && errors.Is(err, queue.ErrDuplicate):
@@ -37,14 +39,14 @@ func (b broken) Enqueue(ctx context.Context, m queue.Message) (queue.EnqueueResu
 	return res, err
 }
 
-func (b broken) Nack(ctx context.Context, d *queue.Delivery, delay time.Duration, a queue.Attempt) error {
+func (b broken) Nack(ctx context.Context, d *driver.Delivery, delay time.Duration, a queue.Attempt) error {
 	if b.defect == "no-delay" {
 		delay = 0
 	}
 	return b.Backend.Nack(ctx, d, delay, a)
 }
 
-func (b broken) Bury(ctx context.Context, d *queue.Delivery, r queue.Reason, a queue.Attempt) (queue.BuryResult, error) {
+func (b broken) Bury(ctx context.Context, d *driver.Delivery, r queue.Reason, a queue.Attempt) (driver.BuryResult, error) {
 	switch {
 	case b.defect == "no-history":
 		a = queue.Attempt{}
@@ -54,7 +56,7 @@ func (b broken) Bury(ctx context.Context, d *queue.Delivery, r queue.Reason, a q
 	return b.Backend.Bury(ctx, d, r, a)
 }
 
-func (b broken) Receive(ctx context.Context, lease time.Duration, d *queue.Delivery) error {
+func (b broken) Receive(ctx context.Context, lease time.Duration, d *driver.Delivery) error {
 	if b.defect == "no-lease-expiry" {
 		lease = 1000 * time.Hour
 	}
@@ -68,7 +70,7 @@ func TestBroken(t *testing.T) {
 	if defect == "" {
 		t.Skip("run by TestSuiteCatchesDefects")
 	}
-	queuetest.Run(t, func(t *testing.T) queue.Backend { return broken{queue.NewMemory(), defect} }, queuetest.Capabilities{})
+	queuetest.Run(t, func(t *testing.T) driver.Backend { return broken{memory.New(), defect} }, queuetest.Capabilities{})
 }
 
 // The suite must fail a backend with any of these defects, in the subtest

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/corral-go/corral/queue"
+	"github.com/corral-go/corral/queue/driver"
 	"github.com/corral-go/corral/retry"
 )
 
@@ -46,16 +47,16 @@ func testVersionRoundTrip(e *env) {
 // Release with a delay makes the job ready again only after the delay,
 // with no attempt spent.
 func testReleaseDelay(e *env) {
-	b := e.openBackend(queue.Config{})
+	b := e.openBackend(driver.Config{})
 	defer func() { _ = b.Close(context.Background()) }()
 	bg := context.Background()
-	if _, err := b.Enqueue(bg, queue.Message{ID: "later", Key: "k", Version: 2, Body: []byte("x"), Value: "x", EnqueuedAt: time.Now()}); err != nil {
+	if _, err := b.Enqueue(bg, driver.Message{ID: "later", Key: "k", Version: 2, Body: []byte("x"), Value: "x", EnqueuedAt: time.Now()}); err != nil {
 		e.Fatalf("Enqueue: %v", err)
 	}
-	if _, err := b.Enqueue(bg, queue.Message{ID: "next", Key: "k", Body: []byte("y"), Value: "y", EnqueuedAt: time.Now()}); err != nil {
+	if _, err := b.Enqueue(bg, driver.Message{ID: "next", Key: "k", Body: []byte("y"), Value: "y", EnqueuedAt: time.Now()}); err != nil {
 		e.Fatalf("Enqueue: %v", err)
 	}
-	var d queue.Delivery
+	var d driver.Delivery
 	if err := b.Receive(bg, 150*e.unit, &d); err != nil || d.ID != "later" || d.Version != 2 {
 		e.Fatalf("Receive: %v, %q at version %d; want later at version 2", err, d.ID, d.Version)
 	}
@@ -66,9 +67,9 @@ func testReleaseDelay(e *env) {
 	if err := b.Release(bg, &d, 3*e.unit); err != nil {
 		e.Fatalf("Release: %v", err)
 	}
-	got := make(chan queue.Delivery, 1)
+	got := make(chan driver.Delivery, 1)
 	go func() {
-		var d queue.Delivery
+		var d driver.Delivery
 		if err := b.Receive(bg, 150*e.unit, &d); err == nil {
 			got <- d
 		}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/corral-go/corral/queue"
+	"github.com/corral-go/corral/queue/driver"
 	"github.com/corral-go/corral/queue/redis"
 	"github.com/corral-go/corral/queue/redis/internal/redistest"
 )
@@ -20,19 +21,19 @@ func TestLeaseExpiredRunsInHistory(t *testing.T) {
 	srv := redistest.Start(t, "always")
 	ctx := context.Background()
 	b := redis.New(newClient(t, srv.Addr()), queueName(t), redis.WithPollInterval(10*time.Millisecond))
-	if err := b.Open(ctx, queue.Config{}); err != nil {
+	if err := b.Open(ctx, driver.Config{}); err != nil {
 		t.Fatal(err)
 	}
 	defer b.Close(ctx)
 	const lease = 200 * time.Millisecond
-	if _, err := b.Enqueue(ctx, queue.Message{ID: "poison", Body: []byte("x")}); err != nil {
+	if _, err := b.Enqueue(ctx, driver.Message{ID: "poison", Body: []byte("x")}); err != nil {
 		t.Fatal(err)
 	}
-	receive := func() (queue.Delivery, time.Time) {
+	receive := func() (driver.Delivery, time.Time) {
 		t.Helper()
 		rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
-		var d queue.Delivery
+		var d driver.Delivery
 		if err := b.Receive(rctx, lease, &d); err != nil {
 			t.Fatal(err)
 		}
@@ -60,7 +61,7 @@ func TestLeaseExpiredRunsInHistory(t *testing.T) {
 	if _, err := b.Bury(ctx, &d, queue.ReasonAttempts, queue.Attempt{}); err != nil {
 		t.Fatal(err)
 	}
-	var dead []queue.DeadMessage
+	var dead []driver.DeadMessage
 	for dm, err := range b.DeadLetters(ctx) {
 		if err != nil {
 			t.Fatal(err)
@@ -95,14 +96,14 @@ func TestEvictedEntryHasNoRun(t *testing.T) {
 	srv := redistest.Start(t, "always")
 	ctx := context.Background()
 	b := redis.New(newClient(t, srv.Addr()), queueName(t), redis.WithPollInterval(10*time.Millisecond))
-	if err := b.Open(ctx, queue.Config{Capacity: 1, Overflow: queue.DropOldest}); err != nil {
+	if err := b.Open(ctx, driver.Config{Capacity: 1, Overflow: queue.DropOldest}); err != nil {
 		t.Fatal(err)
 	}
 	defer b.Close(ctx)
-	if _, err := b.Enqueue(ctx, queue.Message{ID: "old", Body: []byte("x")}); err != nil {
+	if _, err := b.Enqueue(ctx, driver.Message{ID: "old", Body: []byte("x")}); err != nil {
 		t.Fatal(err)
 	}
-	var d queue.Delivery
+	var d driver.Delivery
 	if err := b.Receive(ctx, time.Minute, &d); err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +114,7 @@ func TestEvictedEntryHasNoRun(t *testing.T) {
 	if err := b.Nack(ctx, &d, time.Hour, queue.Attempt{Number: 1, Start: now, End: now, Error: "boom"}); err != nil {
 		t.Fatal(err)
 	}
-	res, err := b.Enqueue(ctx, queue.Message{ID: "new", Body: []byte("x")})
+	res, err := b.Enqueue(ctx, driver.Message{ID: "new", Body: []byte("x")})
 	if err != nil || len(res.Evicted) != 1 || res.Evicted[0] != "old" {
 		t.Fatalf("Enqueue at capacity: %+v, %v; want old evicted", res, err)
 	}

@@ -13,6 +13,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/corral-go/corral/queue"
+	"github.com/corral-go/corral/queue/driver"
 	"github.com/corral-go/corral/queue/redis"
 	"github.com/corral-go/corral/queue/redis/internal/redistest"
 )
@@ -55,7 +56,7 @@ func clusterFailover(t *testing.T, opts ...redis.Option) failoverResult {
 	b := redis.New(c, name, append([]redis.Option{redis.WithCallTimeout(faultCallTimeout)}, opts...)...)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	if err := b.Open(ctx, queue.Config{}); err != nil {
+	if err := b.Open(ctx, driver.Config{}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = b.Close(context.Background()) })
@@ -68,7 +69,7 @@ func clusterFailover(t *testing.T, opts ...redis.Option) failoverResult {
 			killed = time.Now()
 		}
 		for retried := false; ; retried = true {
-			_, err := b.Enqueue(ctx, queue.Message{ID: fmt.Sprintf("j-%05d", i), Body: []byte("x")})
+			_, err := b.Enqueue(ctx, driver.Message{ID: fmt.Sprintf("j-%05d", i), Body: []byte("x")})
 			if err == nil || retried && errors.Is(err, queue.ErrDuplicate) {
 				break
 			}
@@ -115,7 +116,7 @@ func drainIDs(ctx context.Context, t *testing.T, b *redis.Backend) map[string]in
 	seen := map[string]int{}
 	for range 10 * failoverJobs() {
 		rctx, cancel := context.WithTimeout(ctx, time.Second)
-		var d queue.Delivery
+		var d driver.Delivery
 		err := b.Receive(rctx, time.Minute, &d)
 		cancel()
 		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
@@ -181,12 +182,12 @@ func TestFailoverLastReplica(t *testing.T) {
 	b := redis.New(c, name, redis.WithCallTimeout(faultCallTimeout), redis.WithReplicas(1, 200*time.Millisecond))
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	if err := b.Open(ctx, queue.Config{}); err != nil {
+	if err := b.Open(ctx, driver.Config{}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = b.Close(context.Background()) })
 	enq := func(id string) error {
-		_, err := b.Enqueue(ctx, queue.Message{ID: id, Body: []byte("x")})
+		_, err := b.Enqueue(ctx, driver.Message{ID: id, Body: []byte("x")})
 		return err
 	}
 	if err := enq("before"); err != nil {

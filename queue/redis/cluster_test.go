@@ -7,7 +7,7 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 
-	"github.com/corral-go/corral/queue"
+	"github.com/corral-go/corral/queue/driver"
 	"github.com/corral-go/corral/queue/queuetest"
 	"github.com/corral-go/corral/queue/redis"
 	"github.com/corral-go/corral/queue/redis/internal/redistest"
@@ -20,7 +20,7 @@ func TestConformanceCluster(t *testing.T) {
 	cl := redistest.StartCluster(t, 3)
 	c := goredis.NewClusterClient(&goredis.ClusterOptions{Addrs: cl.Addrs(), PoolSize: 100})
 	t.Cleanup(func() { _ = c.Close() })
-	queuetest.Run(t, func(t *testing.T) queue.Backend {
+	queuetest.Run(t, func(t *testing.T) driver.Backend {
 		b := redis.New(c, queueName(t), redis.WithPollInterval(20*time.Millisecond))
 		t.Cleanup(func() { _ = b.Close(context.Background()) })
 		return b

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/corral-go/corral/queue"
+	"github.com/corral-go/corral/queue/driver"
 	"github.com/corral-go/corral/queue/queuetest"
 	"github.com/corral-go/corral/queue/redis"
 	"github.com/corral-go/corral/queue/redis/internal/redistest"
@@ -16,7 +16,7 @@ import (
 func TestConformance(t *testing.T) {
 	srv := redistest.Start(t, "always")
 	c := newClient(t, srv.Addr())
-	queuetest.Run(t, func(t *testing.T) queue.Backend {
+	queuetest.Run(t, func(t *testing.T) driver.Backend {
 		b := redis.New(c, queueName(t), redis.WithPollInterval(20*time.Millisecond))
 		t.Cleanup(func() { _ = b.Close(context.Background()) })
 		return b

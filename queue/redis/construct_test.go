@@ -10,6 +10,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/corral-go/corral/queue"
+	"github.com/corral-go/corral/queue/driver"
 	"github.com/corral-go/corral/queue/redis"
 	"github.com/corral-go/corral/queue/redis/internal/redistest"
 )
@@ -40,7 +41,7 @@ func TestNewMisuse(t *testing.T) {
 	mustPanic(t, "nil option", func() { redis.New(c, "q", nil) })
 	mustPanic(t, "WithCallTimeout(0s)", func() { redis.WithCallTimeout(0) })
 	mustPanic(t, "WithPollInterval(-1s)", func() { redis.WithPollInterval(-time.Second) })
-	mustPanic(t, "zero Backend", func() { _ = new(redis.Backend).Open(context.Background(), queue.Config{}) })
+	mustPanic(t, "zero Backend", func() { _ = new(redis.Backend).Open(context.Background(), driver.Config{}) })
 }
 
 // TestUnreachable pins that a server that cannot be reached is queue.ErrUnavailable, within
@@ -49,7 +50,7 @@ func TestUnreachable(t *testing.T) {
 	c := goredis.NewClient(&goredis.Options{Addr: "127.0.0.1:1", MaxRetries: -1})
 	defer c.Close()
 	b := redis.New(c, "q", redis.WithCallTimeout(500*time.Millisecond))
-	err := b.Open(context.Background(), queue.Config{})
+	err := b.Open(context.Background(), driver.Config{})
 	if !errors.Is(err, queue.ErrUnavailable) {
 		t.Fatalf("Open on a closed port: %v, want ErrUnavailable", err)
 	}
@@ -62,7 +63,7 @@ func TestExtendLease(t *testing.T) {
 	srv := redistest.Start(t, "always")
 	ctx := context.Background()
 	b := redis.New(newClient(t, srv.Addr()), queueName(t), redis.WithPollInterval(10*time.Millisecond))
-	if err := b.Open(ctx, queue.Config{}); err != nil {
+	if err := b.Open(ctx, driver.Config{}); err != nil {
 		t.Fatal(err)
 	}
 	defer b.Close(ctx)
@@ -70,10 +71,10 @@ func TestExtendLease(t *testing.T) {
 	if err := b.CheckLease(ctx, lease); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.Enqueue(ctx, queue.Message{ID: "j", Body: []byte("x")}); err != nil {
+	if _, err := b.Enqueue(ctx, driver.Message{ID: "j", Body: []byte("x")}); err != nil {
 		t.Fatal(err)
 	}
-	var d queue.Delivery
+	var d driver.Delivery
 	if err := b.Receive(ctx, lease, &d); err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +86,7 @@ func TestExtendLease(t *testing.T) {
 		t.Fatalf("Extend with another lease: %v; want an error naming 1h0m0s and 300ms", err)
 	}
 	start := time.Now()
-	var again queue.Delivery
+	var again driver.Delivery
 	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	if err := b.Receive(rctx, lease, &again); err != nil || again.ID != "j" || !again.Redelivered {

@@ -9,7 +9,7 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 
-	"github.com/corral-go/corral/queue"
+	"github.com/corral-go/corral/queue/driver"
 	"github.com/corral-go/corral/queue/redis"
 	"github.com/corral-go/corral/queue/redis/internal/redistest"
 )
@@ -30,10 +30,10 @@ func receiveOne(t *testing.T, b *redis.Backend, id string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if _, err := b.Enqueue(ctx, queue.Message{ID: id, Body: []byte("x")}); err != nil {
+	if _, err := b.Enqueue(ctx, driver.Message{ID: id, Body: []byte("x")}); err != nil {
 		t.Fatal(err)
 	}
-	var d queue.Delivery
+	var d driver.Delivery
 	if err := b.Receive(ctx, time.Minute, &d); err != nil || d.ID != id {
 		t.Fatalf("Receive: %v, %q; want %s", err, d.ID, id)
 	}
@@ -51,7 +51,7 @@ func TestCloseRemovesConsumer(t *testing.T) {
 	ctx := context.Background()
 	open := func(id string) *redis.Backend {
 		b := redis.New(c, name, redis.WithPollInterval(10*time.Millisecond))
-		if err := b.Open(ctx, queue.Config{}); err != nil {
+		if err := b.Open(ctx, driver.Config{}); err != nil {
 			t.Fatal(err)
 		}
 		receiveOne(t, b, id)
@@ -85,16 +85,16 @@ func TestDeadConsumerReaped(t *testing.T) {
 	)
 	open := func() *redis.Backend {
 		b := redis.New(c, name, redis.WithPollInterval(poll))
-		if err := b.Open(ctx, queue.Config{}); err != nil {
+		if err := b.Open(ctx, driver.Config{}); err != nil {
 			t.Fatal(err)
 		}
 		return b
 	}
 	dead := open() // never closed: its process died
-	if _, err := dead.Enqueue(ctx, queue.Message{ID: "j", Body: []byte("x")}); err != nil {
+	if _, err := dead.Enqueue(ctx, driver.Message{ID: "j", Body: []byte("x")}); err != nil {
 		t.Fatal(err)
 	}
-	var d queue.Delivery
+	var d driver.Delivery
 	if err := dead.Receive(ctx, lease, &d); err != nil {
 		t.Fatal(err)
 	}
@@ -112,7 +112,7 @@ func TestDeadConsumerReaped(t *testing.T) {
 	defer live.Close(ctx)
 	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	var again queue.Delivery
+	var again driver.Delivery
 	if err := live.Receive(rctx, lease, &again); err != nil || again.ID != "j" || again.Attempt != 2 {
 		t.Fatalf("Receive after the dead consumer's lease: %v, %q attempt %d; want j, attempt 2", err, again.ID, again.Attempt)
 	}
@@ -123,7 +123,7 @@ func TestDeadConsumerReaped(t *testing.T) {
 	// its receivers polling (and reaping).
 	wctx, wcancel := context.WithDeadline(ctx, diedAt.Add(bound*3/2+4*poll))
 	defer wcancel()
-	var none queue.Delivery
+	var none driver.Delivery
 	if err := live.Receive(wctx, lease, &none); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Receive on an empty queue: %v, want the deadline", err)
 	}

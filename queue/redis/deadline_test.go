@@ -9,6 +9,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/corral-go/corral/queue"
+	"github.com/corral-go/corral/queue/driver"
 	"github.com/corral-go/corral/queue/redis"
 	"github.com/corral-go/corral/queue/redis/internal/redistest"
 )
@@ -32,7 +33,7 @@ func TestCallDeadlineWithAnyClient(t *testing.T) {
 	const callTimeout = time.Second
 	b := redis.New(c, queueName(t), redis.WithCallTimeout(callTimeout))
 	ctx := context.Background()
-	if err := b.Open(ctx, queue.Config{}); err != nil {
+	if err := b.Open(ctx, driver.Config{}); err != nil {
 		t.Fatal(err)
 	}
 	defer b.Close(ctx)
@@ -82,7 +83,7 @@ func TestCallDeadlineWithAnyClient(t *testing.T) {
 		srv.Continue(t)
 	}()
 	check("Enqueue", 2*time.Second, callerCause, func(ctx context.Context) error {
-		_, err := b.Enqueue(ctx, queue.Message{ID: "l", Body: []byte("x")})
+		_, err := b.Enqueue(ctx, driver.Message{ID: "l", Body: []byte("x")})
 		return err
 	})
 	<-resumed
@@ -92,7 +93,7 @@ func TestCallDeadlineWithAnyClient(t *testing.T) {
 	}
 	srv.Pause(t)
 	check("Enqueue", 2*time.Second, callerCause, func(ctx context.Context) error {
-		_, err := b.Enqueue(ctx, queue.Message{ID: "j", Body: []byte("x")})
+		_, err := b.Enqueue(ctx, driver.Message{ID: "j", Body: []byte("x")})
 		return err
 	})
 	check("Stats", 2*time.Second, callerCause, func(ctx context.Context) error {
@@ -100,11 +101,11 @@ func TestCallDeadlineWithAnyClient(t *testing.T) {
 		return err
 	})
 	check("Receive", 500*time.Millisecond, callerCause, func(ctx context.Context) error {
-		var d queue.Delivery
+		var d driver.Delivery
 		return b.Receive(ctx, time.Minute, &d)
 	})
 	check("Enqueue", 500*time.Millisecond, callerCause, func(ctx context.Context) error {
-		_, err := b.Enqueue(ctx, queue.Message{ID: "k", Body: []byte("x")})
+		_, err := b.Enqueue(ctx, driver.Message{ID: "k", Body: []byte("x")})
 		return err
 	})
 	srv.Continue(t)

@@ -1,4 +1,4 @@
-// Package redis is a queue.Backend on Redis Streams (go-redis v9): the queue code runs on it
+// Package redis is a driver.Backend on Redis Streams (go-redis v9): the queue code runs on it
 // unchanged, and every process that opens a Backend with the same name on the same server
 // shares the queue's jobs. It is not released yet: its API may still move.
 //
@@ -44,7 +44,7 @@
 //   - The Backend's waiting Receive calls share what their looks saw: one of them polls per
 //     poll interval, and a worker back from an ack waits without asking while the latest
 //     look saw nothing more ready and no call of this Backend readied a job since.
-//   - Payload versions (queue.Message.Version) are stored with the job and come back from
+//   - Payload versions (driver.Message.Version) are stored with the job and come back from
 //     Receive, DeadLetters and Redrive.
 //   - Shared settings (capacity, overflow, dedup horizon, dead-letter limit, the replica
 //     count of WithReplicas, the lease) are recorded by the first process to open the queue;

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/corral-go/corral/queue"
+	"github.com/corral-go/corral/queue/driver"
 	"github.com/corral-go/corral/queue/redis"
 	"github.com/corral-go/corral/queue/redis/internal/redistest"
 )
@@ -46,7 +46,7 @@ func checkDurability(t *testing.T, fsync string, n int) {
 	ctx := context.Background()
 	open := func() *redis.Backend {
 		b := redis.New(newClient(t, srv.Addr()), name)
-		if err := b.Open(ctx, queue.Config{}); err != nil {
+		if err := b.Open(ctx, driver.Config{}); err != nil {
 			t.Fatalf("Open: %v", err)
 		}
 		t.Cleanup(func() { _ = b.Close(ctx) })
@@ -59,7 +59,7 @@ func checkDurability(t *testing.T, fsync string, n int) {
 	for w := range 8 {
 		wg.Go(func() {
 			for i := w; i < n; i += 8 {
-				m := queue.Message{ID: strconv.Itoa(i), Body: []byte("x")}
+				m := driver.Message{ID: strconv.Itoa(i), Body: []byte("x")}
 				if _, err := b.Enqueue(ctx, m); err != nil {
 					errs <- fmt.Errorf("enqueue %d: %w", i, err)
 					return
@@ -85,7 +85,7 @@ func checkDurability(t *testing.T, fsync string, n int) {
 	stored := st.Ready
 	acked := map[string]bool{}
 	for range stored / 2 {
-		var d queue.Delivery
+		var d driver.Delivery
 		rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		err := b.Receive(rctx, time.Minute, &d)
 		cancel()
@@ -115,7 +115,7 @@ func checkDurability(t *testing.T, fsync string, n int) {
 	}
 }
 
-func stats(t *testing.T, b *redis.Backend) queue.BackendStats {
+func stats(t *testing.T, b *redis.Backend) driver.Stats {
 	t.Helper()
 	st, err := b.Stats(context.Background())
 	if err != nil {

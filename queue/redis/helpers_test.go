@@ -13,7 +13,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 	"go.uber.org/goleak"
 
-	"github.com/corral-go/corral/queue"
+	"github.com/corral-go/corral/queue/driver"
 	"github.com/corral-go/corral/queue/queuetest"
 	"github.com/corral-go/corral/queue/redis"
 	"github.com/corral-go/corral/queue/redis/internal/redistest"
@@ -77,7 +77,7 @@ const (
 // openFaultBackend is the fault suite's OpenFunc, in the test process and in its workers: a
 // Client on one server's address, a ClusterClient on a list of them. Neither retries a
 // command on its own (a retried script could run twice).
-func openFaultBackend(addr, name string) (queue.Backend, func(), error) {
+func openFaultBackend(addr, name string) (driver.Backend, func(), error) {
 	opts := []redis.Option{redis.WithCallTimeout(faultCallTimeout)}
 	if a, ok := strings.CutPrefix(addr, waitPrefix); ok {
 		addr = a

@@ -11,7 +11,7 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 
-	"github.com/corral-go/corral/queue"
+	"github.com/corral-go/corral/queue/driver"
 )
 
 // nanos returns t as a string of Unix nanoseconds, "0" for the zero time.
@@ -31,13 +31,13 @@ func parseNanos(s string) time.Time {
 	return time.Unix(0, n)
 }
 
-// Enqueue implements queue.Backend in one script: the dedup check (the stored job, and the IDs
+// Enqueue implements driver.Backend in one script: the dedup check (the stored job, and the IDs
 // within the horizon), the capacity (a counter of stored jobs, with the overflow policy) and
 // the store are one atomic step. Under Block it waits for room, asking again at each local
 // settle and every poll interval.
-func (b *Backend) Enqueue(ctx context.Context, m queue.Message) (queue.EnqueueResult, error) {
+func (b *Backend) Enqueue(ctx context.Context, m driver.Message) (driver.EnqueueResult, error) {
 	if err := b.checkOpen(); err != nil {
-		return queue.EnqueueResult{}, err
+		return driver.EnqueueResult{}, err
 	}
 	if m.EnqueuedAt.IsZero() {
 		m.EnqueuedAt = time.Now()
@@ -52,24 +52,24 @@ func (b *Backend) Enqueue(ctx context.Context, m queue.Message) (queue.EnqueueRe
 			nanos(m.NotBefore), nanos(m.StartBy), b.cfg.DedupHorizon.Milliseconds(), b.cfg.Capacity,
 			b.cfg.Overflow.String(), b.cfg.DeadLetterLimit, nanos(time.Now()), m.Version, evictedJSON())
 		if err != nil {
-			return queue.EnqueueResult{}, err
+			return driver.EnqueueResult{}, err
 		}
 		r, _ := v.([]any)
 		status, _ := r[0].(string)
 		switch status {
 		case "ok":
 			b.signal()
-			return queue.EnqueueResult{Evicted: nilIfEmpty(strs(r[1])), DeadEvicted: nilIfEmpty(strs(r[2]))}, nil
+			return driver.EnqueueResult{Evicted: nilIfEmpty(strs(r[1])), DeadEvicted: nilIfEmpty(strs(r[2]))}, nil
 		case "dup":
-			return queue.EnqueueResult{}, queue.ErrDuplicate
+			return driver.EnqueueResult{}, driver.ErrDuplicate
 		case "dropped":
-			return queue.EnqueueResult{}, queue.ErrDropped
+			return driver.EnqueueResult{}, driver.ErrDropped
 		}
-		if b.cfg.Overflow != queue.Block {
-			return queue.EnqueueResult{}, queue.ErrFull
+		if b.cfg.Overflow != driver.Block {
+			return driver.EnqueueResult{}, driver.ErrFull
 		}
 		if err := b.wait(ctx, w, b.o.pollInterval); err != nil {
-			return queue.EnqueueResult{}, err
+			return driver.EnqueueResult{}, err
 		}
 	}
 }
@@ -83,7 +83,7 @@ func nilIfEmpty(s []string) []string {
 
 // fill fills d from the receive script's reply {id, key, body, enq, nbn, sb, att, gen, dlv,
 // ver, due, more}.
-func fill(d *queue.Delivery, r []string) error {
+func fill(d *driver.Delivery, r []string) error {
 	if len(r) < 12 {
 		return errors.New("redis: receive: short reply")
 	}
@@ -91,8 +91,8 @@ func fill(d *queue.Delivery, r []string) error {
 	gen, _ := strconv.ParseUint(r[7], 10, 64)
 	dlv, _ := strconv.Atoi(r[8])
 	ver, _ := strconv.Atoi(r[9])
-	*d = queue.Delivery{
-		Message: queue.Message{
+	*d = driver.Delivery{
+		Message: driver.Message{
 			ID: r[0], Key: r[1], Body: []byte(r[2]), EnqueuedAt: parseNanos(r[3]),
 			NotBefore: parseNanos(r[4]), StartBy: parseNanos(r[5]), Attempt: att + 1, Version: ver,
 		},
@@ -107,12 +107,12 @@ func settled(v any, err error) error {
 		return err
 	}
 	if n, ok := v.(int64); !ok || n == 0 {
-		return queue.ErrLeaseLost
+		return driver.ErrLeaseLost
 	}
 	return nil
 }
 
-func gen(d *queue.Delivery) string { return strconv.FormatUint(d.Seq, 10) }
+func gen(d *driver.Delivery) string { return strconv.FormatUint(d.Seq, 10) }
 
 // jsonNow returns the time now as encoding/json writes a time.Time.
 func jsonNow() string {
@@ -127,29 +127,29 @@ var errEvicted = errors.New("queue: evicted by overflow (drop oldest)")
 // evictedJSON returns the history entry of a job evicted now: Number 0, no run.
 func evictedJSON() []byte {
 	now := time.Now()
-	j, _ := json.Marshal(queue.Attempt{Start: now, End: now, Error: errEvicted.Error()})
+	j, _ := json.Marshal(driver.Attempt{Start: now, End: now, Error: errEvicted.Error()})
 	return j
 }
 
 // leaseExpiredJSON is queue.ErrLeaseExpired's text as a JSON string.
-var leaseExpiredJSON = func() string { j, _ := json.Marshal(queue.ErrLeaseExpired.Error()); return string(j) }()
+var leaseExpiredJSON = func() string { j, _ := json.Marshal(driver.ErrLeaseExpired.Error()); return string(j) }()
 
-// Start implements queue.Backend: it counts the attempt in the job's hash (not the stream's
+// Start implements driver.Backend: it counts the attempt in the job's hash (not the stream's
 // delivery counter, which counts deliveries that never reached a handler), and records when
 // the run started: a Receive that takes the job back after its lease expired, with no settle
 // of this run, records the run's history entry (Error "queue: lease expired", End when it
 // was taken back).
-func (b *Backend) Start(ctx context.Context, d *queue.Delivery) error {
+func (b *Backend) Start(ctx context.Context, d *driver.Delivery) error {
 	return settled(b.run(ctx, "start", startScript, d.ID, gen(d), jsonNow()))
 }
 
-// Extend implements queue.Backend: XCLAIM to this consumer resets the pending entry's idle
+// Extend implements driver.Backend: XCLAIM to this consumer resets the pending entry's idle
 // time, which is the lease: it is renewed to the queue's lease, the idle time after which
 // another receiver reclaims the entry (XAUTOCLAIM), one setting shared by every consumer,
 // not a property of a delivery. A consumer's lease is the queue's (CheckLease saw to it), so
 // Extend honours it; a lease other than the one this Backend's CheckLease agreed is an error
 // naming both, and nothing is renewed.
-func (b *Backend) Extend(ctx context.Context, d *queue.Delivery, lease time.Duration) error {
+func (b *Backend) Extend(ctx context.Context, d *driver.Delivery, lease time.Duration) error {
 	b.mu.Lock()
 	agreed := b.lease
 	b.mu.Unlock()
@@ -159,11 +159,11 @@ func (b *Backend) Extend(ctx context.Context, d *queue.Delivery, lease time.Dura
 	return settled(b.run(ctx, "extend", extendScript, d.ID, gen(d), b.consumer))
 }
 
-// Ack implements queue.Backend: XACK, XDEL and the job's deletion, in one script, which also
+// Ack implements driver.Backend: XACK, XDEL and the job's deletion, in one script, which also
 // hands the job's ordering key to its next job. It wakes a waiting Receive only if that made
 // a job ready: an ack alone gives a receiver nothing to find, and the acking worker asks
 // again itself.
-func (b *Backend) Ack(ctx context.Context, d *queue.Delivery) error {
+func (b *Backend) Ack(ctx context.Context, d *driver.Delivery) error {
 	v, err := b.run(ctx, "ack", ackScript, d.ID, gen(d))
 	if err = settled(v, err); err != nil {
 		return err
@@ -176,9 +176,9 @@ func (b *Backend) Ack(ctx context.Context, d *queue.Delivery) error {
 	return nil
 }
 
-// Nack implements queue.Backend: the entry is acked and deleted, the attempt appended to the
+// Nack implements driver.Backend: the entry is acked and deleted, the attempt appended to the
 // job's history, and the job put in the delayed set (or back in the stream), in one script.
-func (b *Backend) Nack(ctx context.Context, d *queue.Delivery, delay time.Duration, a queue.Attempt) error {
+func (b *Backend) Nack(ctx context.Context, d *driver.Delivery, delay time.Duration, a driver.Attempt) error {
 	aj, err := json.Marshal(a)
 	if err != nil {
 		return err
@@ -199,9 +199,9 @@ func millis(delay time.Duration) int64 {
 	return ms
 }
 
-// Release implements queue.Backend: the job goes back to the stream (or, after a delay, to the
+// Release implements driver.Backend: the job goes back to the stream (or, after a delay, to the
 // delayed set), its attempt un-counted if Start was called on this delivery.
-func (b *Backend) Release(ctx context.Context, d *queue.Delivery, delay time.Duration) error {
+func (b *Backend) Release(ctx context.Context, d *driver.Delivery, delay time.Duration) error {
 	err := settled(b.run(ctx, "release", requeueScript, d.ID, gen(d), millis(delay), "", "1"))
 	if err == nil {
 		b.signal()
@@ -209,32 +209,32 @@ func (b *Backend) Release(ctx context.Context, d *queue.Delivery, delay time.Dur
 	return err
 }
 
-// Bury implements queue.Backend: the job moves to the dead-letter stream with its reason and
+// Bury implements driver.Backend: the job moves to the dead-letter stream with its reason and
 // history, the oldest dead letters beyond the limit are deleted, in one script. An Attempt
 // of Number 0 with no Error (nothing ran) adds no history entry.
-func (b *Backend) Bury(ctx context.Context, d *queue.Delivery, reason queue.Reason, a queue.Attempt) (queue.BuryResult, error) {
+func (b *Backend) Bury(ctx context.Context, d *driver.Delivery, reason driver.Reason, a driver.Attempt) (driver.BuryResult, error) {
 	aj, err := json.Marshal(a)
 	if err != nil {
-		return queue.BuryResult{}, err
+		return driver.BuryResult{}, err
 	}
 	if a.Number == 0 && a.Error == "" {
 		aj = nil // nothing ran: no history entry
 	}
 	v, err := b.run(ctx, "bury", buryScript, d.ID, gen(d), string(reason), aj, nanos(time.Now()), b.cfg.DeadLetterLimit)
 	if err != nil {
-		return queue.BuryResult{}, err
+		return driver.BuryResult{}, err
 	}
 	if v == nil {
-		return queue.BuryResult{}, queue.ErrLeaseLost
+		return driver.BuryResult{}, driver.ErrLeaseLost
 	}
 	b.signal()
-	return queue.BuryResult{DeadEvicted: nilIfEmpty(strs(v))}, nil
+	return driver.BuryResult{DeadEvicted: nilIfEmpty(strs(v))}, nil
 }
 
-// DeadLetters implements queue.Backend: the dead-letter stream, oldest first, read 100 at a
+// DeadLetters implements driver.Backend: the dead-letter stream, oldest first, read 100 at a
 // time.
-func (b *Backend) DeadLetters(ctx context.Context) iter.Seq2[queue.DeadMessage, error] {
-	return func(yield func(queue.DeadMessage, error) bool) {
+func (b *Backend) DeadLetters(ctx context.Context) iter.Seq2[driver.DeadMessage, error] {
+	return func(yield func(driver.DeadMessage, error) bool) {
 		start := "-"
 		for {
 			cctx, cancel := b.call(ctx)
@@ -247,7 +247,7 @@ func (b *Backend) DeadLetters(ctx context.Context) iter.Seq2[queue.DeadMessage, 
 			}
 			cancel()
 			if err != nil {
-				yield(queue.DeadMessage{}, err)
+				yield(driver.DeadMessage{}, err)
 				return
 			}
 			for _, e := range es {
@@ -263,16 +263,16 @@ func (b *Backend) DeadLetters(ctx context.Context) iter.Seq2[queue.DeadMessage, 
 	}
 }
 
-func deadMessage(f map[string]any) queue.DeadMessage {
+func deadMessage(f map[string]any) driver.DeadMessage {
 	s := func(k string) string { v, _ := f[k].(string); return v }
 	att, _ := strconv.Atoi(s("att"))
 	ver, _ := strconv.Atoi(s("ver")) // 0 for a job stored before versions
-	dm := queue.DeadMessage{
-		Message: queue.Message{
+	dm := driver.DeadMessage{
+		Message: driver.Message{
 			ID: s("id"), Key: s("key"), Body: []byte(s("body")), EnqueuedAt: parseNanos(s("enq")),
 			NotBefore: parseNanos(s("nbn")), StartBy: parseNanos(s("sb")), Attempt: att, Version: ver,
 		},
-		Reason: queue.Reason(s("reason")), At: parseNanos(s("at")),
+		Reason: driver.Reason(s("reason")), At: parseNanos(s("at")),
 	}
 	if h := s("hist"); h != "" {
 		_ = json.Unmarshal([]byte(h), &dm.History)
@@ -280,7 +280,7 @@ func deadMessage(f map[string]any) queue.DeadMessage {
 	return dm
 }
 
-// Redrive implements queue.Backend.
+// Redrive implements driver.Backend.
 func (b *Backend) Redrive(ctx context.Context, id string) error {
 	v, err := b.run(ctx, "redrive", redriveScript, id)
 	if err != nil {
@@ -288,35 +288,35 @@ func (b *Backend) Redrive(ctx context.Context, id string) error {
 	}
 	switch v {
 	case "missing":
-		return queue.ErrNotFound
+		return driver.ErrNotFound
 	case "dup":
-		return queue.ErrDuplicate
+		return driver.ErrDuplicate
 	}
 	b.signal()
 	return nil
 }
 
-// Purge implements queue.Backend.
+// Purge implements driver.Backend.
 func (b *Backend) Purge(ctx context.Context, id string) error {
 	v, err := b.run(ctx, "purge", purgeScript, id)
 	if err != nil {
 		return err
 	}
 	if n, _ := v.(int64); n == 0 {
-		return queue.ErrNotFound
+		return driver.ErrNotFound
 	}
 	return nil
 }
 
-// Stats implements queue.Backend, from one script's reading of the counters and sets.
-func (b *Backend) Stats(ctx context.Context) (queue.BackendStats, error) {
+// Stats implements driver.Backend, from one script's reading of the counters and sets.
+func (b *Backend) Stats(ctx context.Context) (driver.Stats, error) {
 	v, err := b.run(ctx, "stats", statsScript)
 	if err != nil {
-		return queue.BackendStats{}, err
+		return driver.Stats{}, err
 	}
 	r := strs(v)
 	n := func(i int) int { x, _ := strconv.Atoi(r[i]); return x }
-	st := queue.BackendStats{InFlight: n(1), Delayed: n(2) + n(3), Dead: n(4), Oldest: parseNanos(r[5])}
+	st := driver.Stats{InFlight: n(1), Delayed: n(2) + n(3), Dead: n(4), Oldest: parseNanos(r[5])}
 	st.Ready = max(n(0)-st.InFlight-st.Delayed, 0)
 	return st, nil
 }

@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/corral-go/corral/queue"
+	"github.com/corral-go/corral/queue/driver"
 )
 
 // A token tells a waiting receiver to look (run the receive script): a job became ready, by
@@ -46,7 +46,7 @@ func (b *Backend) reapAfter(lease time.Duration) time.Duration {
 	return max(2*lease, 10*b.o.pollInterval)
 }
 
-// Receive implements queue.Backend: one script promotes the delayed jobs that are due, takes
+// Receive implements driver.Backend: one script promotes the delayed jobs that are due, takes
 // a pending entry idle for longer than lease (XAUTOCLAIM: a lease that ended) or else a new
 // entry (XREADGROUP), and stamps the job with a new delivery generation. A job taken back so
 // whose handler had started (Start, and no settle since) gets that run's history entry:
@@ -67,7 +67,7 @@ func (b *Backend) reapAfter(lease time.Duration) time.Duration {
 // receiver asks per poll interval after the last look; and a look that took a job and saw
 // more ready tells another receiver, if it was a poll or was told by such a look (the first
 // look of a Receive, a worker back for more, does not: the other jobs have their own).
-func (b *Backend) Receive(ctx context.Context, lease time.Duration, d *queue.Delivery) error {
+func (b *Backend) Receive(ctx context.Context, lease time.Duration, d *driver.Delivery) error {
 	w := b.idleJoin()
 	defer b.idleLeave(w)
 	look, pass := !b.mayWait(), false
@@ -95,7 +95,7 @@ func (b *Backend) Receive(ctx context.Context, lease time.Duration, d *queue.Del
 
 // look runs the receive script once, filling d if it took a job, and records what it saw;
 // pass says whether to tell another receiver if it saw more jobs ready.
-func (b *Backend) look(ctx context.Context, lease time.Duration, d *queue.Delivery, pass bool) (bool, error) {
+func (b *Backend) look(ctx context.Context, lease time.Duration, d *driver.Delivery, pass bool) (bool, error) {
 	reapAfter := b.reapAfter(lease)
 	b.mu.Lock()
 	asked := time.Now()
@@ -166,7 +166,7 @@ func (b *Backend) idleWait(ctx context.Context, w chan token) (look, pass bool, 
 		case <-t.C:
 		case <-b.closing:
 			t.Stop()
-			return false, false, queue.ErrClosed
+			return false, false, driver.ErrClosed
 		case <-ctx.Done():
 			t.Stop()
 			return false, false, context.Cause(ctx)

@@ -15,10 +15,10 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 
-	"github.com/corral-go/corral/queue"
+	"github.com/corral-go/corral/queue/driver"
 )
 
-// Backend is a queue.Backend on Redis Streams. Pass it to queue.New with queue.WithBackend.
+// Backend is a driver.Backend on Redis Streams. Pass it to queue.New with queue.WithBackend.
 //
 // One Backend serves one queue.Queue in one process; several processes (each with its own
 // Backend and Queue of the same name, on the same server) share the queue's jobs. A Backend is
@@ -40,7 +40,7 @@ type Backend struct {
 	mu      sync.Mutex
 	opened  bool
 	closed  bool
-	cfg     queue.Config
+	cfg     driver.Config
 	lease   time.Duration // the queue's lease, once CheckLease agreed it
 	wake    chan struct{} // closed and replaced when room freed (wakes every blocked Enqueue)
 	rcv     receivers     // the waiting receivers and what the looks saw (receivers.go)
@@ -136,8 +136,8 @@ func New(client goredis.UniversalClient, name string, opts ...Option) *Backend {
 const zeroBackend = "redis: zero Backend: use redis.New"
 
 var (
-	_ queue.Backend     = (*Backend)(nil)
-	_ queue.SharedLease = (*Backend)(nil)
+	_ driver.Backend     = (*Backend)(nil)
+	_ driver.SharedLease = (*Backend)(nil)
 )
 
 // errCallTimeout is the cause of a command's context when the server did not answer within
@@ -273,7 +273,7 @@ func (b *Backend) runReplicated(ctx, cctx context.Context, op string, s *goredis
 	if err != nil {
 		if cluster && moved(err) {
 			cc.ReloadState(cctx)
-			return nil, fmt.Errorf("redis: %s: %w: the queue's master moved: %w", op, queue.ErrUnavailable, err)
+			return nil, fmt.Errorf("redis: %s: %w: the queue's master moved: %w", op, driver.ErrUnavailable, err)
 		}
 		b.reloadIfGone(cctx, err)
 		if errors.Is(err, errFewReplicas) {
@@ -286,7 +286,7 @@ func (b *Backend) runReplicated(ctx, cctx context.Context, op string, s *goredis
 
 // errFewReplicas wraps queue.ErrUnavailable: the write took effect on the master, and fewer
 // replicas than asked confirmed it in time.
-var errFewReplicas = fmt.Errorf("%w: written on the master", queue.ErrUnavailable)
+var errFewReplicas = fmt.Errorf("%w: written on the master", driver.ErrUnavailable)
 
 // moved reports whether err is a cluster redirection: the write did not happen there.
 func moved(err error) bool {
@@ -322,10 +322,10 @@ func (b *Backend) evalWait(cctx context.Context, c goredis.Cmdable, s *goredis.S
 // reached or did not answer in time, else err wrapped.
 func fail(ctx, cctx context.Context, op string, err error) error {
 	if ctx.Err() != nil {
-		return fmt.Errorf("redis: %s: %w (%w)", op, context.Cause(ctx), queue.ErrUnavailable)
+		return fmt.Errorf("redis: %s: %w (%w)", op, context.Cause(ctx), driver.ErrUnavailable)
 	}
 	if cctx.Err() != nil || unreachable(err) {
-		return fmt.Errorf("redis: %s: %w: %w", op, queue.ErrUnavailable, err)
+		return fmt.Errorf("redis: %s: %w: %w", op, driver.ErrUnavailable, err)
 	}
 	return fmt.Errorf("redis: %s: %w", op, err)
 }
@@ -345,13 +345,13 @@ func unreachable(err error) bool {
 	return false
 }
 
-// Open implements queue.Backend: it agrees the queue's shared settings (capacity, overflow,
+// Open implements driver.Backend: it agrees the queue's shared settings (capacity, overflow,
 // dedup horizon, dead-letter limit, and the replicas of WithReplicas: n, or 0 without it)
 // with the other processes of the queue: the first to open it records them; a later one with
 // other settings fails, naming the setting and both values. (WithReplicas's wait is each
 // process's own.)
 // It creates the stream and its consumer group if they are missing.
-func (b *Backend) Open(ctx context.Context, cfg queue.Config) error {
+func (b *Backend) Open(ctx context.Context, cfg driver.Config) error {
 	if b.client == nil {
 		panic(zeroBackend)
 	}
@@ -366,7 +366,7 @@ func (b *Backend) Open(ctx context.Context, cfg queue.Config) error {
 	case opened:
 		return errors.New("redis: backend already opened")
 	case closed:
-		return queue.ErrClosed
+		return driver.ErrClosed
 	}
 	v, err := b.run(ctx, "open", settingsScript, cfg.Capacity, cfg.Overflow.String(),
 		cfg.DedupHorizon.Milliseconds(), cfg.DeadLetterLimit, b.o.replicas)
@@ -395,7 +395,7 @@ func (b *Backend) Open(ctx context.Context, cfg queue.Config) error {
 	return nil
 }
 
-// CheckLease implements queue.SharedLease: the lease is one setting of the queue (the idle
+// CheckLease implements driver.SharedLease: the lease is one setting of the queue (the idle
 // time after which XAUTOCLAIM takes a pending entry), recorded by the first consumer; a
 // consumer asking for another fails with an error naming both.
 func (b *Backend) CheckLease(ctx context.Context, lease time.Duration) error {
@@ -430,12 +430,12 @@ func (b *Backend) checkOpen() error {
 		return errors.New("redis: backend not opened")
 	}
 	if b.closed {
-		return queue.ErrClosed
+		return driver.ErrClosed
 	}
 	return nil
 }
 
-// Close implements queue.Backend: it wakes the Receive and Enqueue calls that wait, which
+// Close implements driver.Backend: it wakes the Receive and Enqueue calls that wait, which
 // return queue.ErrClosed, and refuses later ones, and removes this Backend's consumer from
 // the queue's consumer group if it holds no pending entry (a consumer that does, or whose
 // removal did not reach the server, is reaped later: see Receive). It deletes no job, and
@@ -484,7 +484,7 @@ func (b *Backend) wait(ctx context.Context, w <-chan struct{}, d time.Duration) 
 	case <-t.C:
 		return nil
 	case <-b.closing:
-		return queue.ErrClosed
+		return driver.ErrClosed
 	case <-ctx.Done():
 		return context.Cause(ctx)
 	}

@@ -10,6 +10,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/corral-go/corral/queue"
+	"github.com/corral-go/corral/queue/driver"
 	"github.com/corral-go/corral/queue/redis"
 	"github.com/corral-go/corral/queue/redis/internal/redistest"
 )
@@ -27,14 +28,14 @@ func failover(t *testing.T, pause, restartReplica bool, opts ...redis.Option) (a
 	name := queueName(t)
 	ctx := context.Background()
 	b := redis.New(newClient(t, master.Addr()), name, opts...)
-	if err := b.Open(ctx, queue.Config{}); err != nil {
+	if err := b.Open(ctx, driver.Config{}); err != nil {
 		t.Fatalf("Open: %v", err)
 	}
 	if pause {
 		replica.Pause(t)
 	}
 	for i := range replicationJobs {
-		_, err := b.Enqueue(ctx, queue.Message{ID: strconv.Itoa(i), Body: []byte("x")})
+		_, err := b.Enqueue(ctx, driver.Message{ID: strconv.Itoa(i), Body: []byte("x")})
 		switch {
 		case err == nil:
 			acked++

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/corral-go/corral/queue"
+	"github.com/corral-go/corral/queue/driver"
 	"github.com/corral-go/corral/queue/redis"
 	"github.com/corral-go/corral/queue/redis/internal/redistest"
 )
@@ -22,7 +22,7 @@ func TestReplicasShared(t *testing.T) {
 	open := func(name string, opts ...redis.Option) error {
 		b := redis.New(c, name, opts...)
 		t.Cleanup(func() { _ = b.Close(ctx) })
-		return b.Open(ctx, queue.Config{})
+		return b.Open(ctx, driver.Config{})
 	}
 	replicated := redis.WithReplicas(1, time.Second)
 	for _, tc := range []struct {

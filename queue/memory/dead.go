@@ -1,4 +1,4 @@
-package queue
+package memory
 
 import (
 	"container/heap"
@@ -7,17 +7,19 @@ import (
 	"iter"
 	"slices"
 	"time"
+
+	"github.com/corral-go/corral/queue/driver"
 )
 
-// Bury implements Backend.
-func (m *Memory) Bury(ctx context.Context, d *Delivery, reason Reason, a Attempt) (BuryResult, error) {
+// Bury implements driver.Backend.
+func (m *Backend) Bury(ctx context.Context, d *driver.Delivery, reason driver.Reason, a driver.Attempt) (driver.BuryResult, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	e, err := m.leasedEntry(d)
 	if err != nil {
-		return BuryResult{}, err
+		return driver.BuryResult{}, err
 	}
-	var res BuryResult
+	var res driver.BuryResult
 	res.DeadEvicted = m.bury(e, reason, a, m.clk.Now(), nil)
 	return res, nil
 }
@@ -26,7 +28,7 @@ func (m *Memory) Bury(ctx context.Context, d *Delivery, reason Reason, a Attempt
 // oldest dead letters beyond the limit, whose IDs it appends to evicted and
 // returns. A zero a (Number 0, no Error) adds no history entry. The dead
 // letter's Attempt is the handler runs e had. m.mu held.
-func (m *Memory) bury(e *entry, reason Reason, a Attempt, now time.Time, evicted []string) []string {
+func (m *Backend) bury(e *entry, reason driver.Reason, a driver.Attempt, now time.Time, evicted []string) []string {
 	switch e.state {
 	case stateReady:
 		m.ready.remove(e)
@@ -35,12 +37,12 @@ func (m *Memory) bury(e *entry, reason Reason, a Attempt, now time.Time, evicted
 	case stateLeased:
 		m.dropLease(e)
 	}
-	dm := &DeadMessage{Message: e.msg, Reason: reason, At: now}
+	dm := &driver.DeadMessage{Message: e.msg, Reason: reason, At: now}
 	dm.Attempt = e.attempt
 	if e.state == stateLeased && e.started.Load() != e.gen {
 		dm.Attempt-- // no handler started on this lease: Receive counted it ahead
 	}
-	dm.History = append(make([]Attempt, 0, len(e.history)+1), e.history...)
+	dm.History = append(make([]driver.Attempt, 0, len(e.history)+1), e.history...)
 	if a.Number != 0 || a.Error != "" {
 		dm.History = append(dm.History, a)
 	}
@@ -51,30 +53,30 @@ func (m *Memory) bury(e *entry, reason Reason, a Attempt, now time.Time, evicted
 	}
 	m.deadIDs[dm.ID] = m.dead.PushBack(dm)
 	m.deadPeak = max(m.deadPeak, len(m.deadIDs))
-	for m.dead.Len() > m.cfg.deadLimit() {
+	for m.dead.Len() > m.cfg.DeadLetterLimit {
 		old := m.dead.Front()
-		evicted = append(evicted, old.Value.(*DeadMessage).ID)
+		evicted = append(evicted, old.Value.(*driver.DeadMessage).ID)
 		m.dropDead(old)
 	}
 	m.remove(e)
 	return evicted
 }
 
-// DeadLetters implements Backend. The listing is a snapshot taken when the
+// DeadLetters implements driver.Backend. The listing is a snapshot taken when the
 // iteration starts.
-func (m *Memory) DeadLetters(ctx context.Context) iter.Seq2[DeadMessage, error] {
-	return func(yield func(DeadMessage, error) bool) {
+func (m *Backend) DeadLetters(ctx context.Context) iter.Seq2[driver.DeadMessage, error] {
+	return func(yield func(driver.DeadMessage, error) bool) {
 		m.mu.Lock()
-		snap := make([]DeadMessage, 0, m.dead.Len())
+		snap := make([]driver.DeadMessage, 0, m.dead.Len())
 		for el := m.dead.Front(); el != nil; el = el.Next() {
-			dm := *el.Value.(*DeadMessage)
+			dm := *el.Value.(*driver.DeadMessage)
 			dm.History = slices.Clone(dm.History)
 			snap = append(snap, dm)
 		}
 		m.mu.Unlock()
 		for _, d := range snap {
 			if err := ctx.Err(); err != nil {
-				yield(DeadMessage{}, context.Cause(ctx))
+				yield(driver.DeadMessage{}, context.Cause(ctx))
 				return
 			}
 			if !yield(d, nil) {
@@ -85,19 +87,19 @@ func (m *Memory) DeadLetters(ctx context.Context) iter.Seq2[DeadMessage, error] 
 }
 
 // dropDead deletes the dead letter el. m.mu held.
-func (m *Memory) dropDead(el *list.Element) {
-	delete(m.deadIDs, el.Value.(*DeadMessage).ID)
+func (m *Backend) dropDead(el *list.Element) {
+	delete(m.deadIDs, el.Value.(*driver.DeadMessage).ID)
 	m.dead.Remove(el)
 }
 
-// Redrive implements Backend. The redriven job skips the dedup horizon and
+// Redrive implements driver.Backend. The redriven job skips the dedup horizon and
 // capacity's Block (it fails with ErrFull instead) but not its own ID.
-func (m *Memory) Redrive(ctx context.Context, id string) error {
+func (m *Backend) Redrive(ctx context.Context, id string) error {
 	m.mu.Lock()
 	dl := m.deadIDs[id]
 	if dl == nil {
 		m.mu.Unlock()
-		return ErrNotFound
+		return driver.ErrNotFound
 	}
 	// Not m.stored(id), whose search for generated IDs would make
 	// redriving every dead letter quadratic: the one job the queue gave
@@ -107,13 +109,13 @@ func (m *Memory) Redrive(ctx context.Context, id string) error {
 	m.drain()
 	if _, ok := m.ids[id]; ok {
 		m.mu.Unlock()
-		return ErrDuplicate
+		return driver.ErrDuplicate
 	}
 	if !m.reserve() {
 		m.mu.Unlock()
-		return ErrFull
+		return driver.ErrFull
 	}
-	msg := dl.Value.(*DeadMessage).Message
+	msg := dl.Value.(*driver.DeadMessage).Message
 	m.dropDead(dl)
 	// A redriven job is a new job: fresh attempts, new enqueue time, no
 	// delay or start-by deadline; the dedup horizon does not apply to it.
@@ -123,13 +125,13 @@ func (m *Memory) Redrive(ctx context.Context, id string) error {
 	return nil
 }
 
-// Purge implements Backend.
-func (m *Memory) Purge(ctx context.Context, id string) error {
+// Purge implements driver.Backend.
+func (m *Backend) Purge(ctx context.Context, id string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	dl := m.deadIDs[id]
 	if dl == nil {
-		return ErrNotFound
+		return driver.ErrNotFound
 	}
 	m.dropDead(dl)
 	return nil

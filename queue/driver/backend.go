@@ -1,23 +1,21 @@
-package queue
+package driver
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"iter"
-	"strconv"
 	"time"
 )
 
-// Backend stores the jobs of one queue. A [Queue] drives it; users only pick
-// one ([NewMemory], or a broker backend such as queue/jetstream) and pass it
-// with [WithBackend]. Every Backend must pass queuetest.Run.
+// Backend stores the jobs of one queue. A queue.Queue drives it; users only
+// pick one (memory.New, or a broker backend such as queue/jetstream) and
+// pass it with queue.WithBackend. Every Backend must pass queuetest.Run.
 //
 // Payloads cross the Backend as bytes ([Message.Body], encoded by the queue's
-// [Codec]) except for backends in this package that keep values in process.
+// codec), except for a backend that implements [InProcess], which gets the
+// payload values themselves ([Message.Value]).
 //
-// The life of a backend: New opens it (Open), the queue's producers and
-// consumers use it, and [Queue.Close] closes it (Close).
+// The life of a backend: queue.New opens it (Open), the queue's producers
+// and consumers use it, and the queue's Close closes it (Close).
 //
 // The life of a job in a Backend: Enqueue stores it (ready, or delayed until
 // NotBefore); Receive leases it to one consumer; Start, called as its handler
@@ -98,7 +96,7 @@ type Backend interface {
 	// delay is zero or less). A consumer releases a job when it shuts down
 	// before or while handling it (delay 0), and a job whose payload
 	// version it does not understand, for another consumer to take (see
-	// [WithVersion]). A released delivery spends no attempt, even if Start
+	// queue.WithVersion). A released delivery spends no attempt, even if Start
 	// was called on it: its handler was cancelled by the shutdown, not
 	// failed. As after Nack, the job keeps its ordering key blocked while
 	// delayed.
@@ -132,7 +130,7 @@ type Backend interface {
 	Purge(ctx context.Context, id string) error
 
 	// Stats returns the backend's gauges.
-	Stats(ctx context.Context) (BackendStats, error)
+	Stats(ctx context.Context) (Stats, error)
 
 	// Close releases what the backend holds for its queue: the broker
 	// subscriptions, and the jobs prefetched but not handed to a consumer
@@ -140,120 +138,30 @@ type Backend interface {
 	// stores stays stored, as the backend keeps it. Once Close was called,
 	// Enqueue and Receive fail with ErrClosed, and an Enqueue or Receive
 	// waiting when Close is called returns ErrClosed; other methods may
-	// too. [Queue.Close] calls it once its consumers are closed. Close is
+	// too. The queue's Close calls it once its consumers are closed. Close is
 	// idempotent: later calls return nil. It returns context.Cause(ctx)
 	// if ctx ends before the backend let go of everything (what it held
 	// then comes back to the queue when its lease ends).
 	Close(ctx context.Context) error
 }
 
-// Config is what a Queue asks of its Backend. Its settings are shared by
-// every process that opens the same queue on a shared backend: such a
-// backend checks them at Open against those the queue was opened with, and
-// fails with an error naming the setting and both values instead of
-// changing them (no process may weaken another's guarantee).
-type Config struct {
-	// Capacity bounds the jobs stored (ready, delayed and leased; dead
-	// letters are not counted). Zero means unbounded.
-	Capacity int
-	// Overflow says what Enqueue does when Capacity is reached.
-	Overflow Overflow
-	// DedupHorizon is how long after its enqueue an ID stays taken after
-	// the job left the queue. While a job is stored its ID is always taken.
-	DedupHorizon time.Duration
-	// DeadLetterLimit bounds the dead letters kept: when a job dies with
-	// the limit reached, the oldest dead letter is deleted to make room
-	// (and reported: see [BuryResult]). Zero means
-	// [DefaultDeadLetterLimit].
-	DeadLetterLimit int
-}
-
-// DefaultDeadLetterLimit is the dead-letter limit of a Config that sets
-// none.
-const DefaultDeadLetterLimit = 10_000
-
-// deadLimit returns the dead-letter limit c means.
-func (c Config) deadLimit() int {
-	if c.DeadLetterLimit == 0 {
-		return DefaultDeadLetterLimit
-	}
-	return c.DeadLetterLimit
-}
-
-// WithDefaults returns c with its zero settings that mean a default
-// (DeadLetterLimit) replaced by the default, so that two Configs can be
-// compared setting by setting.
-func (c Config) WithDefaults() Config {
-	c.DeadLetterLimit = c.deadLimit()
-	return c
-}
-
-// Validate reports the first field of c that no queue can honour: a
-// negative Capacity, DedupHorizon or DeadLetterLimit, or an Overflow that
-// is not one of the policies. New validates its Config, so a Backend's
-// Open sees only valid ones from a Queue; a Backend validates again when
-// called directly.
-func (c Config) Validate() error {
-	switch {
-	case c.Capacity < 0:
-		return fmt.Errorf("queue: negative capacity %d", c.Capacity)
-	case c.DedupHorizon < 0:
-		return fmt.Errorf("queue: negative dedup horizon %v", c.DedupHorizon)
-	case c.DeadLetterLimit < 0:
-		return fmt.Errorf("queue: negative dead-letter limit %d", c.DeadLetterLimit)
-	case c.Overflow < Block || c.Overflow > DropOldest:
-		return fmt.Errorf("queue: unknown overflow policy %d", int(c.Overflow))
-	}
-	return nil
-}
-
-// Overflow is what Enqueue does when the queue is at capacity.
-type Overflow int
-
-// The overflow policies.
-const (
-	// Block waits for room, until the Enqueue ctx ends.
-	Block Overflow = iota
-	// Reject fails the Enqueue with ErrFull.
-	Reject
-	// DropNewest refuses the incoming job: Enqueue returns ErrDropped and
-	// the job is counted as dropped.
-	DropNewest
-	// DropOldest accepts the incoming job and evicts the oldest stored job
-	// that is not being handled to the dead letters with ReasonEvicted.
-	DropOldest
-)
-
-// String returns the policy's name.
-func (o Overflow) String() string {
-	switch o {
-	case Block:
-		return "block"
-	case Reject:
-		return "reject"
-	case DropNewest:
-		return "drop-newest"
-	case DropOldest:
-		return "drop-oldest"
-	}
-	return "Overflow(" + strconv.Itoa(int(o)) + ")"
-}
-
 // Message is a job as a Backend stores it.
 type Message struct {
-	// ID is the job's ID (see [Job.ID]), unique among the stored jobs.
+	// ID is the job's ID (see queue.Job), unique among the stored jobs:
+	// given by the producer, or generated by the queue (see [InProcess]).
 	ID string
-	// Key is the job's ordering key, "" for none (see [Job.Key]).
+	// Key is the job's ordering key, "" for none (see queue.Job).
 	Key string
 	// Version is the version of the payload's schema, as the enqueuing
-	// queue declared it ([WithVersion]; 0 if it declared none). A backend
+	// queue declared it (queue.WithVersion; 0 if it declared none). A backend
 	// stores it with the job and returns it unchanged from Receive and
 	// DeadLetters, and Redrive keeps it.
 	Version int
-	// Body is the encoded payload.
+	// Body is the encoded payload, nil for an [InProcess] backend.
 	Body []byte
-	// Value is the payload value; only set for in-process backends of this
-	// package, nil otherwise.
+	// Value is the payload value, set only for an [InProcess] backend (nil
+	// for every other): such a backend stores it as it is and hands it
+	// back unchanged.
 	Value any
 	// EnqueuedAt is when the queue accepted the job; a backend given a zero
 	// one sets it to the time of its Enqueue.
@@ -321,7 +229,7 @@ type BuryResult struct {
 
 // SharedLease is implemented by a Backend whose lease is one setting of the
 // queue, shared by every consumer in every process (JetStream's AckWait),
-// rather than a property of each delivery. [Queue.Consume] calls CheckLease
+// rather than a property of each delivery. The queue's Consume calls CheckLease
 // with the lease it will ask of Receive before it starts a worker:
 // CheckLease records the lease if the queue has none yet, and returns an
 // error naming the setting and both values if the queue's differs, so that
@@ -333,15 +241,15 @@ type SharedLease interface {
 }
 
 // Reconnecter is implemented by a Backend that keeps a connection to a
-// broker; [Queue.Health] reports its count.
+// broker; the queue's Health reports its count.
 type Reconnecter interface {
 	// Reconnects returns how many times the connection was re-established
 	// since the backend was created.
 	Reconnects() uint64
 }
 
-// BackendStats are a backend's gauges at one instant.
-type BackendStats struct {
+// Stats are a backend's gauges at one instant.
+type Stats struct {
 	// Ready counts jobs waiting to be delivered now (including jobs queued
 	// behind a busy ordering key).
 	Ready int
@@ -355,48 +263,4 @@ type BackendStats struct {
 	Dead int
 	// Oldest is the enqueue time of the oldest stored job (zero if none).
 	Oldest time.Time
-}
-
-// Errors returned by queues and backends.
-var (
-	// ErrFull is returned by Enqueue under the Reject policy when the
-	// queue is at capacity.
-	ErrFull = errors.New("queue: full")
-	// ErrDropped is returned by Enqueue under the DropNewest policy when
-	// the queue is at capacity: the job was not stored.
-	ErrDropped = errors.New("queue: dropped (full)")
-	// ErrDuplicate is returned by Enqueue when the job's ID is taken (the
-	// job is stored, or was enqueued within the dedup horizon). The
-	// earlier job stands; nothing was stored.
-	ErrDuplicate = errors.New("queue: duplicate job id")
-	// ErrClosed is returned after the queue or consumer was closed.
-	ErrClosed = errors.New("queue: closed")
-	// ErrNotFound is returned by Redrive and Purge for an unknown ID.
-	ErrNotFound = errors.New("queue: no such dead letter")
-	// ErrLeaseLost is returned by a Backend when a delivery is no longer
-	// leased to its receiver (it expired and the job moved on).
-	ErrLeaseLost = errors.New("queue: lease lost")
-	// ErrLeaseExpired is the cancellation cause of a handler's context when
-	// the handler ran past its lease.
-	ErrLeaseExpired = errors.New("queue: lease expired")
-	// ErrUnavailable is matched (errors.Is) by the error of a backend call
-	// that could not reach its broker, or got no answer within the call's
-	// deadline: the outcome of the call is unknown. An Enqueue that fails
-	// with it may have stored the job: enqueue again with the same ID
-	// ([WithID]); ErrDuplicate then means it was stored. A job whose ack,
-	// retry or dead-lettering failed with it is redelivered when its lease
-	// ends, unless the call took effect after all.
-	ErrUnavailable = errors.New("queue: backend unavailable")
-)
-
-// Codec encodes payloads for backends that store bytes. A Codec must be
-// safe for concurrent use.
-type Codec[T any] interface {
-	// Marshal encodes v, a payload given to Enqueue. An error fails that
-	// Enqueue, and nothing is stored.
-	Marshal(v T) ([]byte, error)
-	// Unmarshal decodes data for a delivery. An error (or a panic)
-	// dead-letters the job with [ReasonDecode] without running a
-	// handler.
-	Unmarshal(data []byte) (T, error)
 }

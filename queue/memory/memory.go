@@ -1,51 +1,55 @@
-package queue
+package memory
 
 import (
 	"container/list"
 	"context"
-	"fmt"
+	"errors"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/corral-go/corral/internal/clock"
+
+	"github.com/corral-go/corral/queue/driver"
 )
 
-// Memory is the in-memory Backend, the default of [New]. It keeps payload
-// values (no encoding) in the process's memory.
+// Backend is the in-memory backend, the default of queue.New. It keeps
+// payload values (no encoding) in the process's memory, and implements
+// [driver.InProcess].
 //
-// Nothing survives the process: when it exits, every job a Memory stores
+// Nothing survives the process: when it exits, every job a Backend stores
 // (ready, delayed, in flight) and every dead letter is lost. A consumer
-// that stops with [Consumer.Close] leaves the jobs it did not take stored
-// here, for the next consumer of the same queue in this process; to handle
-// them before the process exits, stop with [Consumer.Drain], which works
-// the backlog off first. A backend that keeps jobs on a broker (such as
+// that stops with its Close leaves the jobs it did not take stored here,
+// for the next consumer of the same queue in this process; to handle them
+// before the process exits, stop it with its Drain, which works the
+// backlog off first. A backend that keeps jobs on a broker (such as
 // queue/jetstream) keeps them across processes.
 //
-// A Memory outlives the consumers that drain it: jobs left by a closed
+// A Backend outlives the consumers that drain it: jobs left by a closed
 // consumer are delivered to the next one. Its time-based behaviour (delays,
 // leases, the dedup horizon) follows the time package, so it runs on virtual
 // time inside a testing/synctest bubble when created there.
 //
-// With a dedup horizon ([WithDedupHorizon]), a Memory forgets an ID, and
-// gives back the memory it took, at most horizon + horizon/8 after the ID's
-// enqueue, whether or not calls come: a timer the Memory owns, which Close
-// stops, sweeps the expired IDs.
+// With a dedup horizon (driver.Config.DedupHorizon), a Backend forgets an
+// ID, and gives back the memory it took, at most horizon + horizon/8 after
+// the ID's enqueue, whether or not calls come: a timer the Backend owns,
+// which Close stops, sweeps the expired IDs.
 //
-// A Memory serves one Queue: Open fails if called twice. The zero Memory is
-// ready to use once opened, as [New] opens the backend it is given
-// (queue.WithBackend(&queue.Memory{})); its Enqueue and Receive panic if
-// called before Open, where [NewMemory]'s work at once. Memory is safe for
+// A Backend serves one queue: Open fails if called twice. The zero Backend
+// is ready to use once opened, as queue.New opens the backend it is given
+// (queue.WithBackend(&memory.Backend{})); its Enqueue and Receive panic if
+// called before Open, where [New]'s work at once. Backend is safe for
 // concurrent use.
-type Memory struct {
+type Backend struct {
 	// The fields are grouped by who writes them, each group on cache lines
 	// of its own (the blank pads), so that the producers' writes and the
 	// consumers' writes do not evict each other's lines on every job.
 
-	// Written once (cfg by Open, before any other call; kick by NewMemory)
+	// Written once (cfg by Open, before any other call; kick by New)
 	// or once a second (clk's anchor); read by everyone.
 	clk    clock.Anchored // reads the time (time.Now, at half the cost)
-	cfg    Config
+	epoch  clock.Epoch    // the origin of the lease times (see mono); set by init
+	cfg    driver.Config
 	kick   chan struct{} // capacity 1: wakes a waiting receiver for the inbox, without mu
 	closed atomic.Bool   // set once by Close (under mu), never reset
 	_      [64]byte
@@ -55,8 +59,8 @@ type Memory struct {
 	// mu. The inbox is moved into the queue (drain) by a receiver that finds
 	// no ready job, and by every other call that must see all the jobs.
 	inMu     sync.Mutex
-	inbox    []Message    // guarded by inMu
-	inboxLen atomic.Int32 // len(inbox), read without inMu
+	inbox    []driver.Message // guarded by inMu
+	inboxLen atomic.Int32     // len(inbox), read without inMu
 	// Jobs stored or in the inbox, which capacity bounds, are in - out:
 	// reserve counts in, remove counts out (under mu). A producer reads out
 	// only when its last reading, outSeen, says the queue is full (out only
@@ -71,7 +75,7 @@ type Memory struct {
 	mu     sync.Mutex // guards every field below
 	out    atomic.Int64
 	opened bool
-	spare  []Message // the inbox's other buffer, swapped in by drain
+	spare  []driver.Message // the inbox's other buffer, swapped in by drain
 
 	ids    map[string]*entry // stored jobs by ID, but for fresh ones (see stored)
 	fresh  string            // the prefix of the fresh IDs stored, once there is one
@@ -80,7 +84,6 @@ type Memory struct {
 	ready  readyQueue
 	timed  timeHeap // delayed jobs by readyAt
 	leased dlist    // leased jobs by lease end (see lease)
-	held   int      // leased jobs without an end yet, not in leased (see ackNext)
 	seq    uint64   // enqueue order
 
 	seen dedup // the IDs within the horizon (see memory_dedup.go)
@@ -114,54 +117,61 @@ type Memory struct {
 	keyFree  []*dlist
 }
 
-// NewMemory returns an empty in-memory backend.
-func NewMemory() *Memory {
-	m := &Memory{}
+// New returns an empty in-memory backend, ready to use.
+func New() *Backend {
+	m := &Backend{}
 	m.init()
 	return m
 }
 
-// init makes what a zero Memory lacks.
-func (m *Memory) init() {
+// init makes what a zero Backend lacks.
+func (m *Backend) init() {
 	m.ids = make(map[string]*entry)
 	m.keys = make(map[string]*dlist)
 	m.deadIDs = make(map[string]*list.Element)
 	m.queuedLater = make(map[*entry]struct{})
 	m.kick = make(chan struct{}, 1)
 	m.leased = dlist{on: onLease}
+	m.epoch = clock.Start()
 }
 
-// unopened is the panic of a zero Memory used before Open.
-const unopened = "queue: zero Memory used before Open: use NewMemory, or give it to New"
+// mono returns the backend's monotonic time, in which it keeps its leases:
+// the time since init. (A lease taken with the ack of a job is every job's
+// path: a duration costs it less than a time.Time, to read and to store.)
+func (m *Backend) mono() time.Duration { return m.epoch.Since() }
 
-// carriesValues marks m as a valueCarrier.
-func (m *Memory) carriesValues() {}
+// unopened is the panic of a zero Backend used before Open.
+const unopened = "memory: zero Backend used before Open: use memory.New, or give it to queue.New"
 
-// Open implements Backend.
-func (m *Memory) Open(ctx context.Context, cfg Config) error {
+// Self implements driver.InProcess: m's fast paths are its own.
+func (m *Backend) Self() driver.Backend { return m }
+
+// Open implements driver.Backend.
+func (m *Backend) Open(ctx context.Context, cfg driver.Config) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.opened {
-		return fmt.Errorf("queue: memory backend already opened")
+		return errors.New("memory: backend already opened")
 	}
-	if m.kick == nil { // the zero Memory
+	if m.kick == nil { // the zero Backend
 		m.init()
 	}
 	m.opened = true
-	m.cfg = cfg
+	m.cfg = cfg.WithDefaults() // its DeadLetterLimit is the limit
 	return nil
 }
 
-// Close implements Backend. It takes nothing back (a Memory holds no broker
-// resources) but its dedup sweep, which it stops and waits for: it refuses later Enqueue and Receive calls with ErrClosed and
-// wakes those waiting, which return ErrClosed. The jobs and dead letters it
-// stores are left to the garbage collector with the Memory; the other
-// methods still work on them.
-func (m *Memory) Close(ctx context.Context) error {
-	if m.kick == nil { // a zero Memory never opened: nothing waits
+// Close implements driver.Backend. It takes nothing back (it holds no broker
+// resources) but its dedup sweep, which it stops and waits for: it refuses
+// later Enqueue and Receive calls with ErrClosed and wakes those waiting,
+// which return ErrClosed. The jobs and dead letters it stores are left to
+// the garbage collector with the Backend; the other methods still work on
+// them.
+func (m *Backend) Close(ctx context.Context) error {
+	if m.kick == nil { // a zero Backend never opened: nothing waits
 		m.closed.Store(true)
 		return nil
 	}
@@ -177,7 +187,7 @@ func (m *Memory) Close(ctx context.Context) error {
 	return nil
 }
 
-// Memory the in-memory backend keeps for reuse once it is empty, so that a
+// Memory the backend keeps for reuse once it is empty, so that a
 // drained queue gives back what a deep one took: records and buffers beyond
 // these sizes are dropped, and maps that grew past keepMap are made anew.
 const (
@@ -191,7 +201,7 @@ const (
 // left to the garbage collector, not walked. It runs only when there is
 // something to drop beyond twice the keep sizes, so that a queue that keeps
 // emptying at a modest depth does not trim over and over. m.mu held.
-func (m *Memory) trim() {
+func (m *Backend) trim() {
 	if m.freeN > 2*keepFree {
 		e := m.free
 		for range keepFree - 1 {
@@ -214,7 +224,7 @@ func (m *Memory) trim() {
 
 // trimMaps makes anew, small, the maps that grew past twice keepMap and are
 // empty (or, for the dead letters, below keepMap). m.mu held.
-func (m *Memory) trimMaps() {
+func (m *Backend) trimMaps() {
 	if m.idsPeak > 2*keepMap && len(m.ids) == 0 {
 		m.ids, m.idsPeak = make(map[string]*entry), 0
 	}
@@ -235,15 +245,15 @@ func (m *Memory) trimMaps() {
 	}
 }
 
-// Stats implements Backend.
-func (m *Memory) Stats(ctx context.Context) (BackendStats, error) {
+// Stats implements driver.Backend.
+func (m *Backend) Stats(ctx context.Context) (driver.Stats, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	now := m.clk.Now()
 	m.drain()
-	m.promote(now)
-	s := BackendStats{
-		InFlight: m.leased.n + m.held,
+	m.promote(now, m.mono())
+	s := driver.Stats{
+		InFlight: m.leased.n,
 		Delayed:  m.timed.Len(),
 		Dead:     m.dead.Len(),
 	}
@@ -258,3 +268,5 @@ func (m *Memory) Stats(ctx context.Context) (BackendStats, error) {
 	}
 	return s, nil
 }
+
+var _ driver.InProcess = (*Backend)(nil)

@@ -1,10 +1,12 @@
-package queue
+package memory
 
 import (
 	"context"
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/corral-go/corral/queue/driver"
 )
 
 // Found in review: a receiver kicked for a job in the inbox took a job that
@@ -17,10 +19,10 @@ func TestMemoryKickedReceiverPassesInboxOn(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
-			m := open(t, Config{})
-			mustEnqueue(t, m, Message{ID: "X"})
-			mustEnqueue(t, m, Message{ID: "L"})
-			var dx, dl Delivery
+			m := open(t, driver.Config{})
+			mustEnqueue(t, m, driver.Message{ID: "X"})
+			mustEnqueue(t, m, driver.Message{ID: "L"})
+			var dx, dl driver.Delivery
 			if err := m.Receive(ctx, 30*time.Minute, &dx); err != nil {
 				t.Fatal(err)
 			}
@@ -29,7 +31,7 @@ func TestMemoryKickedReceiverPassesInboxOn(t *testing.T) {
 			}
 			got := make(chan string, 2)
 			recv := func() {
-				var d Delivery
+				var d driver.Delivery
 				if err := m.Receive(ctx, time.Hour, &d); err == nil {
 					got <- d.ID
 				}
@@ -38,7 +40,7 @@ func TestMemoryKickedReceiverPassesInboxOn(t *testing.T) {
 			synctest.Wait()
 			go recv()
 			synctest.Wait()
-			go func() { _, _ = m.enqueueFresh(ctx, Message{ID: freshID(1)}) }()
+			go func() { _, _ = m.EnqueueFresh(ctx, driver.Message{ID: freshID(1)}) }()
 			go func() { _ = m.Release(ctx, &dl, 0) }()
 			synctest.Wait()
 			if n := len(got); n != 2 {

@@ -1,4 +1,4 @@
-package queue
+package memory
 
 import "time"
 
@@ -130,7 +130,7 @@ const sweepSlack = 8
 // armSweep makes sure a sweep is due for the IDs remembered: at the oldest
 // one's expiry plus horizon/sweepSlack. It does nothing once the backend is
 // closed, or if a sweep is already due. m.mu held.
-func (m *Memory) armSweep() {
+func (m *Backend) armSweep() {
 	if m.sweepArmed || m.closed.Load() || m.seen.fifo.n == 0 {
 		return
 	}
@@ -148,7 +148,7 @@ func (m *Memory) armSweep() {
 // sweep runs on the timer armSweep set: it forgets every ID expired by now,
 // sweepBatch at a time, unlocking between batches, then arms the next sweep
 // for the IDs left. Close waits for a sweep that has begun (m.sweeps).
-func (m *Memory) sweep() {
+func (m *Backend) sweep() {
 	defer m.sweeps.Done()
 	for {
 		m.mu.Lock()

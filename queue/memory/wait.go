@@ -1,4 +1,4 @@
-package queue
+package memory
 
 import (
 	"context"
@@ -21,7 +21,7 @@ type waiter struct {
 type waitList = wake.List[*waiter]
 
 // broadcast wakes every waiter of l (see Close). m.mu held.
-func (m *Memory) broadcast(l *waitList) {
+func (m *Backend) broadcast(l *waitList) {
 	for _, w := range l.WakeAll() {
 		select {
 		case w.c <- struct{}{}:
@@ -36,7 +36,7 @@ func (m *Memory) broadcast(l *waitList) {
 // Most signals wake no one (every job signals roomWait as it leaves, and
 // recvWait as it becomes ready): signal is small enough to be inlined, and
 // so is Wakeable in it, where WakeOldest, a generic method, is a call.
-func (m *Memory) signal(l *waitList) {
+func (m *Backend) signal(l *waitList) {
 	if l.Wakeable() {
 		m.wakeOldest(l)
 	}
@@ -48,7 +48,7 @@ func (m *Memory) signal(l *waitList) {
 // be inlined in turn.
 //
 //go:noinline
-func (m *Memory) wakeOldest(l *waitList) {
+func (m *Backend) wakeOldest(l *waitList) {
 	if w, ok := l.WakeOldest(); ok {
 		select {
 		case w.c <- struct{}{}:
@@ -57,11 +57,11 @@ func (m *Memory) wakeOldest(l *waitList) {
 	}
 }
 
-// wait releases m.mu until signalled, deadline (if not zero) or ctx, and
-// reacquires it. It returns the ctx cause if ctx ended.
+// wait releases m.mu until signalled, for at most d (if not zero), or until
+// ctx ends, and reacquires it. It returns the ctx cause if ctx ended.
 //
-// kick, if not nil, also ends the wait (see Memory.kick).
-func (m *Memory) wait(ctx context.Context, l *waitList, deadline time.Time, kick <-chan struct{}) error {
+// kick, if not nil, also ends the wait (see Backend.kick).
+func (m *Backend) wait(ctx context.Context, l *waitList, d time.Duration, kick <-chan struct{}) error {
 	var w *waiter
 	if n := len(m.idle); n > 0 {
 		w = m.idle[n-1]
@@ -71,8 +71,7 @@ func (m *Memory) wait(ctx context.Context, l *waitList, deadline time.Time, kick
 	}
 	l.Park(w)
 	var tc <-chan time.Time
-	if !deadline.IsZero() {
-		d := time.Until(deadline)
+	if d > 0 {
 		if w.timer == nil {
 			w.timer = time.NewTimer(d)
 		} else {

@@ -1,15 +1,16 @@
-package queue_test
+package memory_test
 
 import (
 	"testing"
 	"time"
 
-	"github.com/corral-go/corral/queue"
+	"github.com/corral-go/corral/queue/driver"
+	"github.com/corral-go/corral/queue/memory"
 	"github.com/corral-go/corral/queue/queuetest"
 )
 
 func TestMemoryConformance(t *testing.T) {
-	queuetest.Run(t, func(t *testing.T) queue.Backend { return queue.NewMemory() }, queuetest.Capabilities{})
+	queuetest.Run(t, func(t *testing.T) driver.Backend { return memory.New() }, queuetest.Capabilities{})
 }
 
 // The suite's real-time mode, which broker backends use, run against the
@@ -18,14 +19,14 @@ func TestMemoryConformanceRealTime(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real time")
 	}
-	queuetest.Run(t, func(t *testing.T) queue.Backend { return queue.NewMemory() },
+	queuetest.Run(t, func(t *testing.T) driver.Backend { return memory.New() },
 		queuetest.Capabilities{RealTime: true, Unit: 20 * time.Millisecond})
 }
 
 // bytesOnly hides the in-memory backend's value passing, so the queue
 // encodes payloads with its codec as it does for a broker backend.
-type bytesOnly struct{ queue.Backend }
+type bytesOnly struct{ driver.Backend }
 
 func TestMemoryConformanceEncoded(t *testing.T) {
-	queuetest.Run(t, func(t *testing.T) queue.Backend { return bytesOnly{queue.NewMemory()} }, queuetest.Capabilities{})
+	queuetest.Run(t, func(t *testing.T) driver.Backend { return bytesOnly{memory.New()} }, queuetest.Capabilities{})
 }

@@ -1,106 +1,44 @@
-package queue
+package memory
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
-	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
 
-	"github.com/corral-go/corral/retry"
+	"github.com/corral-go/corral/queue/driver"
 )
-
-// The dead letters are bounded: at the limit the oldest is evicted, counted
-// in Stats.DeadEvicted and reported to OnDeadEvicted with the ctx of the
-// call that made room; the newest are kept, oldest first. Evictions made by
-// an Enqueue's DropOldest are reported too.
-func TestDeadLetterLimitEvictsOldest(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		var (
-			mu      sync.Mutex
-			evicted []string
-		)
-		q, err := New[string](context.Background(), WithDeadLetterLimit(3), WithCapacity(1), WithOverflow(DropOldest),
-			WithHooks(Hooks{OnDeadEvicted: func(ctx context.Context, ev Event) {
-				if ctx == nil {
-					t.Error("OnDeadEvicted without a ctx")
-				}
-				mu.Lock()
-				evicted = append(evicted, ev.ID)
-				mu.Unlock()
-			}}))
-		if err != nil {
-			t.Fatal(err)
-		}
-		// Four jobs through a queue of capacity 1: three evicted by DropOldest
-		// (dead letters 1, 2, 3), the last one stays.
-		for i := 1; i <= 4; i++ {
-			enqueueOK(t, q, fmt.Sprint(i), WithID(fmt.Sprint(i)))
-		}
-		c, err := q.Consume(context.Background(), func(ctx context.Context, j Job[string]) error {
-			return retry.Permanent(errors.New("no"))
-		}, WithWorkers(1))
-		if err != nil {
-			t.Fatal(err)
-		}
-		synctest.Wait()
-		enqueueOK(t, q, "5", WithID("5"))
-		synctest.Wait()
-		if _, err := c.Close(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-		var dead []string
-		for dl, err := range q.DeadLetters(context.Background()) {
-			if err != nil {
-				t.Fatal(err)
-			}
-			dead = append(dead, dl.Job.ID)
-		}
-		if !slices.Equal(dead, []string{"3", "4", "5"}) {
-			t.Errorf("dead letters %v, want [3 4 5]", dead)
-		}
-		mu.Lock()
-		defer mu.Unlock()
-		if !slices.Equal(evicted, []string{"1", "2"}) {
-			t.Errorf("OnDeadEvicted saw %v, want [1 2]", evicted)
-		}
-		if s, _ := q.Stats(context.Background()); s.DeadEvicted != 2 || s.Dead != 3 || s.DeadLetteredTotal() != 5 {
-			t.Errorf("stats %+v: want 2 evicted, 3 dead letters, 5 dead-lettered", s)
-		}
-	})
-}
 
 // A Config without a dead-letter limit keeps DefaultDeadLetterLimit.
 func TestDeadLetterLimitDefault(t *testing.T) {
-	m := open(t, Config{})
+	m := open(t, driver.Config{})
 	ctx := context.Background()
-	for i := range DefaultDeadLetterLimit + 5 {
-		mustEnqueue(t, m, Message{ID: fmt.Sprint(i)})
+	for i := range driver.DefaultDeadLetterLimit + 5 {
+		mustEnqueue(t, m, driver.Message{ID: fmt.Sprint(i)})
 		d := receive(t, m)
-		res, err := m.Bury(ctx, &d, ReasonPermanent, Attempt{Number: 1})
+		res, err := m.Bury(ctx, &d, driver.ReasonPermanent, driver.Attempt{Number: 1})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if want := i >= DefaultDeadLetterLimit; (len(res.DeadEvicted) == 1) != want {
+		if want := i >= driver.DefaultDeadLetterLimit; (len(res.DeadEvicted) == 1) != want {
 			t.Fatalf("bury %d evicted %v", i, res.DeadEvicted)
 		}
 	}
-	if s, _ := m.Stats(ctx); s.Dead != DefaultDeadLetterLimit {
-		t.Fatalf("%d dead letters, want %d", s.Dead, DefaultDeadLetterLimit)
+	if s, _ := m.Stats(ctx); s.Dead != driver.DefaultDeadLetterLimit {
+		t.Fatalf("%d dead letters, want %d", s.Dead, driver.DefaultDeadLetterLimit)
 	}
 }
 
 // An empty Memory gives back what a deep queue took: its recycled records,
 // its ring and its maps shrink to their keep sizes.
 func TestMemoryTrimsWhenEmpty(t *testing.T) {
-	m := open(t, Config{})
+	m := open(t, driver.Config{})
 	ctx := context.Background()
 	const n = 20 * keepFree
 	for i := range n {
-		mustEnqueue(t, m, Message{ID: fmt.Sprint("id", i), Key: fmt.Sprint("k", i)})
+		mustEnqueue(t, m, driver.Message{ID: fmt.Sprint("id", i), Key: fmt.Sprint("k", i)})
 	}
 	for range n {
 		d := receive(t, m)
@@ -129,18 +67,18 @@ func TestMemoryTrimsWhenEmpty(t *testing.T) {
 // under the lock, and its map is made anew once it has emptied.
 func TestMemoryHorizonForgetsInBatches(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		m := open(t, Config{DedupHorizon: time.Minute})
+		m := open(t, driver.Config{DedupHorizon: time.Minute})
 		ctx := context.Background()
 		const n = 10 * seenChunk
 		for i := range n {
-			mustEnqueue(t, m, Message{ID: fmt.Sprint("old", i)})
+			mustEnqueue(t, m, driver.Message{ID: fmt.Sprint("old", i)})
 			d := receive(t, m)
 			if err := m.Ack(ctx, &d); err != nil {
 				t.Fatal(err)
 			}
 		}
 		time.Sleep(time.Minute) // every ID expired, before the sweep is due
-		mustEnqueue(t, m, Message{ID: "new"})
+		mustEnqueue(t, m, driver.Message{ID: "new"})
 		m.mu.Lock()
 		left := len(m.seen.seen)
 		m.mu.Unlock()
@@ -148,7 +86,7 @@ func TestMemoryHorizonForgetsInBatches(t *testing.T) {
 			t.Fatalf("one enqueue left %d IDs, want %d: it forgets %d expired at most", left, n-pruneBatch+1, pruneBatch)
 		}
 		for i := 0; left > 1; i++ {
-			mustEnqueue(t, m, Message{ID: fmt.Sprint("new", i)})
+			mustEnqueue(t, m, driver.Message{ID: fmt.Sprint("new", i)})
 			d := receive(t, m)
 			if err := m.Ack(ctx, &d); err != nil {
 				t.Fatal(err)
@@ -172,10 +110,10 @@ func TestMemoryHorizonForgetsInBatches(t *testing.T) {
 // them, a batch at a time, and the map is dropped once empty.
 func TestMemoryHorizonForgetsWhileIdle(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		m := open(t, Config{DedupHorizon: time.Minute})
+		m := open(t, driver.Config{DedupHorizon: time.Minute})
 		ctx := context.Background()
 		for i := range 3 * seenChunk {
-			mustEnqueue(t, m, Message{ID: fmt.Sprint("id", i)})
+			mustEnqueue(t, m, driver.Message{ID: fmt.Sprint("id", i)})
 			d := receive(t, m)
 			if err := m.Ack(ctx, &d); err != nil {
 				t.Fatal(err)
@@ -184,7 +122,7 @@ func TestMemoryHorizonForgetsWhileIdle(t *testing.T) {
 		rctx, cancel := context.WithCancel(ctx)
 		done := make(chan error, 1)
 		go func() {
-			var d Delivery
+			var d driver.Delivery
 			done <- m.Receive(rctx, time.Minute, &d)
 		}()
 		time.Sleep(2 * time.Minute)
@@ -209,11 +147,11 @@ func TestMemoryHorizonForgetsWhileIdle(t *testing.T) {
 func TestMemoryHorizonForgetsWithoutCalls(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const h = time.Minute
-		m := open(t, Config{DedupHorizon: h})
+		m := open(t, driver.Config{DedupHorizon: h})
 		ctx := context.Background()
 		const n = 10 * sweepBatch
 		for i := range n {
-			mustEnqueue(t, m, Message{ID: fmt.Sprint("old", i)})
+			mustEnqueue(t, m, driver.Message{ID: fmt.Sprint("old", i)})
 			d := receive(t, m)
 			if err := m.Ack(ctx, &d); err != nil {
 				t.Fatal(err)
@@ -236,7 +174,7 @@ func TestMemoryHorizonForgetsWithoutCalls(t *testing.T) {
 			t.Fatalf("after horizon + horizon/8 with no calls: %d IDs remembered (%d in the map, map dropped: %v), want 0 and dropped", left, inMap, dropped)
 		}
 		// The sweep is armed again by the next ID, and Close stops it.
-		mustEnqueue(t, m, Message{ID: "new"})
+		mustEnqueue(t, m, driver.Message{ID: "new"})
 		if err := m.Close(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -256,15 +194,15 @@ func TestMemoryHorizonForgetsWithoutCalls(t *testing.T) {
 func TestMemoryHorizonSweepRebuildsAShrunkMap(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const h = time.Minute
-		m := open(t, Config{DedupHorizon: h})
+		m := open(t, driver.Config{DedupHorizon: h})
 		defer m.Close(context.Background())
 		const old, young = 10 * sweepBatch, 10
 		for i := range old {
-			mustEnqueue(t, m, Message{ID: fmt.Sprint("old", i)})
+			mustEnqueue(t, m, driver.Message{ID: fmt.Sprint("old", i)})
 		}
 		time.Sleep(h / 2)
 		for i := range young {
-			mustEnqueue(t, m, Message{ID: fmt.Sprint("young", i)})
+			mustEnqueue(t, m, driver.Message{ID: fmt.Sprint("young", i)})
 		}
 		time.Sleep(h/2 + h/8)
 		synctest.Wait()

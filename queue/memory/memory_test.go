@@ -1,4 +1,4 @@
-package queue
+package memory
 
 import (
 	"context"
@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/corral-go/corral/queue/driver"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -17,28 +19,28 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 func TestMemoryLifecycle(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
-		m := NewMemory()
-		if err := m.Open(ctx, Config{Capacity: 2, Overflow: Reject}); err != nil {
+		m := New()
+		if err := m.Open(ctx, driver.Config{Capacity: 2, Overflow: driver.Reject}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := m.Enqueue(ctx, Message{ID: "a"}); err != nil {
+		if _, err := m.Enqueue(ctx, driver.Message{ID: "a"}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := m.Enqueue(ctx, Message{ID: "a"}); err != ErrDuplicate {
+		if _, err := m.Enqueue(ctx, driver.Message{ID: "a"}); err != driver.ErrDuplicate {
 			t.Fatalf("second enqueue of a: %v, want ErrDuplicate", err)
 		}
-		if _, err := m.Enqueue(ctx, Message{ID: "b", NotBefore: time.Now().Add(time.Second)}); err != nil {
+		if _, err := m.Enqueue(ctx, driver.Message{ID: "b", NotBefore: time.Now().Add(time.Second)}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := m.Enqueue(ctx, Message{ID: "c"}); err != ErrFull {
+		if _, err := m.Enqueue(ctx, driver.Message{ID: "c"}); err != driver.ErrFull {
 			t.Fatalf("enqueue at capacity: %v, want ErrFull", err)
 		}
-		var d Delivery
+		var d driver.Delivery
 		if err := m.Receive(ctx, time.Minute, &d); err != nil || d.ID != "a" || d.Attempt != 1 {
 			t.Fatalf("receive: %v %q attempt %d", err, d.ID, d.Attempt)
 		}
 		start := time.Now()
-		var d2 Delivery
+		var d2 driver.Delivery
 		if err := m.Receive(ctx, time.Minute, &d2); err != nil || d2.ID != "b" {
 			t.Fatalf("receive: %v %q", err, d2.ID)
 		}
@@ -51,50 +53,50 @@ func TestMemoryLifecycle(t *testing.T) {
 		if err := m.Ack(ctx, &d); err != nil {
 			t.Fatal(err)
 		}
-		if err := m.Ack(ctx, &d); err != ErrLeaseLost {
+		if err := m.Ack(ctx, &d); err != driver.ErrLeaseLost {
 			t.Fatalf("second ack: %v, want ErrLeaseLost", err)
 		}
 		// Lease expiry: b comes back with attempt 2 after its lease.
-		var d3 Delivery
+		var d3 driver.Delivery
 		if err := m.Receive(ctx, time.Minute, &d3); err != nil || d3.ID != "b" || d3.Attempt != 2 {
 			t.Fatalf("redelivery: %v %q attempt %d", err, d3.ID, d3.Attempt)
 		}
 		if got := time.Since(start); got != time.Second+time.Minute {
 			t.Fatalf("redelivered after %v, want 1m1s", got)
 		}
-		if err := m.Ack(ctx, &d2); err != ErrLeaseLost {
+		if err := m.Ack(ctx, &d2); err != driver.ErrLeaseLost {
 			t.Fatalf("ack of expired lease: %v, want ErrLeaseLost", err)
 		}
-		if _, err := m.Bury(ctx, &d3, ReasonPermanent, Attempt{Number: 2, Error: "boom"}); err != nil {
+		if _, err := m.Bury(ctx, &d3, driver.ReasonPermanent, driver.Attempt{Number: 2, Error: "boom"}); err != nil {
 			t.Fatal(err)
 		}
-		var dead []DeadMessage
+		var dead []driver.DeadMessage
 		for dm, err := range m.DeadLetters(ctx) {
 			if err != nil {
 				t.Fatal(err)
 			}
 			dead = append(dead, dm)
 		}
-		if len(dead) != 1 || dead[0].ID != "b" || len(dead[0].History) != 2 || dead[0].History[0].Error != ErrLeaseExpired.Error() {
+		if len(dead) != 1 || dead[0].ID != "b" || len(dead[0].History) != 2 || dead[0].History[0].Error != driver.ErrLeaseExpired.Error() {
 			t.Fatalf("dead letters: %+v", dead)
 		}
 		s, _ := m.Stats(ctx)
-		if s != (BackendStats{Dead: 1}) {
+		if s != (driver.Stats{Dead: 1}) {
 			t.Fatalf("stats %+v", s)
 		}
 	})
 }
 
-func open(t *testing.T, cfg Config) *Memory {
+func open(t *testing.T, cfg driver.Config) *Backend {
 	t.Helper()
-	m := NewMemory()
+	m := New()
 	if err := m.Open(context.Background(), cfg); err != nil {
 		t.Fatal(err)
 	}
 	return m
 }
 
-func mustEnqueue(t *testing.T, m *Memory, msg Message) EnqueueResult {
+func mustEnqueue(t *testing.T, m *Backend, msg driver.Message) driver.EnqueueResult {
 	t.Helper()
 	res, err := m.Enqueue(context.Background(), msg)
 	if err != nil {
@@ -104,43 +106,44 @@ func mustEnqueue(t *testing.T, m *Memory, msg Message) EnqueueResult {
 }
 
 // mustEnqueueFresh enqueues msg as a job whose ID the queue generated
-// (see freshEnqueuer).
-func mustEnqueueFresh(t *testing.T, m *Memory, msg Message) EnqueueResult {
+// (see driver.InProcess.EnqueueFresh).
+func mustEnqueueFresh(t *testing.T, m *Backend, msg driver.Message) driver.EnqueueResult {
 	t.Helper()
-	res, err := m.enqueueFresh(context.Background(), msg)
+	res, err := m.EnqueueFresh(context.Background(), msg)
 	if err != nil {
 		t.Fatalf("Enqueue %s: %v", msg.ID, err)
 	}
 	return res
 }
 
-func receive(t *testing.T, m *Memory) Delivery {
+func receive(t *testing.T, m *Backend) driver.Delivery {
 	t.Helper()
-	var d Delivery
+	var d driver.Delivery
 	if err := m.Receive(context.Background(), time.Hour, &d); err != nil {
 		t.Fatal(err)
 	}
 	return d
 }
 
-// receiveThenHold receives a job from m, then acks it and takes the next
-// one, held, with ackNext at now: that one must be want.
-func receiveThenHold(t *testing.T, m *Memory, now time.Time, want string) Delivery {
+// receiveThenNext receives a job from m, then acks it and takes the next
+// one with AckNext, leased for lease: that one must be want.
+func receiveThenNext(t *testing.T, m *Backend, lease time.Duration, want string) driver.Delivery {
 	t.Helper()
 	d := receive(t, m)
-	if ok, err := m.ackNext(&d, now); !ok || err != nil || d.ID != want {
-		t.Fatalf("ackNext = %v, %v, took %q; want %s", ok, err, d.ID, want)
+	next, err := m.AckNext(context.Background(), &d, time.Now(), lease)
+	if !next || err != nil || d.ID != want {
+		t.Fatalf("AckNext = %v, %v, took %q; want true, nil, %s", next, err, d.ID, want)
 	}
 	return d
 }
 
 func TestMemoryOpen(t *testing.T) {
-	m := open(t, Config{})
-	if err := m.Open(context.Background(), Config{}); err == nil {
+	m := open(t, driver.Config{})
+	if err := m.Open(context.Background(), driver.Config{}); err == nil {
 		t.Error("second Open succeeded")
 	}
-	for _, cfg := range []Config{{Capacity: -1}, {DedupHorizon: -1}, {Overflow: DropOldest + 1}} {
-		if err := NewMemory().Open(context.Background(), cfg); err == nil {
+	for _, cfg := range []driver.Config{{Capacity: -1}, {DedupHorizon: -1}, {Overflow: driver.DropOldest + 1}} {
+		if err := New().Open(context.Background(), cfg); err == nil {
 			t.Errorf("Open(%+v) succeeded", cfg)
 		}
 	}
@@ -151,27 +154,27 @@ func TestMemoryOpen(t *testing.T) {
 func TestMemoryDropOldestVictims(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
-		m := open(t, Config{Capacity: 3, Overflow: DropOldest})
-		mustEnqueue(t, m, Message{ID: "k1", Key: "k"})
-		mustEnqueue(t, m, Message{ID: "k2", Key: "k"})
-		mustEnqueue(t, m, Message{ID: "k3", Key: "k", NotBefore: time.Now().Add(time.Minute)})
+		m := open(t, driver.Config{Capacity: 3, Overflow: driver.DropOldest})
+		mustEnqueue(t, m, driver.Message{ID: "k1", Key: "k"})
+		mustEnqueue(t, m, driver.Message{ID: "k2", Key: "k"})
+		mustEnqueue(t, m, driver.Message{ID: "k3", Key: "k", NotBefore: time.Now().Add(time.Minute)})
 		d := receive(t, m) // k1 in flight
 		if d.ID != "k1" {
 			t.Fatalf("received %s, want k1", d.ID)
 		}
 		// k1 is in flight: the victim is k2, queued behind it.
-		if res := mustEnqueue(t, m, Message{ID: "x"}); len(res.Evicted) != 1 || res.Evicted[0] != "k2" {
+		if res := mustEnqueue(t, m, driver.Message{ID: "x"}); len(res.Evicted) != 1 || res.Evicted[0] != "k2" {
 			t.Fatalf("evicted %v, want [k2]", res.Evicted)
 		}
 		if err := m.Ack(ctx, &d); err != nil {
 			t.Fatal(err)
 		}
 		// k3 is now the key's head, delayed a minute; x is ready.
-		if s, _ := m.Stats(ctx); s != (BackendStats{Ready: 1, Delayed: 1, Dead: 1, Oldest: s.Oldest}) {
+		if s, _ := m.Stats(ctx); s != (driver.Stats{Ready: 1, Delayed: 1, Dead: 1, Oldest: s.Oldest}) {
 			t.Fatalf("stats %+v", s)
 		}
-		mustEnqueue(t, m, Message{ID: "y", Key: "k"}) // behind k3
-		if res := mustEnqueue(t, m, Message{ID: "z"}); len(res.Evicted) != 1 || res.Evicted[0] != "k3" {
+		mustEnqueue(t, m, driver.Message{ID: "y", Key: "k"}) // behind k3
+		if res := mustEnqueue(t, m, driver.Message{ID: "z"}); len(res.Evicted) != 1 || res.Evicted[0] != "k3" {
 			t.Fatalf("evicted %v, want [k3]", res.Evicted)
 		}
 		// Evicting the delayed head unblocked y, which is ready at once.
@@ -183,14 +186,14 @@ func TestMemoryDropOldestVictims(t *testing.T) {
 			t.Fatalf("received %v, want %v", got, want)
 		}
 		// Everything in flight: nothing to evict.
-		if _, err := m.Enqueue(ctx, Message{ID: "w"}); err != ErrFull {
+		if _, err := m.Enqueue(ctx, driver.Message{ID: "w"}); err != driver.ErrFull {
 			t.Fatalf("Enqueue with every job in flight: %v, want ErrFull", err)
 		}
-		var reasons []Reason
+		var reasons []driver.Reason
 		for dm := range m.DeadLetters(ctx) {
 			reasons = append(reasons, dm.Reason)
 		}
-		if len(reasons) != 2 || reasons[0] != ReasonEvicted || reasons[1] != ReasonEvicted {
+		if len(reasons) != 2 || reasons[0] != driver.ReasonEvicted || reasons[1] != driver.ReasonEvicted {
 			t.Fatalf("dead letter reasons %v", reasons)
 		}
 	})
@@ -201,17 +204,17 @@ func TestMemoryDropOldestVictims(t *testing.T) {
 func TestMemoryBlockedProducersShareRoom(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
-		m := open(t, Config{Capacity: 1, Overflow: Block})
-		mustEnqueue(t, m, Message{ID: "a"})
+		m := open(t, driver.Config{Capacity: 1, Overflow: driver.Block})
+		mustEnqueue(t, m, driver.Message{ID: "a"})
 		cctx, cancel := context.WithCancel(ctx)
 		type result struct {
 			id  string
 			err error
 		}
 		results := make(chan result, 2)
-		go func() { _, err := m.Enqueue(cctx, Message{ID: "b"}); results <- result{"b", err} }()
+		go func() { _, err := m.Enqueue(cctx, driver.Message{ID: "b"}); results <- result{"b", err} }()
 		synctest.Wait()
-		go func() { _, err := m.Enqueue(ctx, Message{ID: "c"}); results <- result{"c", err} }()
+		go func() { _, err := m.Enqueue(ctx, driver.Message{ID: "c"}); results <- result{"c", err} }()
 		synctest.Wait()
 		d := receive(t, m)
 		if err := m.Ack(ctx, &d); err != nil { // room for one: wakes b
@@ -248,8 +251,8 @@ func TestMemoryBlockedProducersShareRoom(t *testing.T) {
 func TestMemoryReleaseExtendRedrive(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
-		m := open(t, Config{Capacity: 2, Overflow: Reject, DedupHorizon: time.Hour})
-		mustEnqueue(t, m, Message{ID: "a"})
+		m := open(t, driver.Config{Capacity: 2, Overflow: driver.Reject, DedupHorizon: time.Hour})
+		mustEnqueue(t, m, driver.Message{ID: "a"})
 		d := receive(t, m)
 		if err := m.Release(ctx, &d, 0); err != nil {
 			t.Fatal(err)
@@ -265,16 +268,16 @@ func TestMemoryReleaseExtendRedrive(t *testing.T) {
 		if s, _ := m.Stats(ctx); s.InFlight != 1 {
 			t.Fatalf("stats %+v: the extended lease expired", s)
 		}
-		if _, err := m.Bury(ctx, &d, ReasonPermanent, Attempt{Number: 1}); err != nil {
+		if _, err := m.Bury(ctx, &d, driver.ReasonPermanent, driver.Attempt{Number: 1}); err != nil {
 			t.Fatal(err)
 		}
-		if err := m.Extend(ctx, &d, time.Hour); err != ErrLeaseLost {
+		if err := m.Extend(ctx, &d, time.Hour); err != driver.ErrLeaseLost {
 			t.Fatalf("Extend after Bury: %v, want ErrLeaseLost", err)
 		}
 		// Redrive skips the dedup horizon but not a stored ID or capacity.
-		mustEnqueue(t, m, Message{ID: "b"})
-		mustEnqueue(t, m, Message{ID: "c"})
-		if err := m.Redrive(ctx, "a"); err != ErrFull {
+		mustEnqueue(t, m, driver.Message{ID: "b"})
+		mustEnqueue(t, m, driver.Message{ID: "c"})
+		if err := m.Redrive(ctx, "a"); err != driver.ErrFull {
 			t.Fatalf("Redrive when full: %v, want ErrFull", err)
 		}
 		d = receive(t, m)
@@ -284,7 +287,7 @@ func TestMemoryReleaseExtendRedrive(t *testing.T) {
 		if err := m.Redrive(ctx, "a"); err != nil {
 			t.Fatalf("Redrive: %v", err)
 		}
-		if err := m.Redrive(ctx, "a"); err != ErrNotFound {
+		if err := m.Redrive(ctx, "a"); err != driver.ErrNotFound {
 			t.Fatalf("second Redrive: %v, want ErrNotFound", err)
 		}
 		if d = receive(t, m); d.ID != "c" {
@@ -301,9 +304,9 @@ func TestMemoryReleaseExtendRedrive(t *testing.T) {
 func TestMemoryHorizonPruning(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
-		m := open(t, Config{DedupHorizon: time.Minute})
+		m := open(t, driver.Config{DedupHorizon: time.Minute})
 		for i := range 1000 {
-			msg := Message{ID: string(rune('a'+i%26)) + time.Now().Format("150405.000000000")}
+			msg := driver.Message{ID: string(rune('a'+i%26)) + time.Now().Format("150405.000000000")}
 			mustEnqueue(t, m, msg)
 			d := receive(t, m)
 			if err := m.Ack(ctx, &d); err != nil {
@@ -326,13 +329,13 @@ func TestMemoryHorizonPruning(t *testing.T) {
 func TestMemoryLeasesExpireInEndOrder(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
-		m := open(t, Config{})
+		m := open(t, driver.Config{})
 		for _, id := range []string{"a", "b", "c"} {
-			mustEnqueue(t, m, Message{ID: id})
+			mustEnqueue(t, m, driver.Message{ID: id})
 		}
-		var a, b, c Delivery
+		var a, b, c driver.Delivery
 		for _, r := range []struct {
-			d     *Delivery
+			d     *driver.Delivery
 			lease time.Duration
 		}{{&a, 10 * time.Second}, {&b, 2 * time.Second}, {&c, 5 * time.Second}} {
 			if err := m.Receive(ctx, r.lease, r.d); err != nil {
@@ -346,7 +349,7 @@ func TestMemoryLeasesExpireInEndOrder(t *testing.T) {
 		start := time.Now()
 		var got []string
 		for range 3 {
-			var d Delivery
+			var d driver.Delivery
 			if err := m.Receive(ctx, time.Hour, &d); err != nil {
 				t.Fatal(err)
 			}
@@ -367,12 +370,12 @@ func freshID(n int) string { return fmt.Sprintf("%016x%016x", 0xc0ffee, n) }
 func TestMemoryInboxOrderCapacityAndEviction(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
-		m := open(t, Config{Capacity: 4, Overflow: Reject})
-		mustEnqueueFresh(t, m, Message{ID: freshID(1)})
-		mustEnqueue(t, m, Message{ID: "keyed", Key: "k"})
-		mustEnqueueFresh(t, m, Message{ID: freshID(2)})
-		mustEnqueueFresh(t, m, Message{ID: freshID(3)})
-		if _, err := m.enqueueFresh(ctx, Message{ID: freshID(4)}); !errors.Is(err, ErrFull) {
+		m := open(t, driver.Config{Capacity: 4, Overflow: driver.Reject})
+		mustEnqueueFresh(t, m, driver.Message{ID: freshID(1)})
+		mustEnqueue(t, m, driver.Message{ID: "keyed", Key: "k"})
+		mustEnqueueFresh(t, m, driver.Message{ID: freshID(2)})
+		mustEnqueueFresh(t, m, driver.Message{ID: freshID(3)})
+		if _, err := m.EnqueueFresh(ctx, driver.Message{ID: freshID(4)}); !errors.Is(err, driver.ErrFull) {
 			t.Fatalf("fifth job into a capacity of 4: err %v, want ErrFull", err)
 		}
 		if s, _ := m.Stats(ctx); s.Ready != 4 {
@@ -387,10 +390,10 @@ func TestMemoryInboxOrderCapacityAndEviction(t *testing.T) {
 			t.Fatalf("received %q, want %q", got, want)
 		}
 
-		m = open(t, Config{Capacity: 2, Overflow: DropOldest})
-		mustEnqueueFresh(t, m, Message{ID: freshID(1)})
-		mustEnqueueFresh(t, m, Message{ID: freshID(2)})
-		res := mustEnqueueFresh(t, m, Message{ID: freshID(3)})
+		m = open(t, driver.Config{Capacity: 2, Overflow: driver.DropOldest})
+		mustEnqueueFresh(t, m, driver.Message{ID: freshID(1)})
+		mustEnqueueFresh(t, m, driver.Message{ID: freshID(2)})
+		res := mustEnqueueFresh(t, m, driver.Message{ID: freshID(3)})
 		if !slices.Equal(res.Evicted, []string{freshID(1)}) {
 			t.Fatalf("evicted %q, want the oldest, %q", res.Evicted, freshID(1))
 		}
@@ -406,21 +409,21 @@ func TestMemoryInboxOrderCapacityAndEviction(t *testing.T) {
 func TestMemoryInboxWakesReceiver(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
-		m := open(t, Config{})
+		m := open(t, driver.Config{})
 		got := make(chan string)
 		go func() {
-			var d Delivery
+			var d driver.Delivery
 			if err := m.Receive(ctx, time.Minute, &d); err != nil {
 				t.Error(err)
 			}
 			got <- d.ID
 		}()
 		synctest.Wait()
-		mustEnqueueFresh(t, m, Message{ID: freshID(7)})
+		mustEnqueueFresh(t, m, driver.Message{ID: freshID(7)})
 		if id := <-got; id != freshID(7) {
 			t.Fatalf("received %q, want %q", id, freshID(7))
 		}
-		if _, err := m.Enqueue(ctx, Message{ID: freshID(7)}); !errors.Is(err, ErrDuplicate) {
+		if _, err := m.Enqueue(ctx, driver.Message{ID: freshID(7)}); !errors.Is(err, driver.ErrDuplicate) {
 			t.Fatalf("explicit enqueue of a stored generated ID: err %v, want ErrDuplicate", err)
 		}
 	})
@@ -432,12 +435,12 @@ func TestMemoryInboxWakesReceiver(t *testing.T) {
 func TestMemoryBlockedFreshProducers(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
-		m := open(t, Config{Capacity: 1, Overflow: Block})
-		mustEnqueueFresh(t, m, Message{ID: freshID(0)})
+		m := open(t, driver.Config{Capacity: 1, Overflow: driver.Block})
+		mustEnqueueFresh(t, m, driver.Message{ID: freshID(0)})
 		done := make(chan error, 3)
 		for i := 1; i <= 3; i++ {
 			go func() {
-				_, err := m.enqueueFresh(ctx, Message{ID: freshID(i)})
+				_, err := m.EnqueueFresh(ctx, driver.Message{ID: freshID(i)})
 				done <- err
 			}()
 		}
@@ -474,14 +477,14 @@ func TestMemoryBlockedFreshProducers(t *testing.T) {
 // for generated IDs, so that redriving every dead letter is linear).
 func TestMemoryDeadLettersOrderAndRedrive(t *testing.T) {
 	ctx := context.Background()
-	m := open(t, Config{})
+	m := open(t, driver.Config{})
 	ids := []string{freshID(1), freshID(2), freshID(3), freshID(4), freshID(5)}
 	for _, id := range ids {
-		mustEnqueueFresh(t, m, Message{ID: id})
+		mustEnqueueFresh(t, m, driver.Message{ID: id})
 	}
 	for range ids {
 		d := receive(t, m)
-		if _, err := m.Bury(ctx, &d, ReasonPermanent, Attempt{Number: 1}); err != nil {
+		if _, err := m.Bury(ctx, &d, driver.ReasonPermanent, driver.Attempt{Number: 1}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -501,10 +504,10 @@ func TestMemoryDeadLettersOrderAndRedrive(t *testing.T) {
 	if err := m.Redrive(ctx, ids[1]); err != nil {
 		t.Fatal(err)
 	}
-	if err := m.Redrive(ctx, ids[1]); !errors.Is(err, ErrNotFound) {
+	if err := m.Redrive(ctx, ids[1]); !errors.Is(err, driver.ErrNotFound) {
 		t.Fatalf("second Redrive: %v, want ErrNotFound", err)
 	}
-	if _, err := m.Enqueue(ctx, Message{ID: ids[1]}); !errors.Is(err, ErrDuplicate) {
+	if _, err := m.Enqueue(ctx, driver.Message{ID: ids[1]}); !errors.Is(err, driver.ErrDuplicate) {
 		t.Fatalf("enqueue of the redriven ID: %v, want ErrDuplicate", err)
 	}
 	// The redriven job dies again: its new dead letter goes last.
@@ -512,12 +515,12 @@ func TestMemoryDeadLettersOrderAndRedrive(t *testing.T) {
 	if d.ID != ids[1] {
 		t.Fatalf("received %s, want the redriven %s", d.ID, ids[1])
 	}
-	if _, err := m.Bury(ctx, &d, ReasonAttempts, Attempt{Number: 1}); err != nil {
+	if _, err := m.Bury(ctx, &d, driver.ReasonAttempts, driver.Attempt{Number: 1}); err != nil {
 		t.Fatal(err)
 	}
 	// A job enqueued with a dead letter's ID blocks its redrive.
-	mustEnqueue(t, m, Message{ID: ids[0]})
-	if err := m.Redrive(ctx, ids[0]); !errors.Is(err, ErrDuplicate) {
+	mustEnqueue(t, m, driver.Message{ID: ids[0]})
+	if err := m.Redrive(ctx, ids[0]); !errors.Is(err, driver.ErrDuplicate) {
 		t.Fatalf("Redrive over a stored job: %v, want ErrDuplicate", err)
 	}
 	want := []string{ids[0], ids[3], ids[4], ids[1]}
@@ -536,9 +539,9 @@ func TestMemoryDeadLettersOrderAndRedrive(t *testing.T) {
 	if d = receive(t, m); d.ID != ids[0] || m.Ack(ctx, &d) != nil { // the job enqueued explicitly
 		t.Fatalf("received %s, want %s acked", d.ID, ids[0])
 	}
-	mustEnqueueFresh(t, m, Message{ID: freshID(6)})
+	mustEnqueueFresh(t, m, driver.Message{ID: freshID(6)})
 	d = receive(t, m)
-	if _, err := m.Bury(ctx, &d, ReasonPermanent, Attempt{Number: 1}); err != nil {
+	if _, err := m.Bury(ctx, &d, driver.ReasonPermanent, driver.Attempt{Number: 1}); err != nil {
 		t.Fatal(err)
 	}
 	if got, want := list(), []string{ids[3], ids[4], freshID(6)}; !slices.Equal(got, want) {
@@ -552,15 +555,15 @@ func TestMemoryDeadLettersOrderAndRedrive(t *testing.T) {
 // kept the flag, and such an enqueue stored a second job with the ID.)
 func TestMemoryHandedOutMessagesAreNotFresh(t *testing.T) {
 	ctx := context.Background()
-	m := open(t, Config{})
-	mustEnqueueFresh(t, m, Message{ID: freshID(1)})
-	mustEnqueueFresh(t, m, Message{ID: freshID(2)})
+	m := open(t, driver.Config{})
+	mustEnqueueFresh(t, m, driver.Message{ID: freshID(1)})
+	mustEnqueueFresh(t, m, driver.Message{ID: freshID(2)})
 	d := receive(t, m)
-	if _, err := m.Enqueue(ctx, d.Message); !errors.Is(err, ErrDuplicate) {
+	if _, err := m.Enqueue(ctx, d.Message); !errors.Is(err, driver.ErrDuplicate) {
 		t.Fatalf("enqueue of a received message: %v, want ErrDuplicate", err)
 	}
 	d2 := receive(t, m)
-	if _, err := m.Bury(ctx, &d2, ReasonPermanent, Attempt{Number: 1}); err != nil {
+	if _, err := m.Bury(ctx, &d2, driver.ReasonPermanent, driver.Attempt{Number: 1}); err != nil {
 		t.Fatal(err)
 	}
 	for dm, err := range m.DeadLetters(ctx) {
@@ -570,7 +573,7 @@ func TestMemoryHandedOutMessagesAreNotFresh(t *testing.T) {
 		if _, err := m.Enqueue(ctx, dm.Message); err != nil {
 			t.Fatalf("enqueue of a dead letter's message: %v", err)
 		}
-		if err := m.Redrive(ctx, dm.ID); !errors.Is(err, ErrDuplicate) {
+		if err := m.Redrive(ctx, dm.ID); !errors.Is(err, driver.ErrDuplicate) {
 			t.Fatalf("Redrive over the job enqueued from its message: %v, want ErrDuplicate", err)
 		}
 	}
@@ -579,64 +582,150 @@ func TestMemoryHandedOutMessagesAreNotFresh(t *testing.T) {
 	}
 }
 
-// A job ackNext takes is held: its lease has no end until Extend gives it
-// one, however old the time ackNext was given (the consumer's keeper may be
-// late to read the clock). A lease ending at that time plus the lease would
-// be over at once, and the job handed out again while held.
-func TestMemoryAckNextHoldsUntilExtended(t *testing.T) {
+// A job AckNext takes is leased as Receive leases it: for the lease given,
+// from the reading of the clock given (here, the time of the call). Unsettled, it comes back
+// when that lease ends (started, so with its attempt spent and a history
+// entry for the run); the stale delivery then settles nothing.
+func TestMemoryAckNextLeasesLikeReceive(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		m := open(t, Config{})
+		m := open(t, driver.Config{})
 		ctx := context.Background()
-		mustEnqueue(t, m, Message{ID: "a", Value: "a"})
+		mustEnqueue(t, m, driver.Message{ID: "a", Value: "a"})
+		mustEnqueue(t, m, driver.Message{ID: "b", Value: "b"})
 		time.Sleep(time.Hour)
-		mustEnqueue(t, m, Message{ID: "b", Value: "b"})
-		ancient := time.Now().Add(-time.Hour) // an hour-old reading
-		d := receiveThenHold(t, m, ancient, "b")
-		if at := d.Token.(*entry).leaseStart; !at.Equal(ancient) {
-			t.Errorf("b delivered at %v, want the time given, %v", at, ancient)
-		}
-		try := func() (Delivery, error) {
-			var got Delivery
-			c, cancel := context.WithTimeout(ctx, 2*time.Hour)
-			defer cancel()
-			return got, m.Receive(c, time.Minute, &got)
-		}
-		time.Sleep(time.Hour)
-		if got, err := try(); err == nil {
-			t.Fatalf("held job handed out again: %+v", got)
+		d := receiveThenNext(t, m, time.Minute, "b")
+		start := time.Now()
+		if d.Attempt != 1 || d.Redelivered {
+			t.Errorf("b taken with attempt %d, redelivered %v; want 1, false", d.Attempt, d.Redelivered)
 		}
 		if s, _ := m.Stats(ctx); s.InFlight != 1 || s.Ready != 0 {
 			t.Fatalf("stats %+v: want b in flight", s)
 		}
-		// Extend gives the lease an end: after it, b comes back (started,
-		// so with its attempt spent).
 		if err := m.Start(ctx, &d); err != nil {
 			t.Fatal(err)
 		}
-		if err := m.Extend(ctx, &d, time.Minute); err != nil {
+		var got driver.Delivery
+		c, cancel := context.WithTimeout(ctx, 2*time.Hour)
+		defer cancel()
+		if err := m.Receive(c, time.Minute, &got); err != nil || got.ID != "b" || got.Attempt != 2 || time.Since(start) != time.Minute {
+			t.Fatalf("after AckNext: %q attempt %d after %v (%v); want b, attempt 2, after 1m", got.ID, got.Attempt, time.Since(start), err)
+		}
+		if err := m.Ack(ctx, &d); !errors.Is(err, driver.ErrLeaseLost) {
+			t.Errorf("Ack of the expired lease: %v, want ErrLeaseLost", err)
+		}
+		if _, err := m.Bury(ctx, &got, driver.ReasonPermanent, driver.Attempt{Number: 2, Error: "no"}); err != nil {
 			t.Fatal(err)
 		}
-		start := time.Now()
-		got, err := try()
-		if err != nil || got.ID != "b" || got.Attempt != 2 || time.Since(start) != time.Minute {
-			t.Fatalf("after Extend: %q attempt %d after %v (%v); want b, attempt 2, after 1m", got.ID, got.Attempt, time.Since(start), err)
+		var hist []driver.Attempt
+		for dm, err := range m.DeadLetters(ctx) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			hist = dm.History
 		}
-		if err := m.Ack(ctx, &d); !errors.Is(err, ErrLeaseLost) {
-			t.Errorf("Ack of the expired hold: %v, want ErrLeaseLost", err)
+		want := driver.Attempt{Number: 1, Start: start, End: start.Add(time.Minute), Error: driver.ErrLeaseExpired.Error()}
+		if len(hist) != 2 || hist[0] != want {
+			t.Fatalf("history %+v, want first %+v", hist, want)
 		}
 	})
 }
 
-// A receiver asleep while the only leased job is held (no end, so no
-// wake-up time) is woken when Extend gives that lease an end, and gets the
-// job when it ends.
-func TestMemoryExtendOfHeldJobWakesReceiver(t *testing.T) {
+// AckNext on a backend with no job ready acks and reports nothing taken;
+// with a lease that is not positive it fails as Receive does, and acks
+// nothing.
+func TestMemoryAckNextEmptyAndBadLease(t *testing.T) {
+	m := open(t, driver.Config{})
+	ctx := context.Background()
+	mustEnqueue(t, m, driver.Message{ID: "a"})
+	d := receive(t, m)
+	if next, err := m.AckNext(ctx, &d, time.Now(), 0); next || err == nil {
+		t.Fatalf("AckNext with lease 0 = %v, %v; want an error", next, err)
+	}
+	if next, err := m.AckNext(ctx, &d, time.Now(), time.Minute); next || err != nil {
+		t.Fatalf("AckNext with nothing ready = %v, %v; want false, nil", next, err)
+	}
+	if s, _ := m.Stats(ctx); s != (driver.Stats{}) {
+		t.Fatalf("stats %+v: want a acked, nothing stored", s)
+	}
+	if next, err := m.AckNext(ctx, &d, time.Now(), time.Minute); next || !errors.Is(err, driver.ErrLeaseLost) {
+		t.Fatalf("second AckNext = %v, %v; want ErrLeaseLost", next, err)
+	}
+}
+
+// AckNext leases the job it takes from the caller's reading of the clock:
+// with a reading taken 10s before the call, a 1m lease ends 50s after it
+// (never later than a Receive's lease would end), and the run it records
+// when it takes the job back starts at that reading. A zero reading is the
+// backend's own: the lease ends 1m after the call.
+func TestMemoryAckNextLeasesFromCallersReading(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		stale bool
+		want  time.Duration // from the AckNext call to the job's redelivery
+	}{
+		{"reading 10s old", true, 50 * time.Second},
+		{"zero reading", false, time.Minute},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				m := open(t, driver.Config{})
+				ctx := context.Background()
+				mustEnqueue(t, m, driver.Message{ID: "a"})
+				mustEnqueue(t, m, driver.Message{ID: "b"})
+				d := receive(t, m)
+				reading := time.Now()
+				time.Sleep(10 * time.Second)
+				now := time.Time{}
+				if tc.stale {
+					now = reading
+				}
+				call := time.Now()
+				if next, err := m.AckNext(ctx, &d, now, time.Minute); !next || err != nil || d.ID != "b" {
+					t.Fatalf("AckNext = %v, %v, took %q; want b", next, err, d.ID)
+				}
+				if err := m.Start(ctx, &d); err != nil {
+					t.Fatal(err)
+				}
+				var g driver.Delivery
+				if err := m.Receive(ctx, time.Hour, &g); err != nil || g.ID != "b" {
+					t.Fatalf("Receive = %v, %q; want b back", err, g.ID)
+				}
+				if after := time.Since(call); after != tc.want {
+					t.Fatalf("b came back %v after AckNext; want %v", after, tc.want)
+				}
+				res, err := m.Bury(ctx, &g, driver.ReasonPermanent, driver.Attempt{Number: 2, Error: "x"})
+				if err != nil || len(res.DeadEvicted) != 0 {
+					t.Fatal(err)
+				}
+				var dead []driver.DeadMessage
+				for dm, err := range m.DeadLetters(ctx) {
+					if err != nil {
+						t.Fatal(err)
+					}
+					dead = append(dead, dm)
+				}
+				wantStart := call
+				if tc.stale {
+					wantStart = reading
+				}
+				if h := dead[0].History; len(h) != 2 || !h[0].Start.Equal(wantStart) || !h[0].End.Equal(call.Add(tc.want)) || h[0].Error != driver.ErrLeaseExpired.Error() {
+					t.Fatalf("history %+v; want the expired run from %v to %v first", h, wantStart, call.Add(tc.want))
+				}
+			})
+		})
+	}
+}
+
+// A receiver asleep until the end of the only lease is woken to recompute
+// its wake-up time when AckNext takes a job with a lease that ends sooner,
+// and gets that job when its lease ends.
+func TestMemoryAckNextWakesSleepingReceiver(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		m := open(t, Config{})
+		m := open(t, driver.Config{})
 		ctx := context.Background()
-		mustEnqueue(t, m, Message{ID: "a", Value: "a"})
-		mustEnqueue(t, m, Message{ID: "b", Value: "b"})
-		d := receiveThenHold(t, m, time.Now(), "b")
+		mustEnqueue(t, m, driver.Message{ID: "a", Key: "k"})
+		mustEnqueue(t, m, driver.Message{ID: "b", Key: "k"}) // behind a
+		d := receive(t, m)                                   // a, leased for an hour
 		type result struct {
 			id    string
 			err   error
@@ -645,18 +734,59 @@ func TestMemoryExtendOfHeldJobWakesReceiver(t *testing.T) {
 		got := make(chan result, 1)
 		start := time.Now()
 		go func() {
-			var g Delivery
+			var g driver.Delivery
 			c, cancel := context.WithTimeout(ctx, 2*time.Hour)
 			defer cancel()
 			err := m.Receive(c, time.Hour, &g)
 			got <- result{g.ID, err, time.Since(start)}
 		}()
-		synctest.Wait() // the receiver sleeps without a wake-up time
-		if err := m.Extend(ctx, &d, time.Minute); err != nil {
-			t.Fatal(err)
+		synctest.Wait() // the receiver sleeps until a's lease ends
+		if next, err := m.AckNext(ctx, &d, time.Now(), time.Minute); !next || err != nil || d.ID != "b" {
+			t.Fatalf("AckNext = %v, %v, took %q; want b", next, err, d.ID)
 		}
 		if r := <-got; r.id != "b" || r.err != nil || r.after != time.Minute {
 			t.Errorf("receiver got %q (%v) after %v; want b after 1m", r.id, r.err, r.after)
+		}
+	})
+}
+
+// A Start on a lease that expired and was taken back fails with
+// ErrLeaseLost and spends no attempt: its handler must not run while the
+// job is with someone else. A Start on an expired lease not yet taken back
+// still holds (nobody else has the job).
+func TestMemoryStartAfterExpiryFails(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := open(t, driver.Config{})
+		ctx := context.Background()
+		mustEnqueue(t, m, driver.Message{ID: "a"})
+		var d driver.Delivery
+		if err := m.Receive(ctx, time.Minute, &d); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Minute)
+		d2 := d
+		if err := m.Start(ctx, &d2); err != nil {
+			t.Fatalf("Start on an expired lease not taken back: %v, want nil", err)
+		}
+		mustEnqueue(t, m, driver.Message{ID: "b"})
+		var e driver.Delivery
+		if err := m.Receive(ctx, time.Minute, &e); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Minute)
+		if s, _ := m.Stats(ctx); s.Ready != 2 || s.InFlight != 0 { // takes both leases back
+			t.Fatalf("stats %+v: want both jobs back", s)
+		}
+		if err := m.Start(ctx, &e); !errors.Is(err, driver.ErrLeaseLost) {
+			t.Fatalf("Start after the lease was taken back: %v, want ErrLeaseLost", err)
+		}
+		got := map[string]int{}
+		for range 2 {
+			r := receive(t, m)
+			got[r.ID] = r.Attempt
+		}
+		if got["a"] != 2 || got["b"] != 1 {
+			t.Fatalf("redelivered with attempts %v; want a 2 (started), b 1 (its Start failed)", got)
 		}
 	})
 }

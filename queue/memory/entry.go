@@ -1,4 +1,4 @@
-package queue
+package memory
 
 import (
 	"container/heap"
@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/corral-go/corral/internal/ring"
+
+	"github.com/corral-go/corral/queue/driver"
 )
 
 // entry states.
@@ -13,27 +15,29 @@ const (
 	stateQueued  = iota // behind a busy ordering key
 	stateReady          // in ready (its ring or its heap)
 	stateDelayed        // in timed
-	stateLeased         // in leased, or held (see ackNext)
+	stateLeased         // in leased
 )
 
 type entry struct {
-	msg        Message
+	msg        driver.Message
 	state      int
 	seq        uint64 // enqueue order
 	gen        uint64 // generation of the current lease
 	attempt    int
 	readyAt    time.Time
-	leaseEnd   time.Time
-	leaseStart time.Time
-	history    []Attempt
+	leaseEnd   time.Duration // in the backend's mono time
+	leaseStart time.Duration // in the backend's mono time
+	history    []driver.Attempt
 	fresh      bool // the queue generated msg's ID for it: not in ids (see stored)
 	delivered  bool // Receive has leased e at least once
-	held       bool // leased without an end (see ackNext), not in m.leased
 	// started is the gen of the last lease whose handler started (see
 	// Start), written without mu: a lease that expires unstarted spends no
 	// attempt. remove leaves it as it is, since a stale Start may write it
 	// at any time; a later lease has another gen.
 	started atomic.Uint64
+	// expired is the gen of the last lease that expired and was taken back
+	// (see promote), read by Start without mu: a Start on that lease fails.
+	expired atomic.Uint64
 	heapIdx int // index in the heap holding e, -1 if none
 	ln      [numLists]links
 	key     *dlist // the list of e's ordering key, if it has one
@@ -41,8 +45,8 @@ type entry struct {
 
 // The lists an entry is on at once, each threaded through its own links.
 const (
-	onAll   = iota // Memory.all, or the free list once the entry is recycled
-	onLease        // Memory.leased
+	onAll   = iota // Backend.all, or the free list once the entry is recycled
+	onLease        // Backend.leased
 	onKey          // the list of the entry's ordering key
 	numLists
 )
@@ -104,7 +108,7 @@ type readyQueue struct {
 
 // len returns the number of ready jobs. (len(r.heap), not r.heap.Len(),
 // costs the inliner less: drainIfIdle, which calls len, stays within the
-// inlining budget, a call less on every Receive and ackNext.)
+// inlining budget, a call less on every Receive and AckNext.)
 func (r *readyQueue) len() int { return r.ring.Len() + len(r.heap) }
 
 func (r *readyQueue) push(e *entry) {
@@ -134,7 +138,7 @@ func (r *readyQueue) remove(e *entry) {
 		return
 	}
 	if r.ring.Len() == 0 || *r.ring.Front() != e {
-		panic("queue: internal error: removing a ready job that is not the oldest")
+		panic("memory: internal error: removing a ready job that is not the oldest")
 	}
 	r.ring.Pop()
 }
@@ -183,14 +187,15 @@ func (h *timeHeap) Pop() any {
 	return e
 }
 
-// recycle clears e for reuse, but for started (see entry) and its history's
+// recycle clears e for reuse, but for started and expired (see entry), which
+// a stale Start may read or write at any time, and its history's
 // buffer, and moves it to a new generation.
 func (e *entry) recycle() {
 	gen, hist := e.gen+1, e.history[:0]
-	e.msg = Message{}
+	e.msg = driver.Message{}
 	e.state, e.seq, e.attempt = 0, 0, 0
-	e.readyAt, e.leaseEnd, e.leaseStart = time.Time{}, time.Time{}, time.Time{}
-	e.fresh, e.delivered, e.held = false, false, false
+	e.readyAt, e.leaseEnd, e.leaseStart = time.Time{}, 0, 0
+	e.fresh, e.delivered = false, false
 	e.heapIdx = -1
 	e.ln = [numLists]links{}
 	e.key = nil

@@ -1,0 +1,27 @@
+// Package driver is the contract between package queue and the backends
+// that store its jobs, as database/sql/driver is between database/sql and
+// its drivers. Users of queue do not need it: they pick a backend
+// (memory.New, the default, or a broker backend such as queue/jetstream)
+// and call queue. Backend authors implement [Backend] and check it with
+// queue/queuetest.
+//
+// Who calls what: a queue.Queue calls every method of its Backend (Open
+// once, from queue.New; Close once, from the queue's Close); its consumers
+// call Receive, Start, Extend and the settling methods (Ack, Nack, Release,
+// Bury) from their own goroutines, concurrently. A backend calls nothing
+// of the queue's: it gets a [Config], [Message]s and [Delivery]s, and
+// returns results, [Stats] and the errors below. The queue looks once, at
+// queue.New, for the optional interfaces a backend may implement:
+// [SharedLease], [Reconnecter] and [InProcess].
+//
+// The sentinel errors ([ErrFull], [ErrDuplicate], ...) are the same values
+// that package queue exports under the same names, so a user's errors.Is
+// matches a backend's error under either name; [Attempt], [Reason] and
+// [Overflow] are the types behind queue's names of them.
+package driver
+
+// Where things are: backend.go holds the Backend interface and what crosses
+// it (Message, Delivery, DeadMessage, the results, Stats, SharedLease,
+// Reconnecter); config.go Config and Overflow; attempt.go Attempt and
+// Reason; errors.go the sentinel errors; inprocess.go InProcess, the
+// optional interface of a backend in the queue's process.
