@@ -127,7 +127,7 @@ func TestCloseWaitsForAbandonedExchanges(t *testing.T) {
 	ctx := context.Background()
 	open := func() *redis.Backend {
 		b := redis.New(c, queueName(t), redis.WithCallTimeout(200*time.Millisecond))
-		if err := b.Open(ctx, queue.Config{}); err != nil {
+		if err := b.Open(ctx, driver.Config{}); err != nil {
 			t.Fatal(err)
 		}
 		return b
