@@ -136,8 +136,17 @@ func run(ctx context.Context, cfg config, out io.Writer) error {
 
 	// The scope's context ends on the signal, or when a task fails (the
 	// server cannot serve, the client cannot reach it): either way the
-	// shutdown task runs, and Run returns once every task has.
-	return scope.Run(ctx, func(s *scope.Scope) error {
+	// shutdown task runs, and Run returns once every task has. It is started
+	// first: a scope cancelled by an early signal starts no task after that,
+	// and the shutdown must not be one of those.
+	shutDown := false
+	err = scope.Run(ctx, func(s *scope.Scope) error {
+		s.GoNamed("shutdown", func(ctx context.Context) error {
+			<-ctx.Done()
+			shutDown = true
+			stopSignals() // a second Ctrl-C kills the process at once
+			return svc.shutdown(context.Cause(ctx), srv, cfg.grace, out)
+		})
 		s.GoNamed("http", func(context.Context) error {
 			if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
 				return err
@@ -147,13 +156,13 @@ func run(ctx context.Context, cfg config, out io.Writer) error {
 		if !cfg.serve {
 			s.GoNamed("client", func(ctx context.Context) error { return drive(ctx, url, out) })
 		}
-		s.GoNamed("shutdown", func(ctx context.Context) error {
-			<-ctx.Done()
-			stopSignals() // a second Ctrl-C kills the process at once
-			return svc.shutdown(context.Cause(ctx), srv, cfg.grace, out)
-		})
 		return nil
 	})
+	if !shutDown { // a signal before Run started a task: nothing was served
+		_ = ln.Close()
+		svc.abort()
+	}
+	return err
 }
 
 // order is the body of POST /orders.
