@@ -3,7 +3,7 @@
 //
 // What it bounds and why:
 //   - at most 8 requests in flight (scope.WithLimit): the API is not flooded;
-//   - 300ms per attempt (retry.WithAttemptTimeout): a slow response does not hold
+//   - 1s per attempt (retry.WithAttemptTimeout): a slow response does not hold
 //     a slot forever;
 //   - at most 3 attempts per organisation, with jittered exponential backoff,
 //     and a retry budget shared by all of them (retry.Budget): a failing API
@@ -39,7 +39,7 @@ import (
 const (
 	orgs           = 100
 	concurrency    = 8
-	attemptTimeout = 300 * time.Millisecond
+	attemptTimeout = time.Second
 	maxAttempts    = 3
 )
 
