@@ -158,7 +158,8 @@ func (g *Group) Go(fn func(ctx context.Context) error) {
 // ended and some task was skipped or stopped because of it, but no task failed, Wait returns
 // context.Cause of the group's context.
 //
-// When Wait returns, the group's context is cancelled.
+// When Wait returns, the group's context is cancelled. The return of every task of the group
+// (and the report of every skipped one) synchronizes before Wait returns.
 func (g *Group) Wait() error {
 	p := g.p
 	if p == nil {

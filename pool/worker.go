@@ -4,6 +4,8 @@ import (
 	"context"
 	"runtime/debug"
 	"time"
+
+	"github.com/corral-go/corral/internal/panics"
 )
 
 // worker is the state of one worker goroutine.
@@ -72,7 +74,7 @@ func (p *Pool) serve(w *worker, s *shift) (again bool) {
 		if s.inTask {
 			s.inTask = false
 			if v := recover(); v != nil {
-				s.panicked = &PanicError{Value: v, Stack: debug.Stack()}
+				s.panicked = panics.PoolError(v, debug.Stack())
 				again = true
 			} else { // runtime.Goexit, which work's defer sees
 				s.goexit = true
