@@ -166,25 +166,6 @@ func (p *Pool) placeLocked(t *task) (placement, *worker) {
 	return placedNowhere, nil
 }
 
-// wakeOneLocked picks a parked worker to come and fetch queued work, unless one is already
-// on its way. The caller sends on its wake channel once Pool.mu is released.
-//
-// The check stays in a body small enough to be inlined where a task is queued and where one
-// is fetched: most calls find a worker already on its way, and make no call then.
-func (p *Pool) wakeOneLocked() *worker {
-	if p.idle.Wakeable() {
-		return p.wakeNewestLocked()
-	}
-	return nil
-}
-
-// wakeNewestLocked is wakeOneLocked once a parked worker is known to be wakeable.
-func (p *Pool) wakeNewestLocked() *worker {
-	w, _ := p.idle.WakeNewest()
-	w.parked = false
-	return w
-}
-
 // afterPlace finishes a placement once Pool.mu is released.
 func (p *Pool) afterPlace(how placement, w *worker, t task) {
 	switch how {

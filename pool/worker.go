@@ -266,6 +266,25 @@ func (p *Pool) fetchLocked(now int64, next *task) (bool, wakeups) {
 	return false, wakeups{}
 }
 
+// wakeOneLocked picks a parked worker to come and fetch queued work, unless one is already
+// on its way. The caller sends on its wake channel once Pool.mu is released.
+//
+// The check stays in a body small enough to be inlined where a task is queued and where one
+// is fetched: most calls find a worker already on its way, and make no call then.
+func (p *Pool) wakeOneLocked() *worker {
+	if p.idle.Wakeable() {
+		return p.wakeNewestLocked()
+	}
+	return nil
+}
+
+// wakeNewestLocked is wakeOneLocked once a parked worker is known to be wakeable.
+func (p *Pool) wakeNewestLocked() *worker {
+	w, _ := p.idle.WakeNewest()
+	w.parked = false
+	return w
+}
+
 func (p *Pool) startedLocked() {
 	p.st.started++
 	p.st.running++
