@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"sync"
+
+	"github.com/corral-go/corral/internal/echo"
 )
 
 // A Group is a structured view of a shared Pool: it owns the tasks started with its Go method,
@@ -248,12 +250,7 @@ func (g *Group) record(err error) {
 
 // isEcho reports whether err only says that the group's context ended.
 func (g *Group) isEcho(err error) bool {
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) ||
-		errors.Is(err, ErrExpired) {
-		return true
-	}
-	cause := context.Cause(g.ctx)
-	return cause != nil && errors.Is(err, cause)
+	return errors.Is(err, ErrExpired) || echo.Of(g.ctx, err)
 }
 
 func (g *Group) result() error {

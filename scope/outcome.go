@@ -2,8 +2,8 @@ package scope
 
 import (
 	"context"
-	"errors"
 
+	"github.com/corral-go/corral/internal/echo"
 	"github.com/corral-go/corral/internal/panics"
 )
 
@@ -161,9 +161,5 @@ func (s *Scope) cancelLocked(cause error) bool {
 // scope is cancelled, so the common case takes no lock: a non-blocking receive from a closed
 // channel does not lock it, while ctx.Err and context.Cause do.
 func (s *Scope) isEcho(err error) bool {
-	if !s.cancelled() {
-		return false
-	}
-	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) ||
-		errors.Is(err, context.Cause(s.ctx))
+	return s.cancelled() && echo.Of(s.ctx, err)
 }
