@@ -117,9 +117,9 @@ func (p *Pool) now() int64 {
 // Stats.Skipped and reported to Hooks.OnDrop with reason ReasonExpired. What fn returns is
 // counted in Stats and, if it is an error or fn panics, passed to Hooks.OnError.
 //
-// A call of Submit that returns nil synchronizes before fn starts. fn's return synchronizes
-// before Close returns, and before a Stats call that counts fn as ended returns. Submit itself
-// does not allocate.
+// What the submitter did before calling Submit happens before fn starts (under CallerRuns,
+// fn runs before Submit returns). fn's return synchronizes before Close returns, and before a
+// Stats call that counts fn as ended returns. Submit itself does not allocate.
 func (p *Pool) Submit(ctx context.Context, fn func(ctx context.Context) error) error {
 	if fn == nil {
 		panic("pool: Submit of a nil func")
