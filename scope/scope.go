@@ -92,8 +92,8 @@ type task struct {
 // and failure and the body's panic (Name "body", Index -1): no panic is lost. A panic or Goexit
 // of the stuck report does not end the wait either (see WithStuckReport).
 //
-// A call of Go, GoNamed, TryGo or Spawn that starts a task synchronizes before the task
-// starts. The return of body and of every task started in the scope synchronizes before Run
+// What a goroutine did before a call of Go, GoNamed, TryGo or Spawn that starts a task
+// happens before the task starts. The return of body and of every task started in the scope synchronizes before Run
 // returns (or panics), as a sync.WaitGroup's Done does before its Wait returns.
 //
 // A nil ctx, body or Option panics.
