@@ -14,6 +14,10 @@ import (
 // cause matching ErrClosed, and Close waits for the running tasks to return. It then returns an
 // error that says how many tasks were abandoned and cancelled and wraps context.Cause(ctx).
 //
+// The return of every task that ran, and the delivery of its result (its Handle resolving, its
+// Group recording it, Hooks.OnError returning), synchronize before a Close that waited for
+// them returns.
+//
 // Close is idempotent and safe to call concurrently with submits and with other Close calls;
 // each call waits as described. Close must not be called from a task of the same pool (it
 // would wait for itself).

@@ -58,8 +58,9 @@
 // Everything in this package is safe for concurrent use.
 package pool
 
-// Where things are: pool.go holds Pool, New and Submit's placement of a task; queue.go the
-// queue of tasks; overflow.go what a full pool does (the Overflow policies), blocked.go the
-// submitters blocked under Block; worker.go the worker goroutines (serve, fetch, park, exit);
-// taskctx.go the contexts tasks run with; inline.go tasks run in a caller's goroutine;
-// close.go Close; group.go, handle.go, stats.go, options.go and errors.go what their names say.
+// Where things are: pool.go holds Pool, New and Submit's placement of a task; worker.go the
+// worker goroutines and a task's walk through them (run, settle, count, fetch the next task,
+// park, exit); queue.go and ring.go the queue of tasks; overflow.go what a full pool does (the
+// Overflow policies), blocked.go the submitters blocked under Block; taskctx.go the contexts
+// tasks run with; inline.go tasks run in a caller's goroutine; close.go Close; group.go,
+// handle.go, stats.go, options.go and errors.go what their names say.

@@ -2,7 +2,6 @@ package pool
 
 import (
 	"errors"
-	"fmt"
 	"strconv"
 
 	"github.com/corral-go/corral/internal/panics"
@@ -28,23 +27,12 @@ var (
 )
 
 // A PanicError is the failure of a task that panicked. The worker that ran the task survives.
-type PanicError struct {
-	// Value is the value passed to panic.
-	Value any
-	// Stack is the stack of the panicking goroutine, captured when the panic was recovered.
-	Stack []byte
-}
-
-// Error returns "pool: task panicked: " and the panic value.
-func (e *PanicError) Error() string {
-	return "pool: task panicked: " + fmt.Sprint(e.Value)
-}
-
-// Unwrap returns the panic value if it is an error, so that errors.Is and errors.As see it.
-func (e *PanicError) Unwrap() error {
-	err, _ := e.Value.(error)
-	return err
-}
+// It is the same type as scope.PanicError: Value is the value passed to panic, Stack the stack
+// of the panicking goroutine, captured when the panic was recovered; a pool's task has Name ""
+// and Index -1. Its Error method returns "pool: task panicked: " and the panic value; its
+// Unwrap method returns the panic value if it is an error, so that errors.Is and errors.As
+// see it.
+type PanicError = panics.Error
 
 // dropError is the error a task's Handle or Group sees when it did not run.
 type dropError struct {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"sync"
+
+	"github.com/corral-go/corral/internal/echo"
 )
 
 // A Group is a structured view of a shared Pool: it owns the tasks started with its Go method,
@@ -158,7 +160,8 @@ func (g *Group) Go(fn func(ctx context.Context) error) {
 // ended and some task was skipped or stopped because of it, but no task failed, Wait returns
 // context.Cause of the group's context.
 //
-// When Wait returns, the group's context is cancelled.
+// When Wait returns, the group's context is cancelled. The return of every task of the group
+// (and the report of every skipped one) synchronizes before Wait returns.
 func (g *Group) Wait() error {
 	p := g.p
 	if p == nil {
@@ -247,12 +250,7 @@ func (g *Group) record(err error) {
 
 // isEcho reports whether err only says that the group's context ended.
 func (g *Group) isEcho(err error) bool {
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) ||
-		errors.Is(err, ErrExpired) {
-		return true
-	}
-	cause := context.Cause(g.ctx)
-	return cause != nil && errors.Is(err, cause)
+	return errors.Is(err, ErrExpired) || echo.Of(g.ctx, err)
 }
 
 func (g *Group) result() error {

@@ -44,7 +44,7 @@ func (p *Pool) runInline(t task) {
 		panicked := false
 		switch {
 		case c.Panic != nil:
-			err, panicked = &PanicError{Value: c.Panic.Value, Stack: c.Panic.Stack}, true
+			err, panicked = panics.PoolError(c.Panic.Value, c.Panic.Stack), true
 		case c.Goexit:
 			err = ErrGoexit
 		default:

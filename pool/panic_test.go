@@ -10,6 +10,7 @@ import (
 	"testing/synctest"
 
 	"github.com/corral-go/corral/pool"
+	"github.com/corral-go/corral/scope"
 )
 
 func panicky(context.Context) (int, error) { panic(errBoom) }
@@ -123,4 +124,31 @@ func TestCallerRunsGoexitIsContained(t *testing.T) {
 		}
 		checkIdentity(t, s)
 	})
+}
+
+// pool.PanicError and scope.PanicError are one type: errors.As with either name finds a
+// pool task's panic, which has Name "" and Index -1 and keeps the pool's message.
+func TestPanicErrorIsScopes(t *testing.T) {
+	p := pool.New(1, 0)
+	defer mustClose(t, p)
+	h, err := pool.Call(bg, p, panicky)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = h.Wait(bg)
+	var se *scope.PanicError
+	if !errors.As(err, &se) || se.Value != errBoom || se.Name != "" || se.Index != -1 {
+		t.Fatalf("errors.As(%v, *scope.PanicError) = %+v; want Value boom, Name \"\", Index -1", err, se)
+	}
+	if err.Error() != "pool: task panicked: boom" {
+		t.Fatalf("message %q; want %q", err.Error(), "pool: task panicked: boom")
+	}
+	serr := scope.Run(bg, func(s *scope.Scope) error {
+		s.Go(func(context.Context) error { panic("in scope") })
+		return nil
+	}, scope.WithPanicsAsErrors())
+	var pe *pool.PanicError
+	if !errors.As(serr, &pe) || pe.Value != "in scope" || pe.Index != 0 {
+		t.Fatalf("errors.As(%v, *pool.PanicError) = %+v; want the scope task's panic", serr, pe)
+	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"strconv"
 	"sync"
-	"time"
 
 	"github.com/corral-go/corral/internal/clock"
 
@@ -102,15 +101,10 @@ func (p *Pool) now() int64 {
 // or ErrDropped (DropNewest, or DropOldest with a queue of 0).
 //
 // fn runs with a context that carries ctx's values and ends when ctx ends, when Close gives up
-// waiting for it (with a cause matching ErrClosed), or, at any time after fn has returned,
-// with context.Canceled: a worker keeps the context it derived for the next task submitted
-// with the same ctx, and cancels it when it moves on to another one (never when the task it
-// picks up was submitted with that context or one derived from it). So fn must not use its
-// context after it returns (the usual rule for a context handed to a callback). Work that fn
-// hands on with its context (a follow-up Submit, say) may therefore find it ended: a task
-// whose context has ended when a worker picks it up is skipped as expired, and one that has
-// started sees its context end like any other cancellation. Hand on work that must outlive fn
-// with context.WithoutCancel(ctx), or with a context of your own.
+// waiting for it (with a cause matching ErrClosed), or at any time after fn has returned. So
+// fn must not use its context after it returns (the usual rule for a context handed to a
+// callback), and work that fn hands on with it (a follow-up Submit, say) may find it ended.
+// Hand on work that must outlive fn with context.WithoutCancel(ctx), or a context of your own.
 //
 // Under Block, a task that submits to its own pool waits for room like any submitter, and
 // keeps its worker meanwhile: if the pool is full of such tasks (with one worker and a queue
@@ -123,13 +117,9 @@ func (p *Pool) now() int64 {
 // Stats.Skipped and reported to Hooks.OnDrop with reason ReasonExpired. What fn returns is
 // counted in Stats and, if it is an error or fn panics, passed to Hooks.OnError.
 //
-// Submit itself does not allocate, and neither does running fn in steady state: a task
-// submitted with context.Background() or context.TODO() runs with the pool's lifetime context,
-// and a worker reuses the context it derived last while the tasks it runs keep coming with
-// the same ctx (a pointer: the contexts of package context are). A ctx the worker has not
-// just seen costs one derivation (a few allocations). A task that CallerRuns runs for the
-// submitter costs the goroutine it runs on (two allocations) and, unless ctx is Background
-// or TODO, one derivation.
+// What the submitter did before calling Submit happens before fn starts (under CallerRuns,
+// fn runs before Submit returns). fn's return synchronizes before Close returns, and before a
+// Stats call that counts fn as ended returns. Submit itself does not allocate.
 func (p *Pool) Submit(ctx context.Context, fn func(ctx context.Context) error) error {
 	if fn == nil {
 		panic("pool: Submit of a nil func")
@@ -176,26 +166,6 @@ func (p *Pool) placeLocked(t *task) (placement, *worker) {
 	return placedNowhere, nil
 }
 
-// wakeOneLocked picks a parked worker to come and fetch queued work, unless one is already
-// on its way. The caller sends on its wake channel once Pool.mu is released.
-//
-// The check comes first, in a body the inliner takes (its cost is 80, the budget: keep it
-// so), where a task is queued and where one is fetched: most calls find a worker already on
-// its way, and make no call then.
-func (p *Pool) wakeOneLocked() *worker {
-	if p.idle.Wakeable() {
-		return p.wakeNewestLocked()
-	}
-	return nil
-}
-
-// wakeNewestLocked is wakeOneLocked once a parked worker is known to be wakeable.
-func (p *Pool) wakeNewestLocked() *worker {
-	w, _ := p.idle.WakeNewest()
-	w.parked = false
-	return w
-}
-
 // afterPlace finishes a placement once Pool.mu is released.
 func (p *Pool) afterPlace(how placement, w *worker, t task) {
 	switch how {
@@ -238,60 +208,4 @@ func (p *Pool) submit(ctx context.Context, fn func(context.Context) error, res r
 		return nil
 	}
 	return p.overflowUnlock(t)
-}
-
-// expired reports whether ctx has ended. By the Context contract Err is non-nil exactly when
-// Done is closed, so Err alone answers. (isBackground first, to spare the call for
-// context.Background(), measured slower than the call: 5.3-6.0ns against 4.4-5.7ns, and
-// 9.4-11.0ns against 7.2-7.5ns for a cancellable context.)
-func expired(ctx context.Context) bool {
-	return ctx.Err() != nil
-}
-
-// report tells Hooks.OnDrop and t's resolver that t will not run.
-func (p *Pool) report(t task, r Reason, cause error) {
-	if t.res != nil { // deferred: resolved even if the hook calls runtime.Goexit
-		defer t.res.resolve(&dropError{reason: r, cause: cause})
-	}
-	if p.opts.hooks.OnDrop != nil {
-		p.opts.hooks.OnDrop(t.ctx, DropEvent{Reason: r})
-	}
-}
-
-func (p *Pool) startedLocked() {
-	p.st.started++
-	p.st.running++
-}
-
-// finishedLocked counts a task that ran and returned err (or panicked). When the pool is timed,
-// the caller records the task's timings too (timings.record), outside this function so that
-// the untimed path stays inlined.
-func (p *Pool) finishedLocked(err error, panicked bool) {
-	p.st.running--
-	switch {
-	case panicked:
-		p.st.panicked++
-	case err != nil:
-		p.st.failed++
-	default:
-		p.st.completed++
-	}
-}
-
-// maybeDoneLocked closes done once a closed pool has no goroutine left running its tasks.
-func (p *Pool) maybeDoneLocked() {
-	if p.closed && !p.drained && p.live == 0 && p.inline == 0 {
-		p.drained = true
-		close(p.done)
-	}
-}
-
-// finish delivers a finished task's result to its resolver or to Hooks.OnError; ran is how
-// long the task ran (measured when the pool is timed, which OnError makes it).
-func (p *Pool) finish(t *task, err error, ran int64) {
-	if t.res != nil {
-		t.res.resolve(err)
-	} else if err != nil && p.opts.hooks.OnError != nil {
-		p.opts.hooks.OnError(t.ctx, ErrorEvent{Err: err, Duration: time.Duration(ran)})
-	}
 }

@@ -135,7 +135,8 @@ type counters struct {
 
 // Stats returns a consistent snapshot of the pool's counters. It is safe for concurrent use;
 // it takes the pool's lock for the time it takes to copy the counters. It does no I/O and
-// never blocks for long, so it takes no context. On a zero Pool it returns zero Stats.
+// never blocks for long, so it takes no context. On a zero Pool it returns zero Stats. A
+// task's return synchronizes before a Stats call that counts it as ended returns.
 func (p *Pool) Stats() Stats {
 	p.mu.Lock()
 	defer p.mu.Unlock()

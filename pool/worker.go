@@ -4,6 +4,8 @@ import (
 	"context"
 	"runtime/debug"
 	"time"
+
+	"github.com/corral-go/corral/internal/panics"
 )
 
 // worker is the state of one worker goroutine.
@@ -72,7 +74,7 @@ func (p *Pool) serve(w *worker, s *shift) (again bool) {
 		if s.inTask {
 			s.inTask = false
 			if v := recover(); v != nil {
-				s.panicked = &PanicError{Value: v, Stack: debug.Stack()}
+				s.panicked = panics.PoolError(v, debug.Stack())
 				again = true
 			} else { // runtime.Goexit, which work's defer sees
 				s.goexit = true
@@ -112,6 +114,8 @@ func (p *Pool) serve(w *worker, s *shift) (again bool) {
 			err = s.t.fn(ctx)
 			s.inTask = false
 		}
+		// goexited takes the same step; it is written out here, not shared through a
+		// function, because a call on every task's path shows in BenchmarkPoolSubmit.
 		now := p.now()
 		p.mu.Lock()
 		wk := p.nextLocked(w, s, err, panicked, now)
@@ -131,6 +135,16 @@ func (p *Pool) deliver(s *shift) {
 	}
 }
 
+// finish delivers a finished task's result to its resolver or to Hooks.OnError; ran is how
+// long the task ran (measured when the pool is timed, which OnError makes it).
+func (p *Pool) finish(t *task, err error, ran int64) {
+	if t.res != nil {
+		t.res.resolve(err)
+	} else if err != nil && p.opts.hooks.OnError != nil {
+		p.opts.hooks.OnError(t.ctx, ErrorEvent{Err: err, Duration: time.Duration(ran)})
+	}
+}
+
 // nextLocked ends the task in s.t, if any, which returned err (or panicked), at now, and
 // decides what the worker does next: it takes the next task into s.t, or joins the idle
 // workers (s.parked), or, when the pool is closed and has nothing left to run, exits (s.exit,
@@ -138,8 +152,8 @@ func (p *Pool) deliver(s *shift) {
 // returns once Pool.mu is released.
 //
 // The task's end is counted first, so that Stats includes a task once its result is
-// delivered, and the task is kept in s.out if its result is to be. (Ending it here rather
-// than in a function of its own spares every task a call: PoolSubmit.)
+// delivered, and the task is kept in s.out if its result is to be. (It is ended here rather
+// than in a function of its own, which would cost every task a call.)
 func (p *Pool) nextLocked(w *worker, s *shift, err error, panicked bool, now int64) wakeups {
 	if s.t.fn != nil {
 		p.finishedLocked(err, panicked)
@@ -171,6 +185,21 @@ func (p *Pool) nextLocked(w *worker, s *shift, err error, panicked bool, now int
 	p.idle.Park(w)
 	s.parked = true
 	return wakeups{}
+}
+
+// finishedLocked counts a task that ran and returned err (or panicked). When the pool is timed,
+// the caller records the task's timings too (timings.record), outside this function so that
+// the untimed path stays inlined.
+func (p *Pool) finishedLocked(err error, panicked bool) {
+	p.st.running--
+	switch {
+	case panicked:
+		p.st.panicked++
+	case err != nil:
+		p.st.failed++
+	default:
+		p.st.completed++
+	}
 }
 
 // wakeups are what a worker that took a task sends once Pool.mu is released: the blocked
@@ -231,6 +260,47 @@ func (p *Pool) fetchLocked(now int64, next *task) (bool, wakeups) {
 	}
 	*next = task{}
 	return false, wakeups{}
+}
+
+// wakeOneLocked picks a parked worker to come and fetch queued work, unless one is already
+// on its way. The caller sends on its wake channel once Pool.mu is released.
+//
+// The check stays in a body small enough to be inlined where a task is queued and where one
+// is fetched: most calls find a worker already on its way, and make no call then.
+func (p *Pool) wakeOneLocked() *worker {
+	if p.idle.Wakeable() {
+		return p.wakeNewestLocked()
+	}
+	return nil
+}
+
+// wakeNewestLocked is wakeOneLocked once a parked worker is known to be wakeable.
+func (p *Pool) wakeNewestLocked() *worker {
+	w, _ := p.idle.WakeNewest()
+	w.parked = false
+	return w
+}
+
+func (p *Pool) startedLocked() {
+	p.st.started++
+	p.st.running++
+}
+
+// expired reports whether ctx has ended. By the Context contract Err is non-nil exactly when
+// Done is closed, so Err alone answers. (A check for context.Background() first was tried and
+// was slower than the call it would spare.)
+func expired(ctx context.Context) bool {
+	return ctx.Err() != nil
+}
+
+// report tells Hooks.OnDrop and t's resolver that t will not run.
+func (p *Pool) report(t task, r Reason, cause error) {
+	if t.res != nil { // deferred: resolved even if the hook calls runtime.Goexit
+		defer t.res.resolve(&dropError{reason: r, cause: cause})
+	}
+	if p.opts.hooks.OnDrop != nil {
+		p.opts.hooks.OnDrop(t.ctx, DropEvent{Reason: r})
+	}
 }
 
 // park waits for a wake-up of w, which is in Pool.idle. It reports false if the worker exited
@@ -295,6 +365,14 @@ func (p *Pool) exitLocked(w *worker) {
 	w.release()
 	p.live--
 	p.maybeDoneLocked()
+}
+
+// maybeDoneLocked closes done once a closed pool has no goroutine left running its tasks.
+func (p *Pool) maybeDoneLocked() {
+	if p.closed && !p.drained && p.live == 0 && p.inline == 0 {
+		p.drained = true
+		close(p.done)
+	}
 }
 
 // goexited is work's defer when runtime.Goexit ends the worker goroutine, in its task or in a

@@ -52,8 +52,7 @@
 // gives up, with its *Error. Both receive the call's context, so a Policy shared by many calls
 // tells them apart. RetryEvent implements slog.LogValuer.
 //
-// A first attempt that succeeds allocates nothing and costs about one context check more
-// than a direct call. The loop uses the time package's clock and timers only, so tests drive
+// A first attempt that succeeds allocates nothing. The loop uses the time package's clock and timers only, so tests drive
 // it with testing/synctest.
 //
 // Invalid arguments are programmer errors and panic, in the caller's goroutine, with a

@@ -226,9 +226,8 @@ func checkArgs(ctx context.Context, hasOp bool) {
 // ErrCanceled after that attempt, whatever its error. Only ctx's state decides this: an
 // attempt that fails with a context error of its own while ctx is live is retried.
 //
-// A first attempt that succeeds costs one check of ctx.Err and no allocation (with
-// WithMaxElapsed, or a Hooks.OnRetry, one clock read; with WithAttemptTimeout, the attempt's
-// context costs a few allocations). A call that gives up allocates its *Error.
+// A first attempt that succeeds does not allocate, unless WithAttemptTimeout gives it a
+// context of its own. A call that gives up allocates its *Error.
 //
 // Do panics if ctx or op is nil.
 func Do(ctx context.Context, p *Policy, op func(context.Context) error) error {

@@ -103,7 +103,7 @@ func (s *Scope) reportStuck() {
 func (s *Scope) stuckEnded(c *panics.Catcher) {
 	switch {
 	case c.Panic != nil:
-		s.stuckPanic = &PanicError{Name: "StuckReport", Index: -1, Value: c.Panic.Value, Stack: c.Panic.Stack}
+		s.stuckPanic = panics.ScopeError("StuckReport", -1, c.Panic)
 	case c.Goexit:
 		s.wait()
 		if s.lim != nil {
@@ -169,9 +169,9 @@ func (s *Scope) raised(unwinding bool) *PanicError {
 	if p == nil {
 		return nil
 	}
-	p.others = append(p.others, s.othersThan(p)...)
+	panics.Carry(p, s.othersThan(p)...)
 	if s.stuckPanic != nil && p != s.stuckPanic {
-		p.others = append(p.others, s.stuckPanic)
+		panics.Carry(p, s.stuckPanic)
 	}
 	return p
 }

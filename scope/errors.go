@@ -3,7 +3,6 @@ package scope
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -38,70 +37,33 @@ type TaskError struct {
 // `scope: task #3 failed: err`.
 func (e *TaskError) Error() string {
 	if e.Err == ErrGoexit {
-		return "scope: task " + taskLabel(e.Name, e.Index) + " called runtime.Goexit"
+		return "scope: task " + panics.TaskLabel(e.Name, e.Index) + " called runtime.Goexit"
 	}
-	return "scope: task " + taskLabel(e.Name, e.Index) + " failed: " + e.Err.Error()
+	return "scope: task " + panics.TaskLabel(e.Name, e.Index) + " failed: " + e.Err.Error()
 }
 
 // Unwrap returns the task's error.
 func (e *TaskError) Unwrap() error { return e.Err }
 
 // PanicError is a task's panic: the recovered value, the stack of the task's goroutine at the
-// panic, and which task it was.
+// panic, and which task it was. It is the same type as pool.PanicError.
 //
 // By default Run re-panics with a *PanicError once every task has returned; if several tasks
 // panicked, the first is re-raised and carries the others, and any other task failures, so
 // that none is lost (Error prints them all; errors.Is and errors.As search them all). With the
 // WithPanicsAsErrors option a *PanicError is a failure like any other and is returned by Run.
-type PanicError struct {
-	// Name is the task's name if it was started with GoNamed, else "". A panic that is not a
-	// task's says whose it is: "body" (Run's body), "StuckReport" (the WithStuckReport
-	// report) or "Joiner" (Joiner.Decide).
-	Name string
-	// Index is the task's start index (see TaskError.Index), or -1 for a panic that is not a
-	// task's.
-	Index int
-	// Value is the value the task panicked with.
-	Value any
-	// Stack is the panicking goroutine's stack, as printed by runtime/debug.Stack.
-	Stack []byte
-
-	others []error // later failures, attached to the re-raised panic by Run
-}
-
-// Error says which task panicked, with the value and the stack, followed by every other panic
-// and failure the error carries.
-func (e *PanicError) Error() string {
-	var b strings.Builder
-	b.WriteString("scope: task ")
-	b.WriteString(taskLabel(e.Name, e.Index))
-	b.WriteString(" panicked: ")
-	fmt.Fprint(&b, e.Value)
-	b.WriteString("\n\n")
-	b.Write(e.Stack)
-	for _, o := range e.others {
-		b.WriteString("\nand ")
-		b.WriteString(o.Error())
-	}
-	return b.String()
-}
-
-// Unwrap returns the panic value if it is an error, followed by the other failures of the
-// scope that a re-raised *PanicError carries.
-func (e *PanicError) Unwrap() []error {
-	var errs []error
-	if err, ok := e.Value.(error); ok {
-		errs = append(errs, err)
-	}
-	return append(errs, e.others...)
-}
-
-func taskLabel(name string, index int) string {
-	if name != "" {
-		return strconv.Quote(name)
-	}
-	return "#" + strconv.Itoa(index)
-}
+//
+// Its fields: Name is the task's name if it was started with GoNamed, else "", and a panic
+// that is not a task's says whose it is: "body" (Run's body), "StuckReport" (the
+// WithStuckReport report) or "Joiner" (Joiner.Decide). Index is the task's start index (see
+// TaskError.Index), or -1 for a panic that is not a task's. Value is the value the task
+// panicked with; Stack the panicking goroutine's stack, as printed by runtime/debug.Stack.
+//
+// Its Error method says which task panicked (`scope: task "name" panicked: v` or
+// `scope: task #3 panicked: v`), with the stack, followed by every other panic and failure
+// the error carries. Its Unwrap method returns the panic value if it is an error, followed by
+// the other failures the error carries.
+type PanicError = panics.Error
 
 // TimeoutError is the expiry of a scope's WithTimeout. It matches ErrTimeout and
 // context.DeadlineExceeded (errors.Is).
@@ -138,7 +100,7 @@ func (e *TimeoutError) Error() string {
 		if i > 0 {
 			b.WriteString(", ")
 		}
-		b.WriteString(taskLabel(t.Name, t.Index))
+		b.WriteString(panics.TaskLabel(t.Name, t.Index))
 		if t.Name != "" {
 			b.WriteString(" (#" + strconv.Itoa(t.Index) + ")")
 		}
@@ -220,12 +182,11 @@ func Errors(err error) []error {
 	case *joinedError:
 		return append([]error(nil), e.errs...)
 	case *PanicError:
-		if len(e.others) == 0 {
+		others := panics.Others(e)
+		if len(others) == 0 {
 			return []error{e}
 		}
-		alone := *e
-		alone.others = nil
-		return append([]error{&alone}, e.others...)
+		return append([]error{panics.Alone(e)}, others...)
 	}
 	return []error{err}
 }

@@ -2,8 +2,8 @@ package scope
 
 import (
 	"context"
-	"errors"
 
+	"github.com/corral-go/corral/internal/echo"
 	"github.com/corral-go/corral/internal/panics"
 )
 
@@ -74,7 +74,7 @@ func (s *Scope) timedOut() bool {
 func (s *Scope) outcome(t *task, c *panics.Catcher, err error) (pe *PanicError, echo bool, failure, res error) {
 	switch {
 	case c.Panic != nil:
-		pe = &PanicError{Name: t.name, Index: t.index, Value: c.Panic.Value, Stack: c.Panic.Stack}
+		pe = panics.ScopeError(t.name, t.index, c.Panic)
 		return pe, false, pe, pe
 	case c.Goexit:
 		failure = &TaskError{Name: t.name, Index: t.index, Err: ErrGoexit}
@@ -118,7 +118,7 @@ func (s *Scope) decideLocked(t *task, failure error) {
 		// WithTimeout) leaves s.cause nil, and a task that succeeds anyway still completes it.
 		if cancel && !s.won && s.cause == nil {
 			s.won, s.winner = true, t.index
-			s.cancelLocked(&doneError{"scope: completed by task " + taskLabel(t.name, t.index)})
+			s.cancelLocked(&doneError{"scope: completed by task " + panics.TaskLabel(t.name, t.index)})
 		}
 		return
 	}
@@ -136,7 +136,7 @@ func (s *Scope) decide(failure error) (cancel, report bool, p *PanicError) {
 	var c panics.Catcher
 	defer func() {
 		if c.Panic != nil {
-			p = &PanicError{Name: "Joiner", Index: -1, Value: c.Panic.Value, Stack: c.Panic.Stack}
+			p = panics.ScopeError("Joiner", -1, c.Panic)
 		}
 	}()
 	defer c.Recover()
@@ -161,9 +161,5 @@ func (s *Scope) cancelLocked(cause error) bool {
 // scope is cancelled, so the common case takes no lock: a non-blocking receive from a closed
 // channel does not lock it, while ctx.Err and context.Cause do.
 func (s *Scope) isEcho(err error) bool {
-	if !s.cancelled() {
-		return false
-	}
-	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) ||
-		errors.Is(err, context.Cause(s.ctx))
+	return s.cancelled() && echo.Of(s.ctx, err)
 }

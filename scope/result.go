@@ -5,17 +5,18 @@ import (
 	"iter"
 	"runtime"
 
-	"github.com/corral-go/corral/internal/await"
+	"github.com/corral-go/corral/internal/handle"
 	"github.com/corral-go/corral/internal/ring"
 )
 
 // A Handle is the future result of one task started with Spawn. It is safe for concurrent use.
 // A Handle is made by Spawn: Wait and Done on a zero Handle panic with "scope: zero Handle: use
 // scope.Spawn", in the calling goroutine.
+//
+// The task's return (or its skipping) synchronizes before a Wait that returns its result, and
+// before a receive from Done's channel that returns because the channel is closed.
 type Handle[T any] struct {
-	done chan struct{} // closed once the task has ended or been skipped
-	val  T             // written before done is closed
-	err  error         // written before done is closed
+	c handle.Cell[T] // resolved once the task has ended or been skipped
 }
 
 // Spawn starts task in s, like Go, and returns a Handle to its value. The task's error counts
@@ -26,7 +27,8 @@ func Spawn[T any](s *Scope, task func(ctx context.Context) (T, error)) *Handle[T
 	if task == nil {
 		panic("scope: nil task")
 	}
-	h := &Handle[T]{done: make(chan struct{})}
+	h := new(Handle[T])
+	h.c.Init()
 	s.start(spawnTask(h, task), true)
 	return h
 }
@@ -35,13 +37,10 @@ func spawnTask[T any](h *Handle[T], fn func(context.Context) (T, error)) task {
 	return task{
 		fn: func(ctx context.Context) error {
 			v, err := fn(ctx)
-			h.val = v
+			h.c.Set(v)
 			return err
 		},
-		settle: func(err error) {
-			h.err = err
-			close(h.done)
-		},
+		settle: h.c.Resolve,
 	}
 }
 
@@ -51,24 +50,10 @@ func spawnTask[T any](h *Handle[T], fn func(context.Context) (T, error)) task {
 // it was skipped. If ctx ends first, Wait returns the zero T and context.Cause(ctx): the
 // waiter stops waiting, and the task goes on, still owned (and joined) by its scope. Once Run
 // has returned, Wait does not block.
-func (h *Handle[T]) Wait(ctx context.Context) (T, error) {
-	if h.done == nil {
-		panic(errZeroHandle)
-	}
-	if !await.Done(ctx, h.done) {
-		var zero T
-		return zero, context.Cause(ctx)
-	}
-	return h.val, h.err
-}
+func (h *Handle[T]) Wait(ctx context.Context) (T, error) { return h.c.Wait(ctx, errZeroHandle) }
 
 // Done returns a channel that is closed when Wait would not block.
-func (h *Handle[T]) Done() <-chan struct{} {
-	if h.done == nil {
-		panic(errZeroHandle)
-	}
-	return h.done
-}
+func (h *Handle[T]) Done() <-chan struct{} { return h.c.Done(errZeroHandle) }
 
 // errZeroHandle is what Wait and Done on a zero Handle panic with.
 const errZeroHandle = "scope: zero Handle: use scope.Spawn"
@@ -105,7 +90,8 @@ func First[T any](ctx context.Context, tasks []func(ctx context.Context) (T, err
 	if !sc.won {
 		return zero, err
 	}
-	return handles[sc.winner].val, err
+	v, _ := handles[sc.winner].c.Result()
+	return v, err
 }
 
 // Map calls f on every element of in, concurrently, and returns the results in the order of in.
@@ -197,7 +183,7 @@ func (m *seqMap[T, R]) run(s *Scope) error {
 	window := ring.New[*Handle[R]](n, n) // the calls started and not yet yielded, oldest first
 	more := true                         // in may have more elements
 	for {
-		if more && window.Len() < n && (window.Len() == 0 || !(*window.Front()).ready()) {
+		if more && window.Len() < n && (window.Len() == 0 || !(*window.Front()).c.Ready()) {
 			if s.cancelled() {
 				// Start nothing more, but deliver what has been computed.
 				more, m.cut = false, context.Cause(s.ctx)
@@ -215,15 +201,16 @@ func (m *seqMap[T, R]) run(s *Scope) error {
 			return nil
 		}
 		sl := window.Pop()
-		<-sl.done
-		if sl.err != nil {
+		<-sl.c.Done(errZeroHandle)
+		v, err := sl.c.Result()
+		if err != nil {
 			// Failed or skipped: the results behind it are not delivered.
 			if m.cut = context.Cause(s.ctx); m.cut == nil {
-				m.cut = sl.err // a Joiner that neither cancels nor reports
+				m.cut = err // a Joiner that neither cancels nor reports
 			}
 			return nil
 		}
-		if !m.yield(sl.val, nil) {
+		if !m.yield(v, nil) {
 			m.stopped = true
 			s.stop()
 			return nil
@@ -236,16 +223,6 @@ func (s *Scope) stop() {
 	s.mu.Lock()
 	s.cancelLocked(&doneError{"scope: consumer stopped"})
 	s.mu.Unlock()
-}
-
-// ready reports whether the task has ended, without waiting.
-func (h *Handle[T]) ready() bool {
-	select {
-	case <-h.done:
-		return true
-	default:
-		return false
-	}
 }
 
 // boundedLimit, applied after the caller's options, gives a scope without a limit one of

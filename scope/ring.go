@@ -1,11 +1,10 @@
 package scope
 
 // taskRing is the limiter's queue of accepted tasks: internal/ring's FIFO ring written out for
-// task, as pool's is for its own task. With a ring.Ring[task], ScopeLimit8 ran 99 of corral's
-// instructions a task in the ring's code (callgrind): a generic ring of a struct copies its
-// entries through the instantiation's dictionary, and its Push was not inlined. Written out,
-// the ring takes 37 a task, and the whole path 450 instead of 505. Keep it alike to
-// internal/ring, whose tests describe the behaviour. The slots bound it to the scope's limit.
+// task, as pool's is for its own task, because a generic ring of a struct copies its entries
+// through the instantiation's dictionary and its Push is not inlined (BenchmarkScopeLimit8
+// shows the difference). Keep it alike to internal/ring, whose tests describe the behaviour.
+// The slots bound it to the scope's limit.
 type taskRing struct {
 	buf     []task
 	head, n int

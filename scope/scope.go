@@ -92,6 +92,10 @@ type task struct {
 // and failure and the body's panic (Name "body", Index -1): no panic is lost. A panic or Goexit
 // of the stuck report does not end the wait either (see WithStuckReport).
 //
+// What a goroutine did before a call of Go, GoNamed, TryGo or Spawn that starts a task
+// happens before the task starts. The return of body and of every task started in the scope synchronizes before Run
+// returns (or panics), as a sync.WaitGroup's Done does before its Wait returns.
+//
 // A nil ctx, body or Option panics.
 func Run(ctx context.Context, body func(s *Scope) error, opts ...Option) error {
 	if ctx == nil {
@@ -118,7 +122,7 @@ func Run(ctx context.Context, body func(s *Scope) error, opts ...Option) error {
 		} // else the stuck report called runtime.Goexit, and stuckEnded completed the join
 		if p := s.raised(true); p != nil {
 			if v := recover(); v != nil { // nil for Goexit
-				p.others = append(p.others, &PanicError{Name: "body", Index: -1, Value: v, Stack: stack})
+				panics.Carry(p, panics.ScopeError("body", -1, &panics.Recovered{Value: v, Stack: stack}))
 			}
 			panic(p)
 		}

@@ -6,8 +6,8 @@
 //     start of a long-lived object: pool's Stats timings and idle timeouts, retry.Budget's
 //     floor. One time.Since per reading, no wall clock. The zero Epoch is not started: Since
 //     then measures from the zero time.Time, so call Start.
-//   - Anchored: the current time as a time.Time, wall and monotonic, at about half the cost
-//     of time.Now: it keeps an anchor (a full time.Now reading) and returns the anchor plus
+//   - Anchored: the current time as a time.Time, wall and monotonic, without a wall-clock
+//     read per call: it keeps an anchor (a full time.Now reading) and returns the anchor plus
 //     the monotonic time elapsed since, taking a new anchor once a second (AnchorFor). A
 //     reading is at most a second's wall-clock adjustment away from time.Now. For timestamps
 //     that are stored or compared with times from elsewhere (queue's enqueue times and

@@ -1,6 +1,8 @@
 // Package panics holds the machinery corral uses to tell how a task's function ended: it
 // returned, it panicked (the value and the panicking goroutine's stack are kept), or it called
-// runtime.Goexit (as t.FailNow does), which a plain recover cannot see.
+// runtime.Goexit (as t.FailNow does), which a plain recover cannot see; and the one error type
+// of a task's panic (Error), which scope and pool export as PanicError. panics.go holds the
+// Catcher and ErrGoexit, error.go the Error.
 //
 // Usage, in the goroutine that runs the task:
 //
