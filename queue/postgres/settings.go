@@ -30,34 +30,19 @@ func settingsFor(cfg driver.Config) settings {
 }
 
 // diff returns the first setting in which s (this process's) and q (the queue's) differ, as
-// an error naming it and both values, or nil. The lease is compared only when both have one.
+// a *driver.SettingsError, or nil. The lease is compared only when both have one.
 func (s settings) diff(q settings) error {
-	type field struct {
-		name        string
-		mine, queue any
+	lease := driver.Setting{Name: "lease"}
+	if s.Lease != 0 && q.Lease != 0 {
+		lease.Mine, lease.Queue = s.Lease, q.Lease
 	}
-	for _, f := range []field{
-		{"capacity", s.Capacity, q.Capacity},
-		{"overflow", s.Overflow, q.Overflow},
-		{"dedup horizon", s.DedupHorizon, q.DedupHorizon},
-		{"dead-letter limit", s.DeadLetterLimit, q.DeadLetterLimit},
-	} {
-		if f.mine != f.queue {
-			return &settingError{f.name, fmt.Sprint(f.mine), fmt.Sprint(f.queue)}
-		}
-	}
-	if s.Lease != 0 && q.Lease != 0 && s.Lease != q.Lease {
-		return &settingError{"lease", s.Lease.String(), q.Lease.String()}
-	}
-	return nil
-}
-
-// settingError is a shared setting that differs from the queue's.
-type settingError struct{ setting, mine, queue string }
-
-func (e *settingError) Error() string {
-	return fmt.Sprintf("%s %s differs from the queue's %s, set by another process "+
-		"(WithReconfigure changes it, with every other process stopped)", e.setting, e.mine, e.queue)
+	return driver.CompareSettings(
+		driver.Setting{Name: "capacity", Mine: s.Capacity, Queue: q.Capacity},
+		driver.Setting{Name: "overflow", Mine: s.Overflow, Queue: q.Overflow},
+		driver.Setting{Name: "dedup horizon", Mine: s.DedupHorizon, Queue: q.DedupHorizon},
+		driver.Setting{Name: "dead-letter limit", Mine: s.DeadLetterLimit, Queue: q.DeadLetterLimit},
+		lease,
+	)
 }
 
 // load returns the queue's recorded settings.
@@ -66,7 +51,7 @@ func (b *Backend) load(ctx context.Context) (settings, error) {
 	var horizon, lease int64
 	err := b.pool.QueryRow(ctx, b.sql.agreeSelect, b.name).Scan(&s.Capacity, &s.Overflow, &horizon, &s.DeadLetterLimit, &lease)
 	if err != nil {
-		return s, fail(ctx, "read the queue's settings", err)
+		return s, calls.Fail(ctx, "read the queue's settings", err)
 	}
 	s.DedupHorizon, s.Lease = time.Duration(horizon)*time.Microsecond, time.Duration(lease)*time.Microsecond
 	return s, nil
@@ -78,7 +63,7 @@ func (b *Backend) load(ctx context.Context) (settings, error) {
 func (b *Backend) agree(ctx context.Context, mine settings) (settings, error) {
 	if _, err := b.pool.Exec(ctx, b.sql.agreeInsert, b.name, mine.Capacity, mine.Overflow,
 		mine.DedupHorizon.Microseconds(), mine.DeadLetterLimit); err != nil {
-		return mine, fail(ctx, "record the queue's settings", err)
+		return mine, calls.Fail(ctx, "record the queue's settings", err)
 	}
 	cur, err := b.load(ctx)
 	if err != nil {
@@ -93,18 +78,21 @@ func (b *Backend) agree(ctx context.Context, mine settings) (settings, error) {
 		return cur, nil
 	case err == nil && cur.Lease == 0: // the first lease
 		if _, err := b.pool.Exec(ctx, b.sql.setLease, b.name, mine.Lease.Microseconds()); err != nil {
-			return cur, fail(ctx, "record the queue's lease", err)
+			return cur, calls.Fail(ctx, "record the queue's lease", err)
 		}
 		return b.agree(ctx, mine) // another process may have set another meanwhile
 	case !b.o.reconfigure:
-		return cur, fmt.Errorf("postgres: queue %s: %w", b.name, err)
+		return cur, fmt.Errorf("postgres: queue %s: %w (%s)", b.name, err, reconfigureHint)
 	}
 	if _, err := b.pool.Exec(ctx, b.sql.reconfigure, b.name, mine.Capacity, mine.Overflow,
 		mine.DedupHorizon.Microseconds(), mine.DeadLetterLimit, mine.Lease.Microseconds()); err != nil {
-		return cur, fail(ctx, "change the queue's settings", err)
+		return cur, calls.Fail(ctx, "change the queue's settings", err)
 	}
 	return mine, nil
 }
+
+// reconfigureHint ends the error of a shared setting that differs from the queue's.
+const reconfigureHint = "WithReconfigure changes it, with every other process stopped"
 
 // CheckLease implements driver.SharedLease: the lease is one setting of the queue, so that how
 // long the job of a process that died waits for its redelivery is the queue's, not the
