@@ -31,34 +31,29 @@ type settings struct {
 }
 
 func (b *Backend) settingsFor(cfg driver.Config) settings {
-	cfg = cfg.WithDefaults()
 	storage := "file"
 	if b.o.memory {
 		storage = "memory"
 	}
+	c := driver.SharedOf(cfg)
 	return settings{
-		Capacity: cfg.Capacity, Overflow: cfg.Overflow.String(), DedupHorizon: cfg.DedupHorizon,
-		DeadLetterLimit: cfg.DeadLetterLimit, Replicas: b.o.replicas, Storage: storage,
+		Capacity: c.Capacity, Overflow: c.Overflow, DedupHorizon: c.DedupHorizon,
+		DeadLetterLimit: c.DeadLetterLimit, Replicas: b.o.replicas, Storage: storage,
 	}
 }
 
 // diff returns the first setting in which s (this process's) and q (the
-// queue's) differ, as a *driver.SettingsError, or nil. The lease is
-// compared only when both have one.
+// queue's) differ, as a *driver.SettingsError, or nil (see driver.Shared.Diff).
 func (s settings) diff(q settings) error {
-	lease := driver.Setting{Name: "lease"}
-	if s.Lease != 0 && q.Lease != 0 {
-		lease.Mine, lease.Queue = s.Lease, q.Lease
-	}
-	return driver.CompareSettings(
-		driver.Setting{Name: "capacity", Mine: s.Capacity, Queue: q.Capacity},
-		driver.Setting{Name: "overflow", Mine: s.Overflow, Queue: q.Overflow},
-		driver.Setting{Name: "dedup horizon", Mine: s.DedupHorizon, Queue: q.DedupHorizon},
-		driver.Setting{Name: "dead-letter limit", Mine: s.DeadLetterLimit, Queue: q.DeadLetterLimit},
+	return s.shared().Diff(q.shared(),
 		driver.Setting{Name: "replicas", Mine: s.Replicas, Queue: q.Replicas},
-		driver.Setting{Name: "storage", Mine: s.Storage, Queue: q.Storage},
-		lease,
-	)
+		driver.Setting{Name: "storage", Mine: s.Storage, Queue: q.Storage})
+}
+
+// shared returns the settings that every backend shares.
+func (s settings) shared() driver.Shared {
+	return driver.Shared{Capacity: s.Capacity, Overflow: s.Overflow, DedupHorizon: s.DedupHorizon,
+		DeadLetterLimit: s.DeadLetterLimit, Lease: s.Lease}
 }
 
 // reconfigureHint ends the error of a shared setting that differs from the queue's.

@@ -9,41 +9,17 @@ import (
 )
 
 // settings are the queue's settings that every process must share: they live in the queue's
-// row of the table queues, written by the first process that opens the queue and compared by
-// every later one, so that no process can weaken another's guarantee by opening the queue
-// with, say, a shorter dedup horizon. Durations are kept in microseconds.
-type settings struct {
-	Capacity        int
-	Overflow        string
-	DedupHorizon    time.Duration
-	DeadLetterLimit int
-	// Lease is the consumers' backend lease, set by the first CheckLease; zero until then.
-	Lease time.Duration
-}
+// row of the table queues. Durations are kept in microseconds.
+type settings = driver.Shared
 
 func settingsFor(cfg driver.Config) settings {
-	cfg = cfg.WithDefaults()
-	return settings{
-		Capacity: cfg.Capacity, Overflow: cfg.Overflow.String(),
-		DedupHorizon: cfg.DedupHorizon.Truncate(time.Microsecond), DeadLetterLimit: cfg.DeadLetterLimit,
-	}
+	s := driver.SharedOf(cfg)
+	s.DedupHorizon = s.DedupHorizon.Truncate(time.Microsecond)
+	return s
 }
 
-// diff returns the first setting in which s (this process's) and q (the queue's) differ, as
-// a *driver.SettingsError, or nil. The lease is compared only when both have one.
-func (s settings) diff(q settings) error {
-	lease := driver.Setting{Name: "lease"}
-	if s.Lease != 0 && q.Lease != 0 {
-		lease.Mine, lease.Queue = s.Lease, q.Lease
-	}
-	return driver.CompareSettings(
-		driver.Setting{Name: "capacity", Mine: s.Capacity, Queue: q.Capacity},
-		driver.Setting{Name: "overflow", Mine: s.Overflow, Queue: q.Overflow},
-		driver.Setting{Name: "dedup horizon", Mine: s.DedupHorizon, Queue: q.DedupHorizon},
-		driver.Setting{Name: "dead-letter limit", Mine: s.DeadLetterLimit, Queue: q.DeadLetterLimit},
-		lease,
-	)
-}
+// reconfigureHint ends the error of a shared setting that differs from the queue's.
+const reconfigureHint = "WithReconfigure changes it, with every other process stopped"
 
 // load returns the queue's recorded settings.
 func (b *Backend) load(ctx context.Context) (settings, error) {
@@ -72,7 +48,7 @@ func (b *Backend) agree(ctx context.Context, mine settings) (settings, error) {
 	if mine.Lease == 0 {
 		mine.Lease = cur.Lease // a lease is agreed at CheckLease
 	}
-	err = mine.diff(cur)
+	err = mine.Diff(cur)
 	switch {
 	case err == nil && (mine.Lease == cur.Lease || mine.Lease == 0):
 		return cur, nil
@@ -90,9 +66,6 @@ func (b *Backend) agree(ctx context.Context, mine settings) (settings, error) {
 	}
 	return mine, nil
 }
-
-// reconfigureHint ends the error of a shared setting that differs from the queue's.
-const reconfigureHint = "WithReconfigure changes it, with every other process stopped"
 
 // CheckLease implements driver.SharedLease: the lease is one setting of the queue, so that how
 // long the job of a process that died waits for its redelivery is the queue's, not the
