@@ -25,15 +25,16 @@
 // [ErrUnavailable] when the caller's ctx ended; ErrUnavailable when the call
 // timed out or the broker could not be reached, which each backend decides
 // for its own client's errors). A process asking for a shared setting other
-// than the queue's gets a [SettingsError] ([CompareSettings] finds it). They
-// are exported, not internal to this repository, because the ErrUnavailable
-// rule is part of the contract: a third-party backend must report its calls
-// as the repository's backends do, and does so by calling the same code.
+// than the queue's gets a [SettingsError] ([Shared.Diff] and
+// [CompareSettings] find it). These are exported, not internal to this
+// repository, because the ErrUnavailable rule is part of the contract: a
+// third-party backend must report its calls as the repository's backends
+// do, and does so by calling the same code.
 package driver
 
 // Where things are: backend.go holds the Backend interface and what crosses
 // it (Message, Delivery, DeadMessage, the results, Stats, SharedLease,
-// Reconnecter); call.go Call, SettingsError and CompareSettings, the kit
-// of broker backends; config.go Config and Overflow; attempt.go Attempt and
-// Reason; errors.go the sentinel errors; inprocess.go InProcess, the
-// optional interface of a backend in the queue's process.
+// Reconnecter); call.go Call, Shared, SettingsError and CompareSettings,
+// the kit of broker backends; config.go Config and Overflow; attempt.go
+// Attempt and Reason; errors.go the sentinel errors; inprocess.go
+// InProcess, the optional interface of a backend in the queue's process.
