@@ -34,7 +34,8 @@ package driver
 
 // Where things are: backend.go holds the Backend interface and what crosses
 // it (Message, Delivery, DeadMessage, the results, Stats, SharedLease,
-// Reconnecter); call.go Call, Shared, SettingsError and CompareSettings,
-// the kit of broker backends; config.go Config and Overflow; attempt.go
-// Attempt and Reason; errors.go the sentinel errors; inprocess.go
-// InProcess, the optional interface of a backend in the queue's process.
+// Reconnecter); call.go Call, how a broker backend bounds and reports its
+// calls; settings.go Shared, SettingsError and CompareSettings, the shared
+// settings; config.go Config and Overflow; attempt.go Attempt and Reason;
+// errors.go the sentinel errors; inprocess.go InProcess, the optional
+// interface of a backend in the queue's process.
