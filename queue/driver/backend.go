@@ -48,6 +48,9 @@ import (
 // reached or does not answer in time: the outcome of the call is then
 // unknown (Enqueue may have stored the job; a settling call may or may not
 // have settled it, and the job is redelivered when its lease ends if not).
+// A call abandoned because its caller's ctx ended matches both
+// context.Cause(ctx) and [ErrUnavailable]; [Call] states the whole rule and
+// applies it.
 type Backend interface {
 	// Open prepares the backend for a queue with cfg. A Queue calls it once,
 	// from New, with New's ctx. A backend that cannot keep a promise of cfg

@@ -18,10 +18,24 @@
 // that package queue exports under the same names, so a user's errors.Is
 // matches a backend's error under either name; [Attempt], [Reason] and
 // [Overflow] are the types behind queue's names of them.
+//
+// A backend that talks to a broker reports its calls by one rule, the one
+// in the doc of [Call]: [Call.Context] bounds a call, [Call.Fail] turns its
+// failure into the error the queue expects (context.Cause(ctx) and
+// [ErrUnavailable] when the caller's ctx ended; ErrUnavailable when the call
+// timed out or the broker could not be reached, which each backend decides
+// for its own client's errors). A process asking for a shared setting other
+// than the queue's gets a [SettingsError] ([Shared.Diff] and
+// [CompareSettings] find it). These are exported, not internal to this
+// repository, because the ErrUnavailable rule is part of the contract: a
+// third-party backend must report its calls as the repository's backends
+// do, and does so by calling the same code.
 package driver
 
 // Where things are: backend.go holds the Backend interface and what crosses
 // it (Message, Delivery, DeadMessage, the results, Stats, SharedLease,
-// Reconnecter); config.go Config and Overflow; attempt.go Attempt and
-// Reason; errors.go the sentinel errors; inprocess.go InProcess, the
-// optional interface of a backend in the queue's process.
+// Reconnecter); call.go Call, how a broker backend bounds and reports its
+// calls; settings.go Shared, SettingsError and CompareSettings, the shared
+// settings; config.go Config and Overflow; attempt.go Attempt and Reason;
+// errors.go the sentinel errors; inprocess.go InProcess, the optional
+// interface of a backend in the queue's process.

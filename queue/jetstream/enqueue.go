@@ -54,7 +54,7 @@ func (b *Backend) Enqueue(ctx context.Context, m driver.Message) (driver.Enqueue
 			continue
 		}
 		// Block: poll with a capped backoff.
-		if !sleep(ctx, poll.Next()) {
+		if !calls.Sleep(ctx, poll.Next()) {
 			return res, context.Cause(ctx)
 		}
 	}
@@ -107,11 +107,6 @@ func (b *Backend) dropOldest(ctx context.Context, res *driver.EnqueueResult) err
 	return nil
 }
 
-// evictedError is the error of the attempt a job evicted by DropOldest is dead-lettered with:
-// the message memory.Backend uses (queue does not export it), so that both backends' dead
-// letters read alike.
-const evictedError = "queue: evicted by overflow (drop oldest)"
-
 // Fetching the oldest job to evict: a fetch waits evictFetchWait for it, and is tried again
 // at most evictRefetches times while the consumer says it has jobs not yet delivered (so that
 // a server slow to hand one out cannot hold Enqueue for more than about two seconds).
@@ -135,7 +130,7 @@ func (b *Backend) evictOldest(ctx context.Context) (string, []string, error) {
 		return "", nil, err
 	}
 	now := time.Now()
-	a := driver.Attempt{Start: now, End: now, Error: evictedError}
+	a := driver.Attempt{Start: now, End: now, Error: driver.ErrEvicted.Error()}
 	evicted, err := b.bury(rctx, d, driver.ReasonEvicted, a)
 	if err != nil {
 		return "", evicted, err

@@ -3,7 +3,6 @@ package jetstream
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -13,41 +12,21 @@ import (
 	"github.com/corral-go/corral/queue/driver"
 )
 
-// errCallTimeout is the cause of a request's context when the broker did
-// not answer within the call timeout (see WithCallTimeout).
-var errCallTimeout = errors.New("jetstream: no answer within the call timeout")
+// calls bounds and classifies the backend's requests by driver.Call's rule; the backend's
+// own part is which errors say the broker could not be reached (unreachable).
+var calls = driver.Call{Name: "jetstream", Unreachable: unreachable}
 
 // req returns the context of one request (or a short series of them) of a
 // call made with ctx: it ends with ctx, or after the call timeout, so that
 // no request waits for ever for a reply that died with a server.
 func (b *Backend) req(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeoutCause(ctx, b.o.callTimeout, errCallTimeout)
+	return calls.Context(ctx, b.o.callTimeout)
 }
 
-// fail returns the error of op, whose request failed with err, for a call
-// made with ctx:
-//   - the caller's ctx ended: its cause, and also queue.ErrUnavailable when
-//     the broker had not answered (the outcome is unknown);
-//   - the broker could not be reached or did not answer within the call
-//     timeout: an error matching queue.ErrUnavailable;
-//   - else err, wrapped with op.
-func fail(ctx context.Context, op string, err error) error {
-	if ctx.Err() != nil {
-		if unreachable(err) || errors.Is(err, context.Canceled) {
-			return fmt.Errorf("jetstream: %s: %w (%w)", op, context.Cause(ctx), driver.ErrUnavailable)
-		}
-		return fmt.Errorf("jetstream: %s: %w", op, context.Cause(ctx))
-	}
-	if unreachable(err) {
-		return fmt.Errorf("jetstream: %s: %w: %w", op, driver.ErrUnavailable, err)
-	}
-	return fmt.Errorf("jetstream: %s: %w", op, err)
-}
-
-// fail is the package's fail, noting the time of an error matching queue.ErrUnavailable
+// fail is calls.Fail, noting the time of an error matching queue.ErrUnavailable
 // (see staleRun).
 func (b *Backend) fail(ctx context.Context, op string, err error) error {
-	err = fail(ctx, op, err)
+	err = calls.Fail(ctx, op, err)
 	if errors.Is(err, driver.ErrUnavailable) {
 		b.restless()
 	}
@@ -76,7 +55,7 @@ func (b *Backend) noteLeader(ci *natsjs.ConsumerInfo) {
 // stream, or a cluster without a leader.
 func unreachable(err error) bool {
 	for _, target := range []error{
-		context.DeadlineExceeded, errCallTimeout, nats.ErrTimeout, nats.ErrNoResponders,
+		context.DeadlineExceeded, nats.ErrTimeout, nats.ErrNoResponders,
 		nats.ErrConnectionClosed, nats.ErrConnectionDraining, nats.ErrDisconnected,
 		nats.ErrConnectionReconnecting, nats.ErrStaleConnection, natsjs.ErrNoStreamResponse,
 		natsjs.ErrNoHeartbeat, natsjs.ErrServerShutdown,
@@ -143,7 +122,7 @@ func retried[T any](ctx context.Context, b *Backend, op func(context.Context) (T
 		if lost {
 			continue
 		}
-		if !sleep(ctx, racePauses.Delay(try-1, 0)) {
+		if !calls.Sleep(ctx, racePauses.Delay(try-1, 0)) {
 			return v, err
 		}
 	}
@@ -173,18 +152,6 @@ func known[T any](op func(context.Context) (T, error)) func(context.Context) (T,
 // racePauses are retried's pauses after a creation that raced another process's: 20ms after
 // the first, 20ms longer after each, up to 200ms.
 var racePauses = backoff.Linear(20*time.Millisecond, 200*time.Millisecond)
-
-// sleep waits for d, and reports whether it did: false if ctx ended first.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
-}
 
 // apiCode returns the JetStream API error code of err, 0 if it has none.
 func apiCode(err error) natsjs.ErrorCode {

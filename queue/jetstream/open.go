@@ -32,7 +32,7 @@ func (b *Backend) Open(ctx context.Context, cfg driver.Config) error {
 		return fmt.Errorf("jetstream: nats-server %s is too old: corral's queue needs 2.9.0 or later", v)
 	}
 	// Open makes a dozen requests: bound them together.
-	ctx, cancel := context.WithTimeoutCause(ctx, 4*b.o.callTimeout, errCallTimeout)
+	ctx, cancel := calls.Context(ctx, 4*b.o.callTimeout)
 	defer cancel()
 	// Held across the requests, so that a second Open waits for the first and then finds the
 	// backend opened (or opens it, if the first failed); b.mu is not, so that no other call

@@ -31,50 +31,33 @@ type settings struct {
 }
 
 func (b *Backend) settingsFor(cfg driver.Config) settings {
-	cfg = cfg.WithDefaults()
 	storage := "file"
 	if b.o.memory {
 		storage = "memory"
 	}
+	c := driver.SharedOf(cfg)
 	return settings{
-		Capacity: cfg.Capacity, Overflow: cfg.Overflow.String(), DedupHorizon: cfg.DedupHorizon,
-		DeadLetterLimit: cfg.DeadLetterLimit, Replicas: b.o.replicas, Storage: storage,
+		Capacity: c.Capacity, Overflow: c.Overflow, DedupHorizon: c.DedupHorizon,
+		DeadLetterLimit: c.DeadLetterLimit, Replicas: b.o.replicas, Storage: storage,
 	}
 }
 
 // diff returns the first setting in which s (this process's) and q (the
-// queue's) differ, as an error naming it and both values, or nil. The lease
-// is compared only when both have one.
+// queue's) differ, as a *driver.SettingsError, or nil (see driver.Shared.Diff).
 func (s settings) diff(q settings) error {
-	type field struct {
-		name        string
-		mine, queue any
-	}
-	for _, f := range []field{
-		{"capacity", s.Capacity, q.Capacity},
-		{"overflow", s.Overflow, q.Overflow},
-		{"dedup horizon", s.DedupHorizon, q.DedupHorizon},
-		{"dead-letter limit", s.DeadLetterLimit, q.DeadLetterLimit},
-		{"replicas", s.Replicas, q.Replicas},
-		{"storage", s.Storage, q.Storage},
-	} {
-		if f.mine != f.queue {
-			return &settingError{f.name, fmt.Sprint(f.mine), fmt.Sprint(f.queue)}
-		}
-	}
-	if s.Lease != 0 && q.Lease != 0 && s.Lease != q.Lease {
-		return &settingError{"lease", s.Lease.String(), q.Lease.String()}
-	}
-	return nil
+	return s.shared().Diff(q.shared(),
+		driver.Setting{Name: "replicas", Mine: s.Replicas, Queue: q.Replicas},
+		driver.Setting{Name: "storage", Mine: s.Storage, Queue: q.Storage})
 }
 
-// settingError is a shared setting that differs from the queue's.
-type settingError struct{ setting, mine, queue string }
-
-func (e *settingError) Error() string {
-	return fmt.Sprintf("%s %s differs from the queue's %s, set by another process "+
-		"(WithReconfigure changes it, with every other process stopped)", e.setting, e.mine, e.queue)
+// shared returns the settings that every backend shares.
+func (s settings) shared() driver.Shared {
+	return driver.Shared{Capacity: s.Capacity, Overflow: s.Overflow, DedupHorizon: s.DedupHorizon,
+		DeadLetterLimit: s.DeadLetterLimit, Lease: s.Lease}
 }
+
+// reconfigureHint ends the error of a shared setting that differs from the queue's.
+const reconfigureHint = "WithReconfigure changes it, with every other process stopped"
 
 func (b *Backend) settingsSubject() string { return "corral." + b.name + ".settings" }
 
@@ -141,7 +124,7 @@ func (b *Backend) agree(ctx context.Context, state natsjs.Stream, mine settings)
 			if err := mine.diff(cur); err == nil && (mine.Lease == cur.Lease || mine.Lease == 0) {
 				return cur, nil
 			} else if err != nil && !b.o.reconfigure {
-				return cur, fmt.Errorf("jetstream: queue %s: %w", b.name, err)
+				return cur, fmt.Errorf("jetstream: queue %s: %w (%s)", b.name, err, reconfigureHint)
 			}
 		}
 		ok, err := b.storeSettings(ctx, mine, seq)

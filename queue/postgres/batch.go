@@ -205,7 +205,7 @@ func (b *Backend) enqueueBatchOnce(ctx context.Context, q beginner, c *batch) (r
 	defer cancel()
 	tx, err := q.Begin(cctx)
 	if err != nil {
-		return res, false, fail(cctx, "enqueue a batch", err)
+		return res, false, calls.Fail(cctx, "enqueue a batch", err)
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(cctx)) }() // a no-op once committed
 	sql := b.sql.insertBatch
@@ -216,7 +216,7 @@ func (b *Backend) enqueueBatchOnce(ctx context.Context, q beginner, c *batch) (r
 	}
 	var taken []string
 	if err := tx.QueryRow(cctx, sql, args...).Scan(&taken, nil); err != nil {
-		return res, false, fail(cctx, "enqueue a batch", err)
+		return res, false, calls.Fail(cctx, "enqueue a batch", err)
 	}
 	if err := c.duplicates(taken); err != nil {
 		return res, false, err
@@ -227,7 +227,7 @@ func (b *Backend) enqueueBatchOnce(ctx context.Context, q beginner, c *batch) (r
 		}
 	}
 	if err := tx.Commit(cctx); err != nil {
-		return driver.EnqueueResult{}, false, fail(cctx, "enqueue a batch", err)
+		return driver.EnqueueResult{}, false, calls.Fail(cctx, "enqueue a batch", err)
 	}
 	return res, false, nil
 }
@@ -238,7 +238,7 @@ func (b *Backend) enqueueBatchOnce(ctx context.Context, q beginner, c *batch) (r
 func (b *Backend) reserveBatch(ctx context.Context, tx pgx.Tx, c *batch, res *driver.EnqueueResult) (full bool, err error) {
 	var over int64
 	if err := tx.QueryRow(ctx, b.sql.reserveBatch, b.name, len(c.id)).Scan(&over); err != nil {
-		return false, fail(ctx, "enqueue a batch", err)
+		return false, calls.Fail(ctx, "enqueue a batch", err)
 	}
 	if over <= 0 {
 		return false, nil
@@ -251,9 +251,9 @@ func (b *Backend) reserveBatch(ctx context.Context, tx pgx.Tx, c *batch, res *dr
 	case driver.Block:
 		return true, nil
 	}
-	rows, err := tx.Query(ctx, b.sql.evictBatch, b.name, c.id, errEvicted.Error(), over)
+	rows, err := tx.Query(ctx, b.sql.evictBatch, b.name, c.id, driver.ErrEvicted.Error(), over)
 	if err != nil {
-		return false, fail(ctx, "evict the oldest jobs", err)
+		return false, calls.Fail(ctx, "evict the oldest jobs", err)
 	}
 	fresh := 0
 	var evicted []string
@@ -267,7 +267,7 @@ func (b *Backend) reserveBatch(ctx context.Context, tx pgx.Tx, c *batch, res *dr
 		return nil
 	})
 	if err != nil {
-		return false, fail(ctx, "evict the oldest jobs", err)
+		return false, calls.Fail(ctx, "evict the oldest jobs", err)
 	}
 	if int64(len(evicted)) < over {
 		return false, driver.ErrFull // too many leased: the savepoint's rollback puts them back

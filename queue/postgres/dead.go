@@ -54,7 +54,7 @@ func (b *Backend) deadPage(ctx context.Context, after int64) ([]deadRow, error) 
 	defer cancel()
 	rows, err := b.pool.Query(cctx, b.sql.deadPage, b.name, after, deadPage)
 	if err != nil {
-		return nil, fail(cctx, "list the dead letters", err)
+		return nil, calls.Fail(cctx, "list the dead letters", err)
 	}
 	defer rows.Close()
 	var out []deadRow
@@ -68,7 +68,7 @@ func (b *Backend) deadPage(ctx context.Context, after int64) ([]deadRow, error) 
 		m := &r.dm.Message
 		if err := rows.Scan(&r.dseq, &m.ID, &m.Key, &m.Version, &m.Body, &m.EnqueuedAt, &notBefore, &startBy, &m.Attempt,
 			&reason, &hist, &r.dm.At); err != nil {
-			return nil, fail(cctx, "list the dead letters", err)
+			return nil, calls.Fail(cctx, "list the dead letters", err)
 		}
 		m.NotBefore, m.StartBy = derefTime(notBefore), derefTime(startBy)
 		r.dm.Reason = driver.Reason(reason)
@@ -78,7 +78,7 @@ func (b *Backend) deadPage(ctx context.Context, after int64) ([]deadRow, error) 
 		out = append(out, r)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fail(cctx, "list the dead letters", err)
+		return nil, calls.Fail(cctx, "list the dead letters", err)
 	}
 	return out, nil
 }
@@ -142,7 +142,7 @@ func (b *Backend) redriveOnce(ctx context.Context, id string) error {
 		errors.Is(err, errKeyBusy):
 		return err
 	}
-	return fail(cctx, "redrive", err)
+	return calls.Fail(cctx, "redrive", err)
 }
 
 // Purge implements driver.Backend.
@@ -158,7 +158,7 @@ func (b *Backend) Purge(ctx context.Context, id string) error {
 		return driver.ErrNotFound
 	}
 	if err != nil {
-		return fail(cctx, "purge", err)
+		return calls.Fail(cctx, "purge", err)
 	}
 	return nil
 }
@@ -178,7 +178,7 @@ func (b *Backend) Stats(ctx context.Context) (driver.Stats, error) {
 		dead   *int64
 	)
 	if err := b.pool.QueryRow(cctx, b.sql.stats, b.name).Scan(&s.Ready, &s.InFlight, &s.Delayed, &oldest, &dead); err != nil {
-		return s, fail(cctx, "stats", err)
+		return s, calls.Fail(cctx, "stats", err)
 	}
 	s.Oldest = derefTime(oldest)
 	if dead != nil {

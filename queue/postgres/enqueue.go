@@ -75,7 +75,7 @@ func (b *Backend) enqueueOnce(ctx context.Context, tx Tx, m driver.Message) (res
 	case errors.Is(err, errKeyBusy):
 		return res, true, nil
 	case err != nil && !errors.Is(err, driver.ErrDuplicate):
-		err = fail(cctx, "enqueue", err)
+		err = calls.Fail(cctx, "enqueue", err)
 	}
 	return res, false, err
 }
@@ -218,7 +218,7 @@ func (b *Backend) enqueueCounted(ctx context.Context, caller Tx, m driver.Messag
 	defer cancel()
 	tx, err := b.begin(cctx, caller)
 	if err != nil {
-		return res, false, fail(cctx, "enqueue", err)
+		return res, false, calls.Fail(cctx, "enqueue", err)
 	}
 	defer tx.rollback(context.WithoutCancel(cctx)) // a no-op once committed
 	seq, err := b.insert(cctx, tx, m, true)
@@ -229,7 +229,7 @@ func (b *Backend) enqueueCounted(ctx context.Context, caller Tx, m driver.Messag
 		return res, false, err
 	}
 	if err != nil {
-		return res, false, fail(cctx, "enqueue", err)
+		return res, false, calls.Fail(cctx, "enqueue", err)
 	}
 	var stored int64
 	err = tx.QueryRow(cctx, b.sql.reserve, b.name, 1).Scan(&stored)
@@ -247,16 +247,13 @@ func (b *Backend) enqueueCounted(ctx context.Context, caller Tx, m driver.Messag
 			return driver.EnqueueResult{}, false, err
 		}
 	case err != nil:
-		return res, false, fail(cctx, "enqueue", err)
+		return res, false, calls.Fail(cctx, "enqueue", err)
 	}
 	if err := tx.commit(cctx); err != nil {
-		return driver.EnqueueResult{}, false, fail(cctx, "enqueue", err)
+		return driver.EnqueueResult{}, false, calls.Fail(cctx, "enqueue", err)
 	}
 	return res, false, nil
 }
-
-// errEvicted is the error of the attempt an eviction records, as the in-memory backend's.
-var errEvicted = errors.New("queue: evicted by overflow (drop oldest)")
 
 // evictOldest moves, in tx, the oldest job not leased (but the job seq being enqueued) to the
 // dead letters with queue.ReasonEvicted, in place of the job being enqueued, and records it in
@@ -266,12 +263,12 @@ func (b *Backend) evictOldest(ctx context.Context, tx Tx, seq int64, res *driver
 		id    string
 		fresh bool
 	)
-	err := tx.QueryRow(ctx, b.sql.evict, b.name, seq, errEvicted.Error()).Scan(&id, &fresh)
+	err := tx.QueryRow(ctx, b.sql.evict, b.name, seq, driver.ErrEvicted.Error()).Scan(&id, &fresh)
 	if errors.Is(err, sql.ErrNoRows) {
 		return driver.ErrFull
 	}
 	if err != nil {
-		return fail(ctx, "evict the oldest job", err)
+		return calls.Fail(ctx, "evict the oldest job", err)
 	}
 	res.Evicted = append(res.Evicted, id)
 	// The evicted job's room is the new job's: stored stays.
@@ -295,14 +292,14 @@ func (b *Backend) countDead(ctx context.Context, tx Tx, fresh bool, leaving int,
 func (b *Backend) countDeadN(ctx context.Context, tx Tx, added, leaving int, evicted []string) ([]string, error) {
 	var over int64
 	if err := tx.QueryRow(ctx, b.sql.buryCount, b.name, added, leaving).Scan(&over); err != nil {
-		return evicted, fail(ctx, "count the dead letters", err)
+		return evicted, calls.Fail(ctx, "count the dead letters", err)
 	}
 	if over == 0 {
 		return evicted, nil
 	}
 	var list string // a JSON array: text that every driver carries
 	if err := tx.QueryRow(ctx, b.sql.evictDead, b.name, over).Scan(&list); err != nil {
-		return evicted, fail(ctx, "evict dead letters", err)
+		return evicted, calls.Fail(ctx, "evict dead letters", err)
 	}
 	var ids []string
 	if err := json.Unmarshal([]byte(list), &ids); err != nil {

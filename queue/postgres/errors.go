@@ -4,7 +4,6 @@ import (
 	"context"
 	sqldriver "database/sql/driver"
 	"errors"
-	"fmt"
 	"io"
 	"net"
 	"strings"
@@ -14,25 +13,9 @@ import (
 	"github.com/corral-go/corral/queue/driver"
 )
 
-// errCallTimeout is the cause of a query's context when the server did not answer within the
-// call timeout (see WithCallTimeout).
-var errCallTimeout = errors.New("postgres: no answer within the call timeout")
-
-// fail returns the error of op, whose query failed with err, for a call made with ctx:
-//   - the caller's ctx ended: its cause, and also queue.ErrUnavailable (the outcome of the
-//     query is unknown);
-//   - the server could not be reached, dropped the connection, is shutting down or starting,
-//     or did not answer within the call timeout: an error matching queue.ErrUnavailable;
-//   - else err, wrapped with op.
-func fail(ctx context.Context, op string, err error) error {
-	if cause := context.Cause(ctx); ctx.Err() != nil && !errors.Is(cause, errCallTimeout) {
-		return fmt.Errorf("postgres: %s: %w (%w)", op, cause, driver.ErrUnavailable)
-	}
-	if unreachable(err) || errors.Is(context.Cause(ctx), errCallTimeout) {
-		return fmt.Errorf("postgres: %s: %w: %w", op, driver.ErrUnavailable, err)
-	}
-	return fmt.Errorf("postgres: %s: %w", op, err)
-}
+// calls bounds and classifies the backend's queries by driver.Call's rule; the backend's
+// own part is which errors say the server could not be reached (unreachable).
+var calls = driver.Call{Name: "postgres", Unreachable: unreachable}
 
 // unreachable reports whether err says that the server could not be reached or did not
 // answer: a timeout, a connection that failed or closed (driver.ErrBadConn, from a database/sql
@@ -52,7 +35,7 @@ func unreachable(err error) bool {
 	}
 	var ne net.Error
 	var ce *pgconn.ConnectError
-	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, errCallTimeout) ||
+	return errors.Is(err, context.DeadlineExceeded) ||
 		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed) ||
 		errors.Is(err, pgconn.ErrConnClosed) || errors.Is(err, sqldriver.ErrBadConn) || pgconn.Timeout(err) || pgconn.SafeToRetry(err) ||
 		errors.As(err, &ne) || errors.As(err, &ce)

@@ -35,7 +35,7 @@ func (b *Backend) listen(ctx context.Context) {
 	for ctx.Err() == nil {
 		conn, err := b.listenConn(ctx)
 		if err != nil {
-			if !sleepCtx(ctx, delays.Next()) {
+			if !calls.Sleep(ctx, delays.Next()) {
 				return
 			}
 			continue
@@ -118,17 +118,5 @@ func (b *Backend) prune(ctx context.Context) {
 		if err != nil || tag.RowsAffected() == 0 {
 			return
 		}
-	}
-}
-
-// sleepCtx sleeps for d, and reports false if ctx ended first.
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
 	}
 }

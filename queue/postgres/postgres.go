@@ -182,7 +182,7 @@ func (b *Backend) Open(ctx context.Context, cfg driver.Config) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeoutCause(ctx, 2*b.o.callTimeout, errCallTimeout)
+	ctx, cancel := calls.Context(ctx, 2*b.o.callTimeout)
 	defer cancel()
 	b.openMu.Lock()
 	defer b.openMu.Unlock()
@@ -200,7 +200,7 @@ func (b *Backend) Open(ctx context.Context, cfg driver.Config) error {
 		if errors.As(err, &se) {
 			return err
 		}
-		return fail(ctx, "check the schema", err)
+		return calls.Fail(ctx, "check the schema", err)
 	}
 	set, err := b.agree(ctx, settingsFor(cfg))
 	if err != nil {
@@ -283,7 +283,7 @@ type querier interface {
 // call returns the context of one query (or a short transaction) of a call made with ctx: it
 // ends with ctx, or after the call timeout.
 func (b *Backend) call(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeoutCause(ctx, b.o.callTimeout, errCallTimeout)
+	return calls.Context(ctx, b.o.callTimeout)
 }
 
 // micros returns d in microseconds, for the SQL's durations.

@@ -212,7 +212,7 @@ func (b *Backend) claimRound(batch []*claimReq) {
 	defer cancel()
 	jobs, r, err := b.claimQuery(ctx, batch[0].lease, len(batch))
 	if err != nil {
-		err = fail(ctx, "receive", err)
+		err = calls.Fail(ctx, "receive", err)
 	}
 	var lost []driver.Delivery
 	b.claimMu.Lock()
@@ -301,7 +301,7 @@ func receiveFail(ctx, cctx context.Context, op string, err error) error {
 	if ctx.Err() != nil {
 		return context.Cause(ctx)
 	}
-	return fail(cctx, op, err)
+	return calls.Fail(cctx, op, err)
 }
 
 func derefTime(t *time.Time) time.Time {

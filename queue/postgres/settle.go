@@ -46,7 +46,7 @@ func (b *Backend) Start(ctx context.Context, d *driver.Delivery) error {
 	defer cancel()
 	tag, err := b.pool.Exec(cctx, b.sql.start, seq, int64(d.Seq))
 	if err != nil {
-		return fail(cctx, "start", err)
+		return calls.Fail(cctx, "start", err)
 	}
 	if tag.RowsAffected() == 0 {
 		return driver.ErrLeaseLost
@@ -60,7 +60,7 @@ func (b *Backend) startMany(ctx context.Context, keys []leaseKey) ([]int64, erro
 	if len(keys) == 1 {
 		tag, err := b.pool.Exec(ctx, b.sql.startOne, keys[0].seq, keys[0].lease)
 		if err != nil {
-			return nil, fail(ctx, "start", err)
+			return nil, calls.Fail(ctx, "start", err)
 		}
 		if tag.RowsAffected() == 0 {
 			return nil, nil
@@ -70,11 +70,11 @@ func (b *Backend) startMany(ctx context.Context, keys []leaseKey) ([]int64, erro
 	seqs, leases := arrays(keys)
 	rows, err := b.pool.Query(ctx, b.sql.startMany, seqs, leases)
 	if err != nil {
-		return nil, fail(ctx, "start", err)
+		return nil, calls.Fail(ctx, "start", err)
 	}
 	started, err := pgx.CollectRows(rows, pgx.RowTo[int64])
 	if err != nil {
-		return nil, fail(ctx, "start", err)
+		return nil, calls.Fail(ctx, "start", err)
 	}
 	return started, nil
 }
@@ -93,7 +93,7 @@ func (b *Backend) ackMany(ctx context.Context, keys []leaseKey) ([]int64, error)
 		row = b.pool.QueryRow(ctx, b.sql.ackMany, b.name, seqs, leases, b.channel)
 	}
 	if err := row.Scan(&acked, &notified); err != nil {
-		return nil, fail(ctx, "ack", err)
+		return nil, calls.Fail(ctx, "ack", err)
 	}
 	return acked, nil
 }
@@ -109,7 +109,7 @@ func (b *Backend) Extend(ctx context.Context, d *driver.Delivery, lease time.Dur
 	defer cancel()
 	tag, err := b.pool.Exec(cctx, b.sql.extend, seq, int64(d.Seq), micros(lease))
 	if err != nil {
-		return fail(cctx, "extend the lease", err)
+		return calls.Fail(cctx, "extend the lease", err)
 	}
 	if tag.RowsAffected() == 1 {
 		return nil
@@ -125,7 +125,7 @@ func (b *Backend) Extend(ctx context.Context, d *driver.Delivery, lease time.Dur
 		}
 		return driver.ErrLeaseLost
 	}
-	return fail(cctx, "extend the lease", err)
+	return calls.Fail(cctx, "extend the lease", err)
 }
 
 // Ack implements driver.Backend. A job acked by its handler's committed transaction (AckTx) is
@@ -150,7 +150,7 @@ func (b *Backend) Ack(ctx context.Context, d *driver.Delivery) error {
 	}
 	var n, notified int64
 	if err := b.pool.QueryRow(cctx, sql, b.name, seq, int64(d.Seq), b.channel).Scan(&n, &notified); err != nil {
-		return fail(cctx, "ack", err)
+		return calls.Fail(cctx, "ack", err)
 	}
 	if n == 0 {
 		return driver.ErrLeaseLost
@@ -173,7 +173,7 @@ func (b *Backend) Nack(ctx context.Context, d *driver.Delivery, delay time.Durat
 	defer cancel()
 	tag, err := b.pool.Exec(cctx, b.sql.nack, b.name, seq, int64(d.Seq), micros(max(delay, 0)), hist, b.channel)
 	if err != nil {
-		return fail(cctx, "nack", err)
+		return calls.Fail(cctx, "nack", err)
 	}
 	if tag.RowsAffected() == 0 {
 		return driver.ErrLeaseLost
@@ -193,7 +193,7 @@ func (b *Backend) Release(ctx context.Context, d *driver.Delivery, delay time.Du
 	defer cancel()
 	tag, err := b.pool.Exec(cctx, b.sql.release, b.name, seq, int64(d.Seq), b.channel, micros(delay))
 	if err != nil {
-		return fail(cctx, "release", err)
+		return calls.Fail(cctx, "release", err)
 	}
 	if tag.RowsAffected() == 0 {
 		return driver.ErrLeaseLost
@@ -231,7 +231,7 @@ func (b *Backend) Bury(ctx context.Context, d *driver.Delivery, reason driver.Re
 			return driver.ErrLeaseLost
 		}
 		if err != nil {
-			return fail(cctx, "bury", err)
+			return calls.Fail(cctx, "bury", err)
 		}
 		leaving := 0
 		if b.cfg.Capacity > 0 {
@@ -241,7 +241,7 @@ func (b *Backend) Bury(ctx context.Context, d *driver.Delivery, reason driver.Re
 		return err
 	})
 	if err != nil && !errors.Is(err, driver.ErrLeaseLost) && !errors.Is(err, driver.ErrUnavailable) {
-		err = fail(cctx, "bury", err) // the commit's
+		err = calls.Fail(cctx, "bury", err) // the commit's
 	}
 	if err != nil {
 		return driver.BuryResult{}, err
@@ -345,7 +345,7 @@ func (b *Backend) ackedInTx(ctx context.Context, d *driver.Delivery) (bool, erro
 	}
 	var status *string
 	if err := b.pool.QueryRow(ctx, b.sql.txStatus, e.xid).Scan(&status); err != nil {
-		return false, fail(ctx, "ack", err)
+		return false, calls.Fail(ctx, "ack", err)
 	}
 	return status != nil && *status == "committed", nil
 }

@@ -134,7 +134,7 @@ func AckTx[T any](ctx context.Context, tx Tx, b *Backend, job queue.Job[T]) erro
 	defer cancel()
 	var n, notified, xid int64
 	if err := tx.QueryRow(cctx, stmt, b.name, e.seq, e.lease, b.channel).Scan(&n, &notified, &xid); err != nil {
-		return fail(cctx, "ack in the transaction", err)
+		return calls.Fail(cctx, "ack in the transaction", err)
 	}
 	if n == 0 {
 		return fmt.Errorf("postgres: AckTx of job %s (attempt %d): %w", job.ID, job.Attempt, driver.ErrLeaseLost)

@@ -120,14 +120,10 @@ func jsonNow() string {
 	return string(j)
 }
 
-// errEvicted is the error of the history entry of a job evicted by DropOldest, as the
-// in-memory backend's.
-var errEvicted = errors.New("queue: evicted by overflow (drop oldest)")
-
 // evictedJSON returns the history entry of a job evicted now: Number 0, no run.
 func evictedJSON() []byte {
 	now := time.Now()
-	j, _ := json.Marshal(driver.Attempt{Start: now, End: now, Error: errEvicted.Error()})
+	j, _ := json.Marshal(driver.Attempt{Start: now, End: now, Error: driver.ErrEvicted.Error()})
 	return j
 }
 
@@ -243,7 +239,7 @@ func (b *Backend) DeadLetters(ctx context.Context) iter.Seq2[driver.DeadMessage,
 			})
 			if err != nil {
 				b.reloadIfGone(cctx, err)
-				err = fail(ctx, cctx, "dead letters", err)
+				err = calls.Fail(cctx, "dead letters", err)
 			}
 			cancel()
 			if err != nil {

@@ -140,13 +140,13 @@ var (
 	_ driver.SharedLease = (*Backend)(nil)
 )
 
-// errCallTimeout is the cause of a command's context when the server did not answer within
-// the call timeout.
-var errCallTimeout = errors.New("redis: no answer within the call timeout")
+// calls bounds and classifies the backend's commands by driver.Call's rule; the backend's own
+// part is which errors say the server could not be reached (unreachable).
+var calls = driver.Call{Name: "redis", Unreachable: unreachable}
 
 // call returns the context of one command of a call made with ctx.
 func (b *Backend) call(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeoutCause(ctx, b.o.callTimeout, errCallTimeout)
+	return calls.Context(ctx, b.o.callTimeout)
 }
 
 // within runs f, one exchange with the server, in a goroutine of its own that xs counts, and
@@ -231,14 +231,14 @@ func (b *Backend) run(ctx context.Context, op string, s *goredis.Script, args ..
 	cctx, cancel := b.call(ctx)
 	defer cancel()
 	if b.o.replicas > 0 && s != statsScript {
-		return b.runReplicated(ctx, cctx, op, s, args)
+		return b.runReplicated(cctx, op, s, args)
 	}
 	v, err := within(&b.xs, cctx, func(cctx context.Context) (any, error) {
 		return s.Run(cctx, b.client, []string{b.prefix}, args...).Result()
 	})
 	if err != nil && !errors.Is(err, goredis.Nil) {
 		b.reloadIfGone(cctx, err)
-		return nil, fail(ctx, cctx, op, err)
+		return nil, calls.Fail(cctx, op, err)
 	}
 	return v, nil
 }
@@ -258,14 +258,14 @@ func (b *Backend) reloadIfGone(ctx context.Context, err error) {
 // goes to the client of the master serving the queue's slot: a cluster pipeline would send
 // WAIT, which names no key, to any node. A master that moved (MOVED, or gone) makes the
 // cluster client reload the slots and the call fail with ErrUnavailable, to be tried again.
-func (b *Backend) runReplicated(ctx, cctx context.Context, op string, s *goredis.Script, args []any) (any, error) {
+func (b *Backend) runReplicated(cctx context.Context, op string, s *goredis.Script, args []any) (any, error) {
 	var c goredis.Cmdable = b.client
 	cc, cluster := b.client.(*goredis.ClusterClient)
 	if cluster {
 		m, err := within(&b.xs, cctx, func(cctx context.Context) (*goredis.Client, error) { return cc.MasterForKey(cctx, b.prefix) })
 		if err != nil {
 			cc.ReloadState(cctx)
-			return nil, fail(ctx, cctx, op, err)
+			return nil, calls.Fail(cctx, op, err)
 		}
 		c = m
 	}
@@ -279,7 +279,7 @@ func (b *Backend) runReplicated(ctx, cctx context.Context, op string, s *goredis
 		if errors.Is(err, errFewReplicas) {
 			return nil, fmt.Errorf("redis: %s: %w", op, err)
 		}
-		return nil, fail(ctx, cctx, op, err)
+		return nil, calls.Fail(cctx, op, err)
 	}
 	return v, nil
 }
@@ -315,19 +315,6 @@ func (b *Backend) evalWait(cctx context.Context, c goredis.Cmdable, s *goredis.S
 		return nil, fmt.Errorf("%w, confirmed by %d of %d replicas within %v", errFewReplicas, n, b.o.replicas, b.o.replicaWait)
 	}
 	return v, nil
-}
-
-// fail returns the error of op, whose command failed with err: the caller's ctx cause (and
-// ErrUnavailable: the outcome is unknown), ErrUnavailable for a server that could not be
-// reached or did not answer in time, else err wrapped.
-func fail(ctx, cctx context.Context, op string, err error) error {
-	if ctx.Err() != nil {
-		return fmt.Errorf("redis: %s: %w (%w)", op, context.Cause(ctx), driver.ErrUnavailable)
-	}
-	if cctx.Err() != nil || unreachable(err) {
-		return fmt.Errorf("redis: %s: %w: %w", op, driver.ErrUnavailable, err)
-	}
-	return fmt.Errorf("redis: %s: %w", op, err)
 }
 
 // unreachable reports whether err says the server could not be reached or is not serving yet.
@@ -373,21 +360,15 @@ func (b *Backend) Open(ctx context.Context, cfg driver.Config) error {
 	if err != nil {
 		return err
 	}
-	got := strs(v)
-	mine := []string{strconv.Itoa(cfg.Capacity), cfg.Overflow.String(),
-		strconv.FormatInt(cfg.DedupHorizon.Milliseconds(), 10), strconv.Itoa(cfg.DeadLetterLimit),
-		strconv.Itoa(b.o.replicas)}
-	for i, name := range []string{"capacity", "overflow", "dedup horizon", "dead-letter limit", "replicas"} {
-		q := ""
-		if i < len(got) {
-			q = got[i]
-		}
-		if q != mine[i] {
-			if i == 2 {
-				mine[i], q = msString(mine[i]), msString(q)
-			}
-			return fmt.Errorf("redis: queue %s: %s %s differs from the queue's %s, set by another process", b.name, name, mine[i], q)
-		}
+	got := append(strs(v), make([]string, 5)...) // "" for a setting the record lacks
+	if err := driver.CompareSettings(
+		driver.Setting{Name: "capacity", Mine: strconv.Itoa(cfg.Capacity), Queue: got[0]},
+		driver.Setting{Name: "overflow", Mine: cfg.Overflow.String(), Queue: got[1]},
+		driver.Setting{Name: "dedup horizon", Mine: msString(strconv.FormatInt(cfg.DedupHorizon.Milliseconds(), 10)), Queue: msString(got[2])},
+		driver.Setting{Name: "dead-letter limit", Mine: strconv.Itoa(cfg.DeadLetterLimit), Queue: got[3]},
+		driver.Setting{Name: "replicas", Mine: strconv.Itoa(b.o.replicas), Queue: got[4]},
+	); err != nil {
+		return fmt.Errorf("redis: queue %s: %w", b.name, err)
 	}
 	b.mu.Lock()
 	b.opened, b.cfg = true, cfg
@@ -411,7 +392,7 @@ func (b *Backend) CheckLease(ctx context.Context, lease time.Duration) error {
 	}
 	s, _ := v.(string)
 	if s != strconv.FormatInt(lease.Milliseconds(), 10) {
-		return fmt.Errorf("redis: queue %s: lease %v differs from the queue's %s, set by another process", b.name, lease, msString(s))
+		return fmt.Errorf("redis: queue %s: %w", b.name, &driver.SettingsError{Setting: "lease", Mine: lease.String(), Queue: msString(s)})
 	}
 	b.mu.Lock()
 	b.lease = lease

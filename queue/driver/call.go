@@ -1,0 +1,77 @@
+package driver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Call is how a backend bounds and classifies the calls it makes to its
+// broker, so that every backend reports them by the same rule. A Call is
+// an immutable value, safe for concurrent use; a backend keeps one for all
+// its calls.
+//
+// The rule of [Call.Fail], for a call made with a context from
+// [Call.Context] (or one derived from it) that failed with err:
+//   - the caller's ctx ended first: the error matches context.Cause(ctx)
+//     and ErrUnavailable, whatever err is: the call was abandoned, so its
+//     outcome is unknown;
+//   - the call's own deadline passed first: the error matches
+//     ErrUnavailable and err;
+//   - err says the broker could not be reached (Unreachable): the error
+//     matches ErrUnavailable and err;
+//   - else the error matches err, and not ErrUnavailable.
+//
+// Every error starts with "Name: op: ".
+type Call struct {
+	// Name is the backend's package name, the first word of its errors.
+	Name string
+	// Unreachable reports whether err, an error of the broker's client,
+	// says the broker could not be reached or did not answer. Each backend
+	// knows its client's errors; a nil Unreachable knows none.
+	Unreachable func(err error) bool
+}
+
+// timeoutError is the cause of a call's context when its deadline passed:
+// it names the backend, so that one Call tells its own deadline from the
+// caller's.
+type timeoutError struct{ name string }
+
+func (e timeoutError) Error() string { return e.name + ": no answer within the call timeout" }
+
+// Context returns the context of one call (or a short series of them)
+// made with ctx: it ends with ctx, or after d, so that no call waits for
+// ever for an answer that died with a broker.
+func (c Call) Context(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	return context.WithTimeoutCause(ctx, d, timeoutError{c.Name})
+}
+
+// Fail returns the error of op, a call made with ctx that failed with err
+// (not nil), by the rule in the doc of [Call].
+func (c Call) Fail(ctx context.Context, op string, err error) error {
+	cause := context.Cause(ctx)
+	timedOut := errors.Is(cause, timeoutError{c.Name}) || errors.Is(err, timeoutError{c.Name})
+	switch {
+	case ctx.Err() != nil && !timedOut:
+		return fmt.Errorf("%s: %s: %w (%w)", c.Name, op, cause, ErrUnavailable)
+	case timedOut:
+		return fmt.Errorf("%s: %s: %w: %w: %w", c.Name, op, ErrUnavailable, timeoutError{c.Name}, err)
+	case c.Unreachable != nil && c.Unreachable(err):
+		return fmt.Errorf("%s: %s: %w: %w", c.Name, op, ErrUnavailable, err)
+	}
+	return fmt.Errorf("%s: %s: %w", c.Name, op, err)
+}
+
+// Sleep waits for d between two tries of a call, and reports whether it
+// did: false if ctx ended first.
+func (Call) Sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}

@@ -1,0 +1,98 @@
+package driver_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/corral-go/corral/queue/driver"
+)
+
+var (
+	errStop   = errors.New("stop")         // the caller's cause
+	errGone   = errors.New("conn refused") // an error the backend calls unreachable
+	errBroker = errors.New("no such key")  // any other answer of the broker
+)
+
+var testCall = driver.Call{Name: "kit", Unreachable: func(err error) bool { return errors.Is(err, errGone) }}
+
+// One rule for a call that failed, whatever the backend: the caller's ctx
+// ended (its cause, and ErrUnavailable whatever the error), the call's own
+// deadline passed (ErrUnavailable and the error), the broker could not be
+// reached (ErrUnavailable and the error), or any other error (that error
+// only).
+func TestCallFail(t *testing.T) {
+	canceledWith := func(cause error) context.Context {
+		ctx, cancel := context.WithCancelCause(context.Background())
+		cancel(cause)
+		return ctx
+	}
+	pastDeadline, cancel := context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
+	defer cancel()
+	type is struct{ unavailable, stop, gone, broker, canceled, deadline bool }
+	for _, tc := range []struct {
+		name   string
+		caller context.Context
+		call   time.Duration // the call's own deadline
+		err    error
+		want   is
+		msg    string
+	}{
+		{"caller canceled with a cause, broker answered late", canceledWith(errStop), time.Hour, errBroker,
+			is{unavailable: true, stop: true}, "kit: op: stop (queue: backend unavailable)"},
+		{"caller canceled", canceledWith(nil), time.Hour, context.Canceled,
+			is{unavailable: true, canceled: true}, "kit: op: context canceled (queue: backend unavailable)"},
+		{"caller's deadline passed", pastDeadline, time.Hour, context.DeadlineExceeded,
+			is{unavailable: true, deadline: true}, "kit: op: context deadline exceeded (queue: backend unavailable)"},
+		{"call timeout", context.Background(), 0, context.DeadlineExceeded,
+			is{unavailable: true, deadline: true},
+			"kit: op: queue: backend unavailable: kit: no answer within the call timeout: context deadline exceeded"},
+		{"call timeout, broker answered late", context.Background(), 0, errBroker,
+			is{unavailable: true, broker: true},
+			"kit: op: queue: backend unavailable: kit: no answer within the call timeout: no such key"},
+		{"unreachable", context.Background(), time.Hour, errGone,
+			is{unavailable: true, gone: true}, "kit: op: queue: backend unavailable: conn refused"},
+		{"unreachable, wrapped", context.Background(), time.Hour, fmt.Errorf("dial: %w", errGone),
+			is{unavailable: true, gone: true}, "kit: op: queue: backend unavailable: dial: conn refused"},
+		{"other error", context.Background(), time.Hour, errBroker,
+			is{broker: true}, "kit: op: no such key"},
+	} {
+		ctx, cancel := testCall.Context(tc.caller, tc.call)
+		err := testCall.Fail(ctx, "op", tc.err)
+		cancel()
+		got := is{
+			errors.Is(err, driver.ErrUnavailable), errors.Is(err, errStop), errors.Is(err, errGone),
+			errors.Is(err, errBroker), errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded),
+		}
+		if got != tc.want || err.Error() != tc.msg {
+			t.Errorf("%s: Fail = %q, matching %+v; want %q, matching %+v", tc.name, err, got, tc.msg, tc.want)
+		}
+	}
+}
+
+// A Call with no Unreachable predicate calls no error unreachable.
+func TestCallFailNoPredicate(t *testing.T) {
+	err := driver.Call{Name: "kit"}.Fail(context.Background(), "op", errGone)
+	if errors.Is(err, driver.ErrUnavailable) || err.Error() != "kit: op: conn refused" {
+		t.Errorf("Fail = %q, want kit: op: conn refused, not ErrUnavailable", err)
+	}
+}
+
+// Sleep waits exactly d, or returns false as soon as ctx ends.
+func TestCallSleep(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		start := time.Now()
+		if !testCall.Sleep(context.Background(), 3*time.Second) || time.Since(start) != 3*time.Second {
+			t.Errorf("Sleep(3s) returned after %v, want true after 3s", time.Since(start))
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		start = time.Now()
+		if testCall.Sleep(ctx, time.Hour) || time.Since(start) != time.Second {
+			t.Errorf("Sleep(1h) with a 1s ctx returned after %v, want false after 1s", time.Since(start))
+		}
+	})
+}
