@@ -50,6 +50,7 @@ type Queue[T any] struct {
 	idSeq atomic.Uint64
 	ids   atomic.Pointer[idBlock]
 	c     counters
+	lat   latencies
 }
 
 // New returns a queue of jobs with payload T, with its backend opened:

@@ -267,7 +267,7 @@ func (w *worker[T]) handle() {
 	var (
 		catch    panics.Catcher
 		herr     error
-		runStart time.Time // when the handler started, if a hook gets its Duration
+		runStart time.Time // when the handler started
 	)
 	// Runs on return, panic and runtime.Goexit alike, after catch.Recover. (A
 	// deferred call, not a closure: a frame less on every job's path.)
@@ -278,9 +278,7 @@ func (w *worker[T]) handle() {
 	if h := q.hooks.OnStart; h != nil {
 		callHook(hctx, c, "OnStart", h, Event{ID: d.ID, Key: d.Key, Attempt: d.Attempt})
 	}
-	if c.timed {
-		runStart = time.Now()
-	}
+	runStart = q.clk.Now()
 	herr = c.h(hctx, job)
 	catch.Returned()
 }
@@ -376,8 +374,8 @@ func (w *worker[T]) dropLost() {
 }
 
 // finish settles the job in w.d once its handler, started at now, ended as
-// catch says, returning *herrp; *runStartp is when its run started, if a
-// hook gets its Duration. (Pointers, read as finish runs: handle defers it
+// catch says, returning *herrp; *runStartp is when its run started (zero
+// if OnStart ended the goroutine before the handler ran). (Pointers, read as finish runs: handle defers it
 // before they are set.) Whether the job is Drain's or Close's to report is
 // decided as the handler returns, before it is settled: a caller who saw it
 // settled called them later.
@@ -393,9 +391,9 @@ func (w *worker[T]) finish(hctx context.Context, catch *panics.Catcher, herrp *e
 		panicErr = ErrGoexit
 	}
 	failed := herr != nil || panicErr != nil
-	var end time.Time
-	if failed || c.timed {
-		end = time.Now()
+	end := c.q.clk.Now()
+	if !runStart.IsZero() {
+		c.q.lat.record(&w.d.Message, runStart, end)
 	}
 	leaseOver := w.endLease()
 	shutdown := !leaseOver && c.base.Err() != nil
@@ -408,7 +406,7 @@ func (w *worker[T]) finish(hctx context.Context, catch *panics.Catcher, herrp *e
 	if failed {
 		o, delay, ev = w.outcome(herr, panicErr, leaseOver, shutdown, &a)
 	}
-	if c.timed && !runStart.IsZero() {
+	if !runStart.IsZero() {
 		ev.Duration = end.Sub(runStart)
 	}
 	w.settle(hctx, counted, o, delay, &a, &ev)

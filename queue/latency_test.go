@@ -1,0 +1,137 @@
+package queue
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/corral-go/corral/backoff"
+	"github.com/corral-go/corral/latency"
+)
+
+// histograms returns the Histograms of the durations given.
+func histograms(ds ...time.Duration) latency.Histogram {
+	var h latency.Histogram
+	for _, d := range ds {
+		h.Record(d)
+	}
+	return h
+}
+
+// Stats.Wait, Run and EndToEnd hold the exact durations of every handler
+// run, on the virtual clock: a delayed job's wait counts from its
+// NotBefore, an immediate one's from its enqueue, a failed run and its
+// retry are both recorded (the retry's wait from the same enqueue).
+func TestStatsLatencyExact(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		q, _ := New[string](ctx)
+		runs := map[string]time.Duration{"delayed": 2 * time.Second, "now": 500 * time.Millisecond,
+			"flaky": 3 * time.Second}
+		var (
+			mu    sync.Mutex
+			tries = map[string]int{}
+		)
+		enqueueOK(t, q, "delayed", WithDelay(3*time.Second))
+		time.Sleep(7 * time.Second) // "delayed" is due at 3s: it waits 4s for a consumer
+		c, err := q.Consume(ctx, func(ctx context.Context, j Job[string]) error {
+			time.Sleep(runs[j.Payload])
+			mu.Lock()
+			defer mu.Unlock()
+			tries[j.Payload]++
+			if j.Payload == "flaky" && tries[j.Payload] == 1 {
+				return errors.New("flaky")
+			}
+			return nil
+		}, WithWorkers(1), WithBackoff(backoff.Constant(10*time.Second)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait() // "delayed" runs for 2s
+		time.Sleep(time.Minute)
+		enqueueOK(t, q, "now") // starts at once, runs 0.5s
+		time.Sleep(time.Minute)
+		enqueueOK(t, q, "flaky") // runs 3s, fails, comes back 10s later, runs 3s
+		time.Sleep(time.Minute)
+		if _, err := c.Close(ctx); err != nil {
+			t.Fatal(err)
+		}
+		s, _ := q.Stats(ctx)
+		wantWait := histograms(4*time.Second, 0, 0, 13*time.Second)
+		wantRun := histograms(2*time.Second, 500*time.Millisecond, 3*time.Second, 3*time.Second)
+		wantTotal := histograms(6*time.Second, 500*time.Millisecond, 3*time.Second, 16*time.Second)
+		for _, x := range []struct {
+			name      string
+			got, want latency.Histogram
+		}{{"Wait", s.Wait, wantWait}, {"Run", s.Run, wantRun}, {"EndToEnd", s.EndToEnd, wantTotal}} {
+			if x.got != x.want {
+				t.Errorf("%s: count %d sum %v max %v; want count %d sum %v max %v (or other buckets)",
+					x.name, x.got.Count, x.got.Sum, x.got.Max, x.want.Count, x.want.Sum, x.want.Max)
+			}
+		}
+		if s.Acked != 3 || s.Retried != 1 {
+			t.Errorf("acked %d, retried %d; want 3 and 1", s.Acked, s.Retried)
+		}
+	})
+}
+
+// Many workers of several consumers record at once: every run is in the
+// three histograms once, whole (run with -race -count=200).
+func TestStatsLatencyConcurrent(t *testing.T) {
+	ctx := context.Background()
+	q, _ := New[int](ctx)
+	const jobs = 500
+	var wg sync.WaitGroup
+	wg.Add(jobs)
+	h := func(ctx context.Context, j Job[int]) error {
+		defer wg.Done()
+		if j.Payload%7 == 0 {
+			time.Sleep(time.Microsecond * time.Duration(j.Payload))
+		}
+		return nil
+	}
+	var cs []*Consumer[int]
+	for range 3 {
+		c, err := q.Consume(ctx, h, WithWorkers(4))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cs = append(cs, c)
+	}
+	var enq sync.WaitGroup
+	for p := range 2 {
+		enq.Go(func() {
+			for i := p; i < jobs; i += 2 {
+				if _, err := q.Enqueue(ctx, i); err != nil {
+					t.Error(err)
+				}
+			}
+		})
+	}
+	enq.Wait()
+	wg.Wait()
+	for _, c := range cs {
+		if _, err := c.Close(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s, _ := q.Stats(ctx)
+	for name, hg := range map[string]latency.Histogram{"Wait": s.Wait, "Run": s.Run, "EndToEnd": s.EndToEnd} {
+		var n uint64
+		for _, k := range hg.Counts {
+			n += k
+		}
+		if hg.Count != jobs || n != jobs {
+			t.Errorf("%s: Count %d, buckets %d; want %d", name, hg.Count, n, jobs)
+		}
+	}
+	if s.EndToEnd.Sum != s.Wait.Sum+s.Run.Sum {
+		t.Errorf("EndToEnd.Sum %v != Wait.Sum %v + Run.Sum %v", s.EndToEnd.Sum, s.Wait.Sum, s.Run.Sum)
+	}
+	if s.Run.Sum < 7*time.Microsecond*(7+14+21) { // some of the sleeps, at least
+		t.Errorf("Run.Sum %v: the handlers' sleeps are missing", s.Run.Sum)
+	}
+}
