@@ -107,6 +107,7 @@ type Consumer[T any] struct {
 	closing chan struct{}
 	closed  bool // set once by Drain or Close, never reset
 
+	timed      bool                          // q.timed: handler runs are timed (see Queue.timed)
 	healthHook func(context.Context, Health) // c.healthChanged, bound once
 
 	hookPanic atomic.Pointer[PanicError] // the first hook panic, set once
@@ -160,6 +161,7 @@ func (q *Queue[T]) Consume(ctx context.Context, h Handler[T], opts ...ConsumerOp
 		closing: make(chan struct{}, 1),
 		drained: make(chan struct{}),
 		running: o.loops(),
+		timed:   q.timed,
 	}
 	c.healthHook = c.healthChanged
 	c.fast = q.fast

@@ -167,7 +167,7 @@ func ExampleConsumer_Close() {
 // together. (Histograms of several processes add up with Merge.)
 func ExampleStats_latency() {
 	ctx := context.Background()
-	q, err := queue.New[int](ctx)
+	q, err := queue.New[int](ctx, queue.WithTimings())
 	if err != nil {
 		panic(err)
 	}

@@ -14,7 +14,9 @@ import (
 // metrics or tracing. Each gets the context of the work it reports on
 // first, then the event. They run synchronously on the goroutine where the
 // event happens (the producer's or a worker's), may run concurrently with
-// each other, and must not block. A nil hook is skipped, and costs nothing.
+// each other, and must not block. A nil hook is skipped, and costs nothing:
+// a consumer reads the clock for [Event.Duration] only when OnSuccess,
+// OnRetry or OnDead is set (or [WithTimings]).
 //
 // The contexts: OnEnqueue, OnDrop, and OnDead of a job evicted by
 // DropOldest get the ctx of the Enqueue (or Redrive) that caused them.

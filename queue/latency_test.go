@@ -28,7 +28,7 @@ func histograms(ds ...time.Duration) latency.Histogram {
 func TestStatsLatencyExact(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
-		q, _ := New[string](ctx)
+		q, _ := New[string](ctx, WithTimings())
 		runs := map[string]time.Duration{"delayed": 2 * time.Second, "now": 500 * time.Millisecond,
 			"flaky": 3 * time.Second}
 		var (
@@ -82,7 +82,7 @@ func TestStatsLatencyExact(t *testing.T) {
 // three histograms once, whole (run with -race -count=200).
 func TestStatsLatencyConcurrent(t *testing.T) {
 	ctx := context.Background()
-	q, _ := New[int](ctx)
+	q, _ := New[int](ctx, WithTimings())
 	const jobs = 500
 	var wg sync.WaitGroup
 	wg.Add(jobs)
@@ -133,5 +133,53 @@ func TestStatsLatencyConcurrent(t *testing.T) {
 	}
 	if s.Run.Sum < 7*time.Microsecond*(7+14+21) { // some of the sleeps, at least
 		t.Errorf("Run.Sum %v: the handlers' sleeps are missing", s.Run.Sum)
+	}
+}
+
+// Without WithTimings the histograms stay empty; an OnSuccess, OnRetry or
+// OnDead hook times the runs as WithTimings does.
+func TestStatsLatencyOnlyTimed(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		opts []Option
+		runs uint64
+	}{
+		{"untimed", nil, 0},
+		{"OnStart", []Option{WithHooks(Hooks{OnStart: func(context.Context, Event) {}})}, 0},
+		{"WithTimings", []Option{WithTimings()}, 2},
+		{"OnSuccess", []Option{WithHooks(Hooks{OnSuccess: func(context.Context, Event) {}})}, 2},
+		{"OnRetry", []Option{WithHooks(Hooks{OnRetry: func(context.Context, Event) {}})}, 2},
+		{"OnDead", []Option{WithHooks(Hooks{OnDead: func(context.Context, Event) {}})}, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				ctx := context.Background()
+				q, _ := New[string](ctx, tc.opts...)
+				enqueueOK(t, q, "a")
+				enqueueOK(t, q, "b")
+				time.Sleep(time.Second)
+				c, _ := q.Consume(ctx, func(ctx context.Context, j Job[string]) error {
+					time.Sleep(time.Minute)
+					return nil
+				}, WithWorkers(1))
+				if _, err := c.Drain(ctx); err != nil {
+					t.Fatal(err)
+				}
+				s, _ := q.Stats(ctx)
+				if s.Acked != 2 {
+					t.Fatalf("acked %d; want 2", s.Acked)
+				}
+				want := latency.Histogram{}
+				if tc.runs > 0 {
+					want = histograms(time.Second, time.Second+time.Minute)
+				}
+				if s.Wait != want {
+					t.Errorf("Wait: count %d sum %v; want count %d sum %v", s.Wait.Count, s.Wait.Sum, want.Count, want.Sum)
+				}
+				if s.Run.Count != tc.runs || s.EndToEnd.Count != tc.runs || tc.runs > 0 && s.Run.Sum != 2*time.Minute {
+					t.Errorf("Run: count %d sum %v, EndToEnd count %d; want %d runs of 1m", s.Run.Count, s.Run.Sum, s.EndToEnd.Count, tc.runs)
+				}
+			})
+		})
 	}
 }

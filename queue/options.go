@@ -24,6 +24,7 @@ type options struct {
 	hooks   Hooks
 	maxWait time.Duration
 	codec   any
+	timed   bool // WithTimings
 
 	version     int
 	upgrades    []upgradeOption
@@ -120,6 +121,14 @@ func WithMaxWait(d time.Duration) Option {
 // WithHooks sets functions called on job events (see [Hooks]). A later
 // WithHooks replaces an earlier one whole.
 func WithHooks(h Hooks) Option { return optionFunc(func(o *options) { o.hooks = h }) }
+
+// WithTimings turns on the measurement of handler runs by this process's
+// consumers of the queue: the distributions of wait, run and end-to-end
+// times in Stats.Wait, Stats.Run and Stats.EndToEnd. A consumer then reads
+// the monotonic clock as each handler starts and as it ends, so it is off
+// by default: without it, the distributions stay empty. An OnSuccess,
+// OnRetry or OnDead hook turns it on too, for [Event.Duration].
+func WithTimings() Option { return optionFunc(func(o *options) { o.timed = true }) }
 
 // WithCodec sets how payloads are encoded for backends that store bytes.
 // The default codec passes []byte and string payloads through as bytes and

@@ -37,6 +37,10 @@ type Queue[T any] struct {
 
 	idPrefix string // 16 random hex digits
 	clk      clock.Anchored
+	// timed: the consumers time their handler runs (WithTimings, or a hook
+	// that gets Event.Duration), from epoch, into lat.
+	timed bool
+	epoch clock.Epoch
 
 	hl       health
 	onHealth func(context.Context, Health) // q.healthChanged, bound once
@@ -76,6 +80,8 @@ func New[T any](ctx context.Context, opts ...Option) (*Queue[T], error) {
 	q := &Queue[T]{backend: o.backend, hooks: o.hooks, maxWait: o.maxWait, codec: codecFor[T](&o),
 		consumers: make(map[*Consumer[T]]struct{})}
 	q.vers.init(&o)
+	q.timed = o.timed || o.hooks.OnSuccess != nil || o.hooks.OnRetry != nil || o.hooks.OnDead != nil
+	q.epoch = clock.Start()
 	q.onHealth = q.healthChanged
 	q.hl.init(time.Now())
 	// The backend's fast paths, looked for once: only a backend whose

@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/corral-go/corral/internal/clock"
 	"github.com/corral-go/corral/latency"
 	"github.com/corral-go/corral/queue/driver"
 )
@@ -15,18 +16,19 @@ type latencies struct {
 	wait, run, total latency.Recorder
 }
 
-// record records a handler run of the job m, from start to end (readings
-// of the queue's clock).
-func (l *latencies) record(m *driver.Message, start, end time.Time) {
+// record records a handler run of the job m that started at start and
+// ends now (both since epoch), and returns how long it ran.
+func (l *latencies) record(m *driver.Message, epoch clock.Epoch, start time.Duration) time.Duration {
+	run := epoch.Since() - start
 	from := m.EnqueuedAt
-	if m.NotBefore.After(from) {
+	if !m.NotBefore.IsZero() && m.NotBefore.After(from) {
 		from = m.NotBefore
 	}
-	wait := max(start.Sub(from), 0)
-	run := end.Sub(start)
+	wait := max(start-epoch.At(from), 0)
 	l.wait.Record(wait)
 	l.run.Record(run)
 	l.total.Record(wait + run)
+	return run
 }
 
 // counters are the queue's cumulative counts (this process's view). The
@@ -114,7 +116,9 @@ type Stats struct {
 	Health Health
 
 	// The distributions of the handler runs of this process's consumers of
-	// the queue, since New (the consumers of other processes record
+	// the queue since New, recorded only when the queue is timed
+	// ([WithTimings], or an OnSuccess, OnRetry or OnDead hook); otherwise
+	// they stay empty. (The consumers of other processes record
 	// theirs: Merge the histograms of every process for the whole queue;
 	// their buckets are the same, so they add up). A run is recorded when
 	// its handler returns, panics or calls runtime.Goexit, before the job
@@ -134,9 +138,9 @@ type Stats struct {
 	// the EnqueuedAt that the producer's process read: a job enqueued by
 	// another process, through a backend that stores it, is timed across
 	// the two machines' wall clocks, and their offset is in its wait. Run
-	// is read from this process's monotonic clock. The readings are taken
-	// as the handler starts and as it ends; the durations are as exact as
-	// the clock.
+	// is read from this process's monotonic clock, as the handler starts
+	// (after OnStart) and as it ends: it is exact up to the clock's
+	// resolution.
 	Wait     latency.Histogram // from enqueued (or NotBefore) to the handler's start
 	Run      latency.Histogram // from the handler's start to its end
 	EndToEnd latency.Histogram // from enqueued (or NotBefore) to the handler's end: Wait + Run

@@ -267,7 +267,7 @@ func (w *worker[T]) handle() {
 	var (
 		catch    panics.Catcher
 		herr     error
-		runStart time.Time // when the handler started
+		runStart = time.Duration(-1) // when the handler started (since q.epoch), if timed
 	)
 	// Runs on return, panic and runtime.Goexit alike, after catch.Recover. (A
 	// deferred call, not a closure: a frame less on every job's path.)
@@ -278,7 +278,9 @@ func (w *worker[T]) handle() {
 	if h := q.hooks.OnStart; h != nil {
 		callHook(hctx, c, "OnStart", h, Event{ID: d.ID, Key: d.Key, Attempt: d.Attempt})
 	}
-	runStart = q.clk.Now()
+	if c.timed {
+		runStart = q.epoch.Since()
+	}
 	herr = c.h(hctx, job)
 	catch.Returned()
 }
@@ -374,12 +376,13 @@ func (w *worker[T]) dropLost() {
 }
 
 // finish settles the job in w.d once its handler, started at now, ended as
-// catch says, returning *herrp; *runStartp is when its run started (zero
-// if OnStart ended the goroutine before the handler ran). (Pointers, read as finish runs: handle defers it
+// catch says, returning *herrp; *runStartp is when its run started, since
+// the queue's epoch, if it is timed (else, or if OnStart ended the
+// goroutine before the handler ran, -1). (Pointers, read as finish runs: handle defers it
 // before they are set.) Whether the job is Drain's or Close's to report is
 // decided as the handler returns, before it is settled: a caller who saw it
 // settled called them later.
-func (w *worker[T]) finish(hctx context.Context, catch *panics.Catcher, herrp *error, now time.Time, runStartp *time.Time) {
+func (w *worker[T]) finish(hctx context.Context, catch *panics.Catcher, herrp *error, now time.Time, runStartp *time.Duration) {
 	c := w.c
 	herr, runStart := *herrp, *runStartp
 	counted := c.counting.Load()
@@ -391,23 +394,21 @@ func (w *worker[T]) finish(hctx context.Context, catch *panics.Catcher, herrp *e
 		panicErr = ErrGoexit
 	}
 	failed := herr != nil || panicErr != nil
-	end := c.q.clk.Now()
-	if !runStart.IsZero() {
-		c.q.lat.record(&w.d.Message, runStart, end)
+	var run time.Duration
+	if runStart >= 0 {
+		run = c.q.lat.record(&w.d.Message, c.q.epoch, runStart)
 	}
 	leaseOver := w.endLease()
 	shutdown := !leaseOver && c.base.Err() != nil
 	a := Attempt{Number: w.d.Attempt, Start: now}
 	if failed {
-		a.End = end
+		a.End = c.q.clk.Now()
 	}
 	var ev Event
 	o, delay := opAck, time.Duration(0)
 	if failed {
 		o, delay, ev = w.outcome(herr, panicErr, leaseOver, shutdown, &a)
 	}
-	if !runStart.IsZero() {
-		ev.Duration = end.Sub(runStart)
-	}
+	ev.Duration = run
 	w.settle(hctx, counted, o, delay, &a, &ev)
 }
