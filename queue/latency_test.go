@@ -24,13 +24,14 @@ func histograms(ds ...time.Duration) latency.Histogram {
 // Stats.Wait, Run and EndToEnd hold the exact durations of every handler
 // run, on the virtual clock: a delayed job's wait counts from its
 // NotBefore, an immediate one's from its enqueue, a failed run and its
-// retry are both recorded (the retry's wait from the same enqueue).
+// retry are both recorded (the retry's wait from the same enqueue), and so
+// is a run that panicked.
 func TestStatsLatencyExact(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
 		q, _ := New[string](ctx, WithTimings())
 		runs := map[string]time.Duration{"delayed": 2 * time.Second, "now": 500 * time.Millisecond,
-			"flaky": 3 * time.Second}
+			"flaky": 3 * time.Second, "boom": time.Second}
 		var (
 			mu    sync.Mutex
 			tries = map[string]int{}
@@ -45,6 +46,9 @@ func TestStatsLatencyExact(t *testing.T) {
 			if j.Payload == "flaky" && tries[j.Payload] == 1 {
 				return errors.New("flaky")
 			}
+			if j.Payload == "boom" {
+				panic("boom")
+			}
 			return nil
 		}, WithWorkers(1), WithBackoff(backoff.Constant(10*time.Second)))
 		if err != nil {
@@ -56,13 +60,15 @@ func TestStatsLatencyExact(t *testing.T) {
 		time.Sleep(time.Minute)
 		enqueueOK(t, q, "flaky") // runs 3s, fails, comes back 10s later, runs 3s
 		time.Sleep(time.Minute)
+		enqueueOK(t, q, "boom") // runs 1s and panics: dead-lettered
+		time.Sleep(time.Minute)
 		if _, err := c.Close(ctx); err != nil {
 			t.Fatal(err)
 		}
 		s, _ := q.Stats(ctx)
-		wantWait := histograms(4*time.Second, 0, 0, 13*time.Second)
-		wantRun := histograms(2*time.Second, 500*time.Millisecond, 3*time.Second, 3*time.Second)
-		wantTotal := histograms(6*time.Second, 500*time.Millisecond, 3*time.Second, 16*time.Second)
+		wantWait := histograms(4*time.Second, 0, 0, 13*time.Second, 0)
+		wantRun := histograms(2*time.Second, 500*time.Millisecond, 3*time.Second, 3*time.Second, time.Second)
+		wantTotal := histograms(6*time.Second, 500*time.Millisecond, 3*time.Second, 16*time.Second, time.Second)
 		for _, x := range []struct {
 			name      string
 			got, want latency.Histogram
@@ -72,8 +78,8 @@ func TestStatsLatencyExact(t *testing.T) {
 					x.name, x.got.Count, x.got.Sum, x.got.Max, x.want.Count, x.want.Sum, x.want.Max)
 			}
 		}
-		if s.Acked != 3 || s.Retried != 1 {
-			t.Errorf("acked %d, retried %d; want 3 and 1", s.Acked, s.Retried)
+		if s.Acked != 3 || s.Retried != 1 || s.DeadLettered[ReasonPanic] != 1 {
+			t.Errorf("acked %d, retried %d, dead %v; want 3, 1 and 1 panic", s.Acked, s.Retried, s.DeadLettered)
 		}
 	})
 }
