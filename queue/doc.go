@@ -70,6 +70,10 @@
 //   - Consumers can share workers ([Share]): by weight or strict priority,
 //     each capped by its [WithWorkers], so that user-facing work does not
 //     wait behind a backfill and a backfill never takes every worker.
+//   - Latency is measured: with [WithTimings], [Stats] holds the
+//     distributions of this process's handler runs (wait, run, end to end)
+//     as latency.Histogram values, from which p50, p95 and p99 are read and
+//     which add up across processes.
 //   - Panics have one shape: a recovered panic is a *[PanicError] (Where,
 //     Value, Stack), whether a handler, a hook or the backend panicked.
 //   - Misuse panics at once, in the caller's goroutine, with a "queue:"
