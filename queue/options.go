@@ -2,6 +2,7 @@ package queue
 
 import (
 	"fmt"
+	"log/slog"
 	"strconv"
 	"strings"
 	"time"
@@ -24,7 +25,9 @@ type options struct {
 	hooks   Hooks
 	maxWait time.Duration
 	codec   any
-	timed   bool // WithTimings
+	timed   bool         // WithTimings
+	name    string       // WithName
+	logger  *slog.Logger // WithLogger
 
 	version     int
 	upgrades    []upgradeOption

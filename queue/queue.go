@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"runtime/pprof"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -41,6 +42,8 @@ type Queue[T any] struct {
 	// that gets Event.Duration), from epoch, into lat.
 	timed bool
 	epoch clock.Epoch
+	// labels carries the pprof label queue=name (WithName), or is nil.
+	labels context.Context
 
 	hl       health
 	onHealth func(context.Context, Health) // q.healthChanged, bound once
@@ -81,6 +84,10 @@ func New[T any](ctx context.Context, opts ...Option) (*Queue[T], error) {
 		consumers: make(map[*Consumer[T]]struct{})}
 	q.vers.init(&o)
 	q.timed = o.timed || o.hooks.OnSuccess != nil || o.hooks.OnRetry != nil || o.hooks.OnDead != nil
+	q.hooks = o.logHooks() // after timed: logging does not time handler runs
+	if o.name != "" {
+		q.labels = pprof.WithLabels(context.Background(), pprof.Labels("queue", o.name))
+	}
 	q.epoch = clock.Start()
 	q.onHealth = q.healthChanged
 	q.hl.init(time.Now())

@@ -94,6 +94,7 @@ func (b backendCall) where() string {
 // run is a worker loop (serve), and what follows its end, on a goroutine
 // of c.loops.
 func (w *worker[T]) run() {
+	w.c.q.labelled()
 	var catch panics.Catcher
 	defer w.exit(&catch)
 	defer catch.Recover()
