@@ -13,7 +13,7 @@ cd "$(dirname "$0")/.."
 repo=$(pwd)
 
 # The modules users import, as directories of this repository.
-modules=(. queue/jetstream)
+modules=(. queue/jetstream promcorral)
 
 version=$(grep -Eo '^## \[?v[0-9]+\.[0-9]+\.[0-9]+' CHANGELOG.md | head -n1 | grep -Eo 'v[0-9.]+' || true)
 [ -n "$version" ] || { echo "release-check: no released version in CHANGELOG.md" >&2; exit 1; }
