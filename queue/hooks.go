@@ -90,7 +90,8 @@ type Event struct {
 	// Reason is why the job was dead-lettered (OnDead).
 	Reason Reason
 	// Duration is how long the handler ran, from its start to its return or
-	// panic (OnSuccess, OnRetry, and OnDead of a job a handler ran on).
+	// panic (OnSuccess, OnRetry, and OnDead of a job a handler ran on), as
+	// [Stats].Run times it.
 	Duration time.Duration
 }
 

@@ -189,3 +189,49 @@ func TestStatsLatencyOnlyTimed(t *testing.T) {
 		})
 	}
 }
+
+// A job the worker takes as it acks the one before (the in-memory fast
+// path) is timed from that one's end, without a clock reading of its own:
+// its wait and run are exact all the same. With an OnStart hook, which the
+// run must not count, each start is read from the clock.
+func TestStatsLatencyChained(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		opts    []Option
+		onStart time.Duration // how long OnStart takes
+	}{
+		{"chained", nil, 0},
+		{"OnStart", []Option{WithHooks(Hooks{OnStart: func(context.Context, Event) { time.Sleep(time.Second) }})}, time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				ctx := context.Background()
+				q, _ := New[time.Duration](ctx, append(tc.opts, WithTimings())...)
+				for _, d := range []time.Duration{time.Second, 2 * time.Second, 3 * time.Second} {
+					if _, err := q.Enqueue(ctx, d); err != nil {
+						t.Fatal(err)
+					}
+				}
+				c, err := q.Consume(ctx, func(_ context.Context, j Job[time.Duration]) error {
+					time.Sleep(j.Payload)
+					return nil
+				}, WithWorkers(1))
+				if err != nil {
+					t.Fatal(err)
+				}
+				time.Sleep(time.Minute)
+				if _, err := c.Close(ctx); err != nil {
+					t.Fatal(err)
+				}
+				s, _ := q.Stats(ctx)
+				h := tc.onStart
+				wantWait := histograms(h, 1*time.Second+2*h, 3*time.Second+3*h)
+				wantRun := histograms(time.Second, 2*time.Second, 3*time.Second)
+				if s.Wait != wantWait || s.Run != wantRun {
+					t.Errorf("wait: count %d sum %v, run: count %d sum %v; want %d %v, %d %v",
+						s.Wait.Count, s.Wait.Sum, s.Run.Count, s.Run.Sum, wantWait.Count, wantWait.Sum, wantRun.Count, wantRun.Sum)
+				}
+			})
+		})
+	}
+}

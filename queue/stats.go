@@ -17,9 +17,9 @@ type latencies struct {
 }
 
 // record records a handler run of the job m that started at start and
-// ends now (both since epoch), and returns how long it ran.
-func (l *latencies) record(m *driver.Message, epoch clock.Epoch, start time.Duration) time.Duration {
-	run := epoch.Since() - start
+// ended at end (both since epoch), and returns how long it ran.
+func (l *latencies) record(m *driver.Message, epoch clock.Epoch, start, end time.Duration) time.Duration {
+	run := end - start
 	from := m.EnqueuedAt
 	if !m.NotBefore.IsZero() && m.NotBefore.After(from) {
 		from = m.NotBefore
@@ -138,9 +138,13 @@ type Stats struct {
 	// the EnqueuedAt that the producer's process read: a job enqueued by
 	// another process, through a backend that stores it, is timed across
 	// the two machines' wall clocks, and their offset is in its wait. Run
-	// is read from this process's monotonic clock, as the handler starts
-	// (after OnStart) and as it ends: it is exact up to the clock's
-	// resolution.
+	// is read from this process's monotonic clock, from the handler's start
+	// to its end, exact up to the clock's resolution. Its start is read
+	// after OnStart if the queue has that hook; without it, the start is the
+	// clock's reading as the worker took the job (for a job taken from the
+	// in-memory backend as the job before it was acked, that one's end): the
+	// steps of corral's own between that and the handler (decoding the
+	// payload, starting the lease) count in the run and not in the wait.
 	Wait     latency.Histogram // from enqueued (or NotBefore) to the handler's start
 	Run      latency.Histogram // from the handler's start to its end
 	EndToEnd latency.Histogram // from enqueued (or NotBefore) to the handler's end: Wait + Run

@@ -23,6 +23,12 @@ type worker[T any] struct {
 	// one into d, in one step (AckNext): hasNext says d holds it, as if
 	// Receive had returned it.
 	hasNext bool
+	// chained says that the job in d was taken by the AckNext that settled
+	// the one before, and ended is when that one's run ended (since the
+	// queue's epoch), if the queue is timed: the run of a chained job is
+	// timed from there, a clock reading less per job (see handle).
+	chained bool
+	ended   time.Duration
 	// at is when an InProcess backend leased the job in d (ReceiveAt), or
 	// the keeper's reading of the clock when the worker took it with
 	// AckNext, from which the backend leased it; zero with any other
@@ -142,6 +148,7 @@ func (w *worker[T]) serve() {
 	errDelays := receiveBackoff.Sequence()
 	for {
 		var err error
+		w.chained = w.hasNext
 		if w.hasNext {
 			w.hasNext = false
 		} else {
@@ -280,10 +287,30 @@ func (w *worker[T]) handle() {
 		callHook(hctx, c, "OnStart", h, Event{ID: d.ID, Key: d.Key, Attempt: d.Attempt})
 	}
 	if c.timed {
-		runStart = q.epoch.Since()
+		runStart = w.runStart(now)
 	}
 	herr = c.h(hctx, job)
 	catch.Returned()
+}
+
+// runStart returns when the handler of the job in w.d starts, since the
+// queue's epoch, for a timed queue; now is handle's reading of the clock.
+// Without an OnStart hook (whose time the run must not count), the worker
+// goes from taking the job to its handler through corral's own steps only
+// (the decode, the start, the lease), and the run is timed from a reading
+// it already has: for a job taken by the AckNext of the job before, that
+// one's end; for any other, now, the clock as the job was taken (the
+// backend's, for ReceiveAt) or just after. The steps between are counted
+// in the run; the handler's start costs no clock reading of its own.
+func (w *worker[T]) runStart(now time.Time) time.Duration {
+	q := w.c.q
+	switch {
+	case q.hooks.OnStart != nil:
+		return q.epoch.Since()
+	case w.chained:
+		return w.ended
+	}
+	return q.epoch.At(now)
 }
 
 // refuse settles the job in w.d, which handle will not run: its payload
@@ -397,7 +424,8 @@ func (w *worker[T]) finish(hctx context.Context, catch *panics.Catcher, herrp *e
 	failed := herr != nil || panicErr != nil
 	var run time.Duration
 	if runStart >= 0 {
-		run = c.q.lat.record(&w.d.Message, c.q.epoch, runStart)
+		w.ended = c.q.epoch.Since()
+		run = c.q.lat.record(&w.d.Message, c.q.epoch, runStart, w.ended)
 	}
 	leaseOver := w.endLease()
 	shutdown := !leaseOver && c.base.Err() != nil
