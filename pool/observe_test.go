@@ -7,22 +7,10 @@ import (
 	"log/slog"
 	"testing"
 
+	"github.com/corral-go/corral/internal/logtest"
 	"github.com/corral-go/corral/internal/proflabels"
 	"github.com/corral-go/corral/pool"
 )
-
-// textLogger logs to buf as text, without the time, at level and above.
-func textLogger(buf *bytes.Buffer, level slog.Level) *slog.Logger {
-	return slog.New(slog.NewTextHandler(buf, &slog.HandlerOptions{
-		Level: level,
-		ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
-			if len(groups) == 0 && a.Key == slog.TimeKey {
-				return slog.Attr{}
-			}
-			return a
-		},
-	}))
-}
 
 // WithLogger logs one record per drop and per failed Submit task, exactly, and the Hooks set
 // by WithHooks are still called.
@@ -30,7 +18,7 @@ func TestWithLoggerRecords(t *testing.T) {
 	var buf bytes.Buffer
 	var hooked int
 	p := pool.New(1, 0, pool.WithName("img"), pool.WithOverflow(pool.DropNewest),
-		pool.WithLogger(textLogger(&buf, slog.LevelInfo)),
+		pool.WithLogger(logtest.Text(&buf, slog.LevelInfo)),
 		pool.WithHooks(pool.Hooks{OnDrop: func(context.Context, pool.DropEvent) { hooked++ }}))
 	gate := make(chan struct{})
 	mustSubmit(t, p, bg, func(context.Context) error { <-gate; return errors.New("boom") })
@@ -56,7 +44,7 @@ level=ERROR msg="pool: task failed" pool=img event.err=boom
 // failures are not logged.
 func TestWithLoggerDisabledLevel(t *testing.T) {
 	var buf bytes.Buffer
-	p := pool.New(1, 1, pool.WithLogger(textLogger(&buf, slog.LevelError+1)))
+	p := pool.New(1, 1, pool.WithLogger(logtest.Text(&buf, slog.LevelError+1)))
 	mustSubmit(t, p, bg, func(context.Context) error { return errors.New("boom") })
 	mustClose(t, p)
 	if buf.Len() != 0 {

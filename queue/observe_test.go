@@ -10,23 +10,11 @@ import (
 	"time"
 
 	"github.com/corral-go/corral/backoff"
+	"github.com/corral-go/corral/internal/logtest"
 	"github.com/corral-go/corral/internal/proflabels"
 	"github.com/corral-go/corral/queue"
 	"github.com/corral-go/corral/retry"
 )
-
-// textLogger logs to buf as text, without the time, at level and above.
-func textLogger(buf *bytes.Buffer, level slog.Level) *slog.Logger {
-	return slog.New(slog.NewTextHandler(buf, &slog.HandlerOptions{
-		Level: level,
-		ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
-			if len(groups) == 0 && a.Key == slog.TimeKey {
-				return slog.Attr{}
-			}
-			return a
-		},
-	}))
-}
 
 // WithLogger logs one record per event, in the order the events happen, at their levels; the
 // Hooks set by WithHooks are still called.
@@ -55,7 +43,7 @@ level=ERROR msg="queue: job dead" queue=mail event.id=poison event.attempt=1 eve
 			synctest.Test(t, func(t *testing.T) {
 				var buf bytes.Buffer
 				var enqueued int
-				q, _ := queue.New[string](bg, queue.WithName("mail"), queue.WithLogger(textLogger(&buf, tc.level)),
+				q, _ := queue.New[string](bg, queue.WithName("mail"), queue.WithLogger(logtest.Text(&buf, tc.level)),
 					queue.WithHooks(queue.Hooks{OnEnqueue: func(context.Context, queue.Event) { enqueued++ }}))
 				defer q.Close(bg)
 				for _, p := range []string{"ok", "flaky", "poison"} {

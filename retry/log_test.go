@@ -10,21 +10,9 @@ import (
 	"time"
 
 	"github.com/corral-go/corral/backoff"
+	"github.com/corral-go/corral/internal/logtest"
 	"github.com/corral-go/corral/retry"
 )
-
-// textLogger logs to buf as text, without the time, at level and above.
-func textLogger(buf *bytes.Buffer, level slog.Level) *slog.Logger {
-	return slog.New(slog.NewTextHandler(buf, &slog.HandlerOptions{
-		Level: level,
-		ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
-			if len(groups) == 0 && a.Key == slog.TimeKey {
-				return slog.Attr{}
-			}
-			return a
-		},
-	}))
-}
 
 // WithLogger logs one record per retry and one as the call gives up, exactly; the Hooks set by
 // WithHooks are still called, and a level the logger does not enable logs nothing.
@@ -46,7 +34,7 @@ level=ERROR msg="retry: gave up" event="retry: max attempts reached after 3 atte
 				var buf bytes.Buffer
 				var gaveUp int
 				p := retry.New(retry.WithMaxAttempts(3), retry.WithBackoff(backoff.Constant(time.Second)),
-					retry.WithLogger(textLogger(&buf, tc.level)),
+					retry.WithLogger(logtest.Text(&buf, tc.level)),
 					retry.WithHooks(retry.Hooks{OnGiveUp: func(context.Context, *retry.Error) { gaveUp++ }}))
 				err := retry.Do(context.Background(), p, func(context.Context) error { return errors.New("down") })
 				if !errors.Is(err, retry.ErrExhausted) {

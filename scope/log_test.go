@@ -8,20 +8,9 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/corral-go/corral/internal/logtest"
 	"github.com/corral-go/corral/scope"
 )
-
-// textLogger logs to buf as text, without the time.
-func textLogger(buf *bytes.Buffer) *slog.Logger {
-	return slog.New(slog.NewTextHandler(buf, &slog.HandlerOptions{
-		ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
-			if len(groups) == 0 && a.Key == slog.TimeKey {
-				return slog.Attr{}
-			}
-			return a
-		},
-	}))
-}
 
 // WithLogger logs each failure as it happens and the stuck report; a task that returns the
 // scope's cancellation is not logged.
@@ -40,7 +29,7 @@ func TestWithLoggerRecords(t *testing.T) {
 				return errA
 			})
 			return nil
-		}, scope.WithJoiner(scope.FailFast), scope.WithLogger(textLogger(&buf)),
+		}, scope.WithJoiner(scope.FailFast), scope.WithLogger(logtest.Text(&buf, slog.LevelInfo)),
 			scope.WithStuckReport(3*time.Second, func(context.Context, []string) { reports++ }))
 		errIs(t, err, errA)
 		equal(t, 1, reports, "the report is still called")
