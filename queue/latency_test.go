@@ -193,15 +193,18 @@ func TestStatsLatencyOnlyTimed(t *testing.T) {
 // A job the worker takes as it acks the one before (the in-memory fast
 // path) is timed from that one's end, without a clock reading of its own:
 // its wait and run are exact all the same. With an OnStart hook, which the
-// run must not count, each start is read from the clock.
+// run must not count, or a Share, whose jobs wait for a slot after they
+// were taken, each start is read from the clock.
 func TestStatsLatencyChained(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		opts    []Option
+		copts   []ConsumerOption
 		onStart time.Duration // how long OnStart takes
 	}{
-		{"chained", nil, 0},
-		{"OnStart", []Option{WithHooks(Hooks{OnStart: func(context.Context, Event) { time.Sleep(time.Second) }})}, time.Second},
+		{"chained", nil, nil, 0},
+		{"OnStart", []Option{WithHooks(Hooks{OnStart: func(context.Context, Event) { time.Sleep(time.Second) }})}, nil, time.Second},
+		{"Share", nil, []ConsumerOption{WithShare(NewShare(1, Weighted), "c", 1)}, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
@@ -215,7 +218,7 @@ func TestStatsLatencyChained(t *testing.T) {
 				c, err := q.Consume(ctx, func(_ context.Context, j Job[time.Duration]) error {
 					time.Sleep(j.Payload)
 					return nil
-				}, WithWorkers(1))
+				}, append(tc.copts, WithWorkers(1))...)
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -128,9 +128,9 @@ func WithHooks(h Hooks) Option { return optionFunc(func(o *options) { o.hooks = 
 // WithTimings turns on the measurement of handler runs by this process's
 // consumers of the queue: the distributions of wait, run and end-to-end
 // times in Stats.Wait, Stats.Run and Stats.EndToEnd. A consumer then reads
-// the monotonic clock as each handler ends (and, with an OnStart hook, as
-// it starts), so it is off by default: without it, the distributions stay
-// empty. An OnSuccess, OnRetry or OnDead hook turns it on too, for
+// the monotonic clock as each handler ends, and as it starts (except on the
+// in-memory backend's fast path, see [Stats]), so it is off by default:
+// without it, the distributions stay empty. An OnSuccess, OnRetry or OnDead hook turns it on too, for
 // [Event.Duration].
 func WithTimings() Option { return optionFunc(func(o *options) { o.timed = true }) }
 

@@ -139,12 +139,13 @@ type Stats struct {
 	// another process, through a backend that stores it, is timed across
 	// the two machines' wall clocks, and their offset is in its wait. Run
 	// is read from this process's monotonic clock, from the handler's start
-	// to its end, exact up to the clock's resolution. Its start is read
-	// after OnStart if the queue has that hook; without it, the start is the
-	// clock's reading as the worker took the job (for a job taken from the
-	// in-memory backend as the job before it was acked, that one's end): the
-	// steps of corral's own between that and the handler (decoding the
-	// payload, starting the lease) count in the run and not in the wait.
+	// to its end, exact up to the clock's resolution. Its start is read as
+	// the handler starts (after OnStart), except on the in-memory backend's
+	// fast path (no OnStart hook, no Share), where it is the reading taken
+	// as the worker took the job (for a job taken as the job before it was
+	// acked, that one's end): the steps of corral's own between that and the
+	// handler (decoding the payload, starting the lease), which do not
+	// wait, count in the run and not in the wait.
 	Wait     latency.Histogram // from enqueued (or NotBefore) to the handler's start
 	Run      latency.Histogram // from the handler's start to its end
 	EndToEnd latency.Histogram // from enqueued (or NotBefore) to the handler's end: Wait + Run

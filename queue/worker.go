@@ -295,22 +295,25 @@ func (w *worker[T]) handle() {
 
 // runStart returns when the handler of the job in w.d starts, since the
 // queue's epoch, for a timed queue; now is handle's reading of the clock.
-// Without an OnStart hook (whose time the run must not count), the worker
-// goes from taking the job to its handler through corral's own steps only
-// (the decode, the start, the lease), and the run is timed from a reading
-// it already has: for a job taken by the AckNext of the job before, that
-// one's end; for any other, now, the clock as the job was taken (the
-// backend's, for ReceiveAt) or just after. The steps between are counted
-// in the run; the handler's start costs no clock reading of its own.
+// With an InProcess backend, no Share and no OnStart hook, the worker goes
+// from taking the job to its handler through corral's own steps only (the
+// decode, the backend's Start, which answers at once, the lease), and the
+// run is timed from a reading it already has: for a job taken by the
+// AckNext of the job before, that one's end; for any other, now, the
+// backend's reading as it handed the job over (ReceiveAt). Those steps
+// count in the run, and the handler's start costs no clock reading of its
+// own. Otherwise something that must not count may come between (OnStart,
+// the wait for a slot of the Share, a backend's Start over the network),
+// and the start is read from the clock.
 func (w *worker[T]) runStart(now time.Time) time.Duration {
-	q := w.c.q
+	c := w.c
 	switch {
-	case q.hooks.OnStart != nil:
-		return q.epoch.Since()
+	case c.fast == nil || c.lane != nil || c.q.hooks.OnStart != nil:
+		return c.q.epoch.Since()
 	case w.chained:
 		return w.ended
 	}
-	return q.epoch.At(now)
+	return c.q.epoch.At(now)
 }
 
 // refuse settles the job in w.d, which handle will not run: its payload
