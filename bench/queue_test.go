@@ -23,40 +23,9 @@ const (
 var queuePayload = []byte("a small payload")
 
 func BenchmarkQueueInMemory(b *testing.B) {
-	b.Run("corral", func(b *testing.B) {
-		b.ReportAllocs()
-		ctx := context.Background()
-		q, err := queue.New[[]byte](context.Background(), queue.WithCapacity(queueCapacity))
-		if err != nil {
-			b.Fatal(err)
-		}
-		var n atomic.Int64
-		done := make(chan struct{})
-		total := int64(b.N)
-		c, err := q.Consume(ctx, func(ctx context.Context, j queue.Job[[]byte]) error {
-			if len(j.Payload) == 0 {
-				panic("empty payload")
-			}
-			if n.Add(1) == total {
-				close(done)
-			}
-			return nil
-		}, queue.WithWorkers(queueWorkers))
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.ResetTimer()
-		for range b.N {
-			if _, err := q.Enqueue(ctx, queuePayload); err != nil {
-				b.Fatal(err)
-			}
-		}
-		<-done
-		b.StopTimer()
-		if _, err := c.Close(ctx); err != nil {
-			b.Fatal(err)
-		}
-	})
+	b.Run("corral", func(b *testing.B) { benchQueueInMemory(b) })
+	// With the Wait, Run and EndToEnd histograms of Stats recorded (issue 30).
+	b.Run("corral-timed", func(b *testing.B) { benchQueueInMemory(b, queue.WithTimings()) })
 
 	b.Run("baseline", func(b *testing.B) {
 		b.ReportAllocs()
@@ -124,4 +93,41 @@ func BenchmarkQueueInMemory(b *testing.B) {
 		}
 		wg.Wait()
 	})
+}
+
+// benchQueueInMemory enqueues b.N jobs into an in-memory queue made with
+// opts, handled by queueWorkers workers.
+func benchQueueInMemory(b *testing.B, opts ...queue.Option) {
+	b.ReportAllocs()
+	ctx := context.Background()
+	q, err := queue.New[[]byte](context.Background(), append(opts, queue.WithCapacity(queueCapacity))...)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var n atomic.Int64
+	done := make(chan struct{})
+	total := int64(b.N)
+	c, err := q.Consume(ctx, func(ctx context.Context, j queue.Job[[]byte]) error {
+		if len(j.Payload) == 0 {
+			panic("empty payload")
+		}
+		if n.Add(1) == total {
+			close(done)
+		}
+		return nil
+	}, queue.WithWorkers(queueWorkers))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for range b.N {
+		if _, err := q.Enqueue(ctx, queuePayload); err != nil {
+			b.Fatal(err)
+		}
+	}
+	<-done
+	b.StopTimer()
+	if _, err := c.Close(ctx); err != nil {
+		b.Fatal(err)
+	}
 }

@@ -49,6 +49,9 @@
 //
 // Hooks. WithHooks sets Hooks.OnDrop and Hooks.OnError; each gets the context the task was
 // submitted with and an event (DropEvent, ErrorEvent) that implements slog.LogValuer.
+// WithLogger logs the same events to a *slog.Logger with one option (as in scope, retry and
+// queue), and WithName names the pool in those records and in a pprof label (pool=name) that
+// its workers carry while they run tasks.
 //
 // Misuse panics, in the caller's goroutine, with a "pool:" message: New with fewer than one
 // worker or a negative queue, an unknown Overflow, a negative idle timeout, a nil Option, a
@@ -62,5 +65,5 @@ package pool
 // worker goroutines and a task's walk through them (run, settle, count, fetch the next task,
 // park, exit); queue.go and ring.go the queue of tasks; overflow.go what a full pool does (the
 // Overflow policies), blocked.go the submitters blocked under Block; taskctx.go the contexts
-// tasks run with; inline.go tasks run in a caller's goroutine; close.go Close; group.go,
+// tasks run with; inline.go tasks run in a caller's goroutine; close.go Close; observe.go the pool's name, logger and pprof labels; group.go,
 // handle.go, stats.go, options.go and errors.go what their names say.

@@ -12,6 +12,7 @@ func (p *Pool) runContained(t task) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
+		p.labelled()
 		p.runInline(t)
 	}()
 	<-done

@@ -104,7 +104,9 @@ type options struct {
 	overflow Overflow
 	hooks    Hooks
 	idle     time.Duration
-	timed    bool // WithTimings, or Hooks.OnError (which reports each failed task's run time)
+	timed    bool         // WithTimings, or Hooks.OnError (which reports each failed task's run time)
+	name     string       // WithName
+	logger   *slog.Logger // WithLogger
 }
 
 // defaultIdleTimeout is how long a worker waits for work before it exits.

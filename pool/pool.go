@@ -2,6 +2,7 @@ package pool
 
 import (
 	"context"
+	"runtime/pprof"
 	"strconv"
 	"sync"
 
@@ -25,6 +26,7 @@ type Pool struct {
 	epoch    clock.Epoch     // time origin for the durations in Stats and idle timeouts
 	life     context.Context // ends when Close gives up waiting (or returns)
 	kill     context.CancelCauseFunc
+	labels   context.Context // carries the pprof label pool=name (WithName), or nil
 
 	mu      sync.Mutex         // guards every field below
 	queue   taskRing           // FIFO queue (queue.go, ring.go); grows up to capacity, never shrinks
@@ -76,6 +78,10 @@ func New(workers, queue int, opts ...Option) *Pool {
 	}
 	if p.opts.timed {
 		p.st.times = new(timings)
+	}
+	p.opts.hooks = p.opts.logHooks() // after timed: logging does not time tasks
+	if p.opts.name != "" {
+		p.labels = pprof.WithLabels(context.Background(), pprof.Labels("pool", p.opts.name))
 	}
 	p.life, p.kill = context.WithCancelCause(context.Background())
 	return p

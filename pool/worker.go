@@ -32,6 +32,7 @@ func (p *Pool) spawn(t task) {
 // not zero, was already counted as started) or one taking over from a goroutine that
 // runtime.Goexit ended.
 func (p *Pool) work(w *worker, s shift) {
+	p.labelled()
 	if s.t.fn != nil {
 		s.start = p.now()
 	}

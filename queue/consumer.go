@@ -107,7 +107,7 @@ type Consumer[T any] struct {
 	closing chan struct{}
 	closed  bool // set once by Drain or Close, never reset
 
-	timed      bool                          // a hook gets the handler's Duration
+	timed      bool                          // q.timed: handler runs are timed (see Queue.timed)
 	healthHook func(context.Context, Health) // c.healthChanged, bound once
 
 	hookPanic atomic.Pointer[PanicError] // the first hook panic, set once
@@ -154,7 +154,6 @@ func (q *Queue[T]) Consume(ctx context.Context, h Handler[T], opts ...ConsumerOp
 	if o.backoff.Cap() > time.Minute { // else retry's default MaxHint, one minute
 		ro = append(ro, retry.WithMaxHint(o.backoff.Cap()))
 	}
-	hk := &q.hooks
 	c := &Consumer[T]{
 		q: q, h: h, opts: o, retry: retry.New(ro...),
 		wake:    make(chan struct{}, 1),
@@ -162,7 +161,7 @@ func (q *Queue[T]) Consume(ctx context.Context, h Handler[T], opts ...ConsumerOp
 		closing: make(chan struct{}, 1),
 		drained: make(chan struct{}),
 		running: o.loops(),
-		timed:   hk.OnSuccess != nil || hk.OnRetry != nil || hk.OnDead != nil,
+		timed:   q.timed,
 	}
 	c.healthHook = c.healthChanged
 	c.fast = q.fast

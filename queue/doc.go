@@ -70,6 +70,14 @@
 //   - Consumers can share workers ([Share]): by weight or strict priority,
 //     each capped by its [WithWorkers], so that user-facing work does not
 //     wait behind a backfill and a backfill never takes every worker.
+//   - Latency is measured: with [WithTimings], [Stats] holds the
+//     distributions of this process's handler runs (wait, run, end to end)
+//     as latency.Histogram values, from which p50, p95 and p99 are read and
+//     which add up across processes.
+//   - Events are observable: [WithHooks] calls a function per job event,
+//     [WithLogger] logs them to a *slog.Logger with one option (as in
+//     scope, pool and retry), and [WithName] names the queue in those
+//     records and in a pprof label (queue=name) on its handler runs.
 //   - Panics have one shape: a recovered panic is a *[PanicError] (Where,
 //     Value, Stack), whether a handler, a hook or the backend panicked.
 //   - Misuse panics at once, in the caller's goroutine, with a "queue:"
@@ -99,8 +107,9 @@ package queue
 
 // Where things are: queue.go holds Queue (New, Enqueue, the dead letters, Close), stats.go
 // Stats, id.go generated IDs, codec.go payload encoding and Codec, options.go every option
-// (and Overflow's names), hooks.go Hooks, Event and PanicError, job.go Job, DeadLetter and
-// the names of Attempt and Reason, errors.go the sentinel errors; consumer.go the Consumer,
+// (and Overflow's names), hooks.go Hooks, Event and PanicError, observe.go WithName,
+// WithLogger and the pprof labels, job.go Job, DeadLetter and the names of Attempt and
+// Reason, errors.go the sentinel errors; consumer.go the Consumer,
 // worker.go its worker loops, settle.go how a job is settled, lease.go the keeper (lease
 // timing and renewal), drain.go Consumer.Drain, health.go Health, version.go payload
 // versions (WithVersion, WithUpgrade, the hand-back of jobs not understood), share.go Share

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/corral-go/corral/backoff"
+	"github.com/corral-go/corral/latency"
 	"github.com/corral-go/corral/queue"
 )
 
@@ -159,4 +160,45 @@ func ExampleConsumer_Close() {
 	// {Acked:0 Returned:1 DeadLettered:0 Abandoned:0}
 	// context deadline exceeded
 	// still queued: 5
+}
+
+// Stats reads the distributions of this process's handler runs: the
+// percentiles of the wait (enqueued to started), the run and the two
+// together. (Histograms of several processes add up with Merge.)
+func ExampleStats_latency() {
+	ctx := context.Background()
+	q, err := queue.New[int](ctx, queue.WithTimings())
+	if err != nil {
+		panic(err)
+	}
+	c, err := q.Consume(ctx, func(ctx context.Context, j queue.Job[int]) error {
+		time.Sleep(time.Duration(j.Payload) * time.Millisecond)
+		return nil
+	}, queue.WithWorkers(4))
+	if err != nil {
+		panic(err)
+	}
+	for i := range 20 {
+		if _, err := q.Enqueue(ctx, i%5); err != nil {
+			panic(err)
+		}
+	}
+	if _, err := c.Drain(ctx); err != nil {
+		panic(err)
+	}
+	s, _ := q.Stats(ctx)
+	for _, d := range []struct {
+		name string
+		h    latency.Histogram
+	}{{"wait", s.Wait}, {"run", s.Run}, {"end to end", s.EndToEnd}} {
+		p50, p95, p99 := d.h.Quantile(0.5), d.h.Quantile(0.95), d.h.Quantile(0.99)
+		fmt.Println(d.name, d.h.Count, p50 <= p95 && p95 <= p99 && p99 <= d.h.Max)
+	}
+	// The longest handlers sleep 4ms: the slowest runs are at least that.
+	fmt.Println(s.Run.Quantile(0.99) >= 4*time.Millisecond-4*time.Millisecond/16)
+	// Output:
+	// wait 20 true
+	// run 20 true
+	// end to end 20 true
+	// true
 }

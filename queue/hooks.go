@@ -16,7 +16,7 @@ import (
 // event happens (the producer's or a worker's), may run concurrently with
 // each other, and must not block. A nil hook is skipped, and costs nothing:
 // a consumer reads the clock for [Event.Duration] only when OnSuccess,
-// OnRetry or OnDead is set.
+// OnRetry or OnDead is set (or [WithTimings]).
 //
 // The contexts: OnEnqueue, OnDrop, and OnDead of a job evicted by
 // DropOldest get the ctx of the Enqueue (or Redrive) that caused them.
@@ -90,7 +90,8 @@ type Event struct {
 	// Reason is why the job was dead-lettered (OnDead).
 	Reason Reason
 	// Duration is how long the handler ran, from its start to its return or
-	// panic (OnSuccess, OnRetry, and OnDead of a job a handler ran on).
+	// panic (OnSuccess, OnRetry, and OnDead of a job a handler ran on), as
+	// [Stats].Run times it.
 	Duration time.Duration
 }
 

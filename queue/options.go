@@ -2,6 +2,7 @@ package queue
 
 import (
 	"fmt"
+	"log/slog"
 	"strconv"
 	"strings"
 	"time"
@@ -24,6 +25,9 @@ type options struct {
 	hooks   Hooks
 	maxWait time.Duration
 	codec   any
+	timed   bool         // WithTimings
+	name    string       // WithName
+	logger  *slog.Logger // WithLogger
 
 	version     int
 	upgrades    []upgradeOption
@@ -120,6 +124,15 @@ func WithMaxWait(d time.Duration) Option {
 // WithHooks sets functions called on job events (see [Hooks]). A later
 // WithHooks replaces an earlier one whole.
 func WithHooks(h Hooks) Option { return optionFunc(func(o *options) { o.hooks = h }) }
+
+// WithTimings turns on the measurement of handler runs by this process's
+// consumers of the queue: the distributions of wait, run and end-to-end
+// times in Stats.Wait, Stats.Run and Stats.EndToEnd. A consumer then reads
+// the monotonic clock as each handler ends, and as it starts (except on the
+// in-memory backend's fast path, see [Stats]), so it is off by default:
+// without it, the distributions stay empty. An OnSuccess, OnRetry or OnDead hook turns it on too, for
+// [Event.Duration].
+func WithTimings() Option { return optionFunc(func(o *options) { o.timed = true }) }
 
 // WithCodec sets how payloads are encoded for backends that store bytes.
 // The default codec passes []byte and string payloads through as bytes and

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"runtime/pprof"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -37,6 +38,12 @@ type Queue[T any] struct {
 
 	idPrefix string // 16 random hex digits
 	clk      clock.Anchored
+	// timed: the consumers time their handler runs (WithTimings, or a hook
+	// that gets Event.Duration), from epoch, into lat.
+	timed bool
+	epoch clock.Epoch
+	// labels carries the pprof label queue=name (WithName), or is nil.
+	labels context.Context
 
 	hl       health
 	onHealth func(context.Context, Health) // q.healthChanged, bound once
@@ -50,6 +57,7 @@ type Queue[T any] struct {
 	idSeq atomic.Uint64
 	ids   atomic.Pointer[idBlock]
 	c     counters
+	lat   latencies
 }
 
 // New returns a queue of jobs with payload T, with its backend opened:
@@ -75,6 +83,12 @@ func New[T any](ctx context.Context, opts ...Option) (*Queue[T], error) {
 	q := &Queue[T]{backend: o.backend, hooks: o.hooks, maxWait: o.maxWait, codec: codecFor[T](&o),
 		consumers: make(map[*Consumer[T]]struct{})}
 	q.vers.init(&o)
+	q.timed = o.timed || o.hooks.OnSuccess != nil || o.hooks.OnRetry != nil || o.hooks.OnDead != nil
+	q.hooks = o.logHooks() // after timed: logging does not time handler runs
+	if o.name != "" {
+		q.labels = pprof.WithLabels(context.Background(), pprof.Labels("queue", o.name))
+	}
+	q.epoch = clock.Start()
 	q.onHealth = q.healthChanged
 	q.hl.init(time.Now())
 	// The backend's fast paths, looked for once: only a backend whose

@@ -5,8 +5,31 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/corral-go/corral/internal/clock"
+	"github.com/corral-go/corral/latency"
 	"github.com/corral-go/corral/queue/driver"
 )
+
+// latencies are the distributions of Stats.Wait, Run and EndToEnd,
+// recorded by this process's consumers without a lock.
+type latencies struct {
+	wait, run, total latency.Recorder
+}
+
+// record records a handler run of the job m that started at start and
+// ended at end (both since epoch), and returns how long it ran.
+func (l *latencies) record(m *driver.Message, epoch clock.Epoch, start, end time.Duration) time.Duration {
+	run := end - start
+	from := m.EnqueuedAt
+	if !m.NotBefore.IsZero() && m.NotBefore.After(from) {
+		from = m.NotBefore
+	}
+	wait := max(start-epoch.At(from), 0)
+	l.wait.Record(wait)
+	l.run.Record(run)
+	l.total.Record(wait + run)
+	return run
+}
 
 // counters are the queue's cumulative counts (this process's view). The
 // producers' counts and the consumers' counts sit on separate cache lines,
@@ -91,6 +114,41 @@ type Stats struct {
 
 	// Health is the queue's [Health] when the snapshot was taken.
 	Health Health
+
+	// The distributions of the handler runs of this process's consumers of
+	// the queue since New, recorded only when the queue is timed
+	// ([WithTimings], or an OnSuccess, OnRetry or OnDead hook); otherwise
+	// they stay empty. (The consumers of other processes record
+	// theirs: Merge the histograms of every process for the whole queue;
+	// their buckets are the same, so they add up). A run is recorded when
+	// its handler returns, panics or calls runtime.Goexit, before the job
+	// is settled (so a Stats call made after a job was seen settled counts
+	// its run); every run is recorded in all three, so, in a snapshot taken
+	// while no handler ends,
+	//
+	//	Wait.Count == Run.Count == EndToEnd.Count
+	//	EndToEnd.Sum == Wait.Sum + Run.Sum
+	//
+	// A job's wait is counted from when it was enqueued (Job.EnqueuedAt),
+	// or from its NotBefore if later, to when its handler starts (just
+	// after OnStart); a retry's wait is counted from the same time, so it
+	// includes the earlier runs and their backoff. A wait that would be
+	// negative (a NotBefore or EnqueuedAt ahead of this process's clock) is
+	// recorded as 0. Wait and EndToEnd compare this process's clock with
+	// the EnqueuedAt that the producer's process read: a job enqueued by
+	// another process, through a backend that stores it, is timed across
+	// the two machines' wall clocks, and their offset is in its wait. Run
+	// is read from this process's monotonic clock, from the handler's start
+	// to its end, exact up to the clock's resolution. Its start is read as
+	// the handler starts (after OnStart), except on the in-memory backend's
+	// fast path (no OnStart hook, no Share), where it is the reading taken
+	// as the worker took the job (for a job taken as the job before it was
+	// acked, that one's end): the steps of corral's own between that and the
+	// handler (decoding the payload, starting the lease), which do not
+	// wait, count in the run and not in the wait.
+	Wait     latency.Histogram // from enqueued (or NotBefore) to the handler's start
+	Run      latency.Histogram // from the handler's start to its end
+	EndToEnd latency.Histogram // from enqueued (or NotBefore) to the handler's end: Wait + Run
 }
 
 // DeadLetteredTotal returns the number of jobs dead-lettered, all reasons
@@ -129,6 +187,9 @@ func (q *Queue[T]) Stats(ctx context.Context) (Stats, error) {
 		Retried:         q.c.retried.Load(),
 		BackendErrors:   q.c.backendErrors.Load(),
 		DeadLettered:    make(map[Reason]uint64, numReasons),
+		Wait:            q.lat.wait.Snapshot(),
+		Run:             q.lat.run.Snapshot(),
+		EndToEnd:        q.lat.total.Snapshot(),
 	}
 	for i, r := range reasons {
 		s.DeadLettered[r] = q.c.dead[i].Load()

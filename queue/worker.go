@@ -23,6 +23,12 @@ type worker[T any] struct {
 	// one into d, in one step (AckNext): hasNext says d holds it, as if
 	// Receive had returned it.
 	hasNext bool
+	// chained says that the job in d was taken by the AckNext that settled
+	// the one before, and ended is when that one's run ended (since the
+	// queue's epoch), if the queue is timed: the run of a chained job is
+	// timed from there, a clock reading less per job (see handle).
+	chained bool
+	ended   time.Duration
 	// at is when an InProcess backend leased the job in d (ReceiveAt), or
 	// the keeper's reading of the clock when the worker took it with
 	// AckNext, from which the backend leased it; zero with any other
@@ -94,6 +100,7 @@ func (b backendCall) where() string {
 // run is a worker loop (serve), and what follows its end, on a goroutine
 // of c.loops.
 func (w *worker[T]) run() {
+	w.c.q.labelled()
 	var catch panics.Catcher
 	defer w.exit(&catch)
 	defer catch.Recover()
@@ -141,6 +148,7 @@ func (w *worker[T]) serve() {
 	errDelays := receiveBackoff.Sequence()
 	for {
 		var err error
+		w.chained = w.hasNext
 		if w.hasNext {
 			w.hasNext = false
 		} else {
@@ -267,7 +275,7 @@ func (w *worker[T]) handle() {
 	var (
 		catch    panics.Catcher
 		herr     error
-		runStart time.Time // when the handler started, if a hook gets its Duration
+		runStart = time.Duration(-1) // when the handler started (since q.epoch), if timed
 	)
 	// Runs on return, panic and runtime.Goexit alike, after catch.Recover. (A
 	// deferred call, not a closure: a frame less on every job's path.)
@@ -279,10 +287,33 @@ func (w *worker[T]) handle() {
 		callHook(hctx, c, "OnStart", h, Event{ID: d.ID, Key: d.Key, Attempt: d.Attempt})
 	}
 	if c.timed {
-		runStart = time.Now()
+		runStart = w.runStart(now)
 	}
 	herr = c.h(hctx, job)
 	catch.Returned()
+}
+
+// runStart returns when the handler of the job in w.d starts, since the
+// queue's epoch, for a timed queue; now is handle's reading of the clock.
+// With an InProcess backend, no Share and no OnStart hook, the worker goes
+// from taking the job to its handler through corral's own steps only (the
+// decode, the backend's Start, which answers at once, the lease), and the
+// run is timed from a reading it already has: for a job taken by the
+// AckNext of the job before, that one's end; for any other, now, the
+// backend's reading as it handed the job over (ReceiveAt). Those steps
+// count in the run, and the handler's start costs no clock reading of its
+// own. Otherwise something that must not count may come between (OnStart,
+// the wait for a slot of the Share, a backend's Start over the network),
+// and the start is read from the clock.
+func (w *worker[T]) runStart(now time.Time) time.Duration {
+	c := w.c
+	switch {
+	case c.fast == nil || c.lane != nil || c.q.hooks.OnStart != nil:
+		return c.q.epoch.Since()
+	case w.chained:
+		return w.ended
+	}
+	return c.q.epoch.At(now)
 }
 
 // refuse settles the job in w.d, which handle will not run: its payload
@@ -376,12 +407,13 @@ func (w *worker[T]) dropLost() {
 }
 
 // finish settles the job in w.d once its handler, started at now, ended as
-// catch says, returning *herrp; *runStartp is when its run started, if a
-// hook gets its Duration. (Pointers, read as finish runs: handle defers it
+// catch says, returning *herrp; *runStartp is when its run started, since
+// the queue's epoch, if it is timed (else, or if OnStart ended the
+// goroutine before the handler ran, -1). (Pointers, read as finish runs: handle defers it
 // before they are set.) Whether the job is Drain's or Close's to report is
 // decided as the handler returns, before it is settled: a caller who saw it
 // settled called them later.
-func (w *worker[T]) finish(hctx context.Context, catch *panics.Catcher, herrp *error, now time.Time, runStartp *time.Time) {
+func (w *worker[T]) finish(hctx context.Context, catch *panics.Catcher, herrp *error, now time.Time, runStartp *time.Duration) {
 	c := w.c
 	herr, runStart := *herrp, *runStartp
 	counted := c.counting.Load()
@@ -393,23 +425,22 @@ func (w *worker[T]) finish(hctx context.Context, catch *panics.Catcher, herrp *e
 		panicErr = ErrGoexit
 	}
 	failed := herr != nil || panicErr != nil
-	var end time.Time
-	if failed || c.timed {
-		end = time.Now()
+	var run time.Duration
+	if runStart >= 0 {
+		w.ended = c.q.epoch.Since()
+		run = c.q.lat.record(&w.d.Message, c.q.epoch, runStart, w.ended)
 	}
 	leaseOver := w.endLease()
 	shutdown := !leaseOver && c.base.Err() != nil
 	a := Attempt{Number: w.d.Attempt, Start: now}
 	if failed {
-		a.End = end
+		a.End = c.q.clk.Now()
 	}
 	var ev Event
 	o, delay := opAck, time.Duration(0)
 	if failed {
 		o, delay, ev = w.outcome(herr, panicErr, leaseOver, shutdown, &a)
 	}
-	if c.timed && !runStart.IsZero() {
-		ev.Duration = end.Sub(runStart)
-	}
+	ev.Duration = run
 	w.settle(hctx, counted, o, delay, &a, &ev)
 }

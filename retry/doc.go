@@ -50,7 +50,8 @@
 // [WithHooks] sets [Hooks]: OnRetry runs before each sleep with a [RetryEvent] (the attempt,
 // its error, the delay chosen and how long the attempt ran), OnGiveUp exactly once when a call
 // gives up, with its *Error. Both receive the call's context, so a Policy shared by many calls
-// tells them apart. RetryEvent implements slog.LogValuer.
+// tells them apart. RetryEvent implements slog.LogValuer. [WithLogger] logs the same events
+// to a *slog.Logger with one option (as in scope, pool and queue).
 //
 // A first attempt that succeeds allocates nothing. The loop uses the time package's clock and timers only, so tests drive
 // it with testing/synctest.
@@ -67,6 +68,6 @@
 package retry
 
 // Where things are: retry.go holds Policy, its options, Do, DoValue and the retry loop;
-// errors.go Error, Permanent and how attempt errors are classified; hint.go parsing a
+// log.go WithLogger; errors.go Error, Permanent and how attempt errors are classified; hint.go parsing a
 // server's Retry-After (ParseRetryAfter); budget.go the Budget, floor.go the arithmetic of its
 // minimum rate.

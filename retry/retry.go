@@ -30,6 +30,7 @@ type options struct {
 	retryIf        func(error) bool
 	hooks          Hooks
 	budget         *Budget
+	logger         *slog.Logger // WithLogger
 }
 
 // Option configures a [Policy]; options are applied in order, and a later option of the same
@@ -186,6 +187,9 @@ type Policy struct {
 	// loop is set by New when the first attempt cannot take the fast path of Do (it needs
 	// a context of its own or the clock); immutable.
 	loop bool
+	// timed: attempts are timed, for the RetryEvent.Duration of a Hooks.OnRetry set by
+	// WithHooks (not WithLogger's); immutable.
+	timed bool
 }
 
 // New returns a Policy with the given options. It panics if an option is nil.
@@ -197,7 +201,9 @@ func New(opts ...Option) *Policy {
 		}
 		opt.apply(&p.o)
 	}
-	p.loop = p.o.attemptTimeout > 0 || p.o.maxElapsed > 0 || p.o.hooks.OnRetry != nil
+	p.timed = p.o.hooks.OnRetry != nil
+	p.o.hooks = p.o.logHooks() // after timed: logging does not time attempts
+	p.loop = p.o.attemptTimeout > 0 || p.o.maxElapsed > 0 || p.timed
 	return p
 }
 
@@ -441,10 +447,10 @@ func sleep(ctx context.Context, timer **time.Timer, delay time.Duration) bool {
 	}
 }
 
-// attempt runs op once and returns its error and, with a Hooks.OnRetry to report it to, how
-// long it ran (else 0).
+// attempt runs op once and returns its error and, if the Policy is timed, how long it ran
+// (else 0).
 func (p *Policy) attempt(ctx context.Context, op func(context.Context) error) (time.Duration, error) {
-	if p.o.hooks.OnRetry == nil {
+	if !p.timed {
 		return 0, p.try(ctx, op)
 	}
 	began := time.Now()

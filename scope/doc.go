@@ -44,7 +44,8 @@
 //     call before the loop ends.
 //   - Observability: GoNamed tasks carry a pprof label while they run, and WithStuckReport
 //     reports the tasks still running when a cancelled scope takes longer than a grace period
-//     to stop.
+//     to stop. WithLogger logs each failure as it happens, and the stuck report, to a
+//     *slog.Logger (the same option as in pool, retry and queue).
 //   - Misuse panics, in the caller's goroutine, with a "scope:" message: a negative limit or
 //     grace, a nil option, body, task, context or constructor, a start after Run returned, and
 //     the methods of a zero Scope or Handle ("scope: zero Scope: use scope.Run").
@@ -58,4 +59,4 @@ package scope
 // end.go how Run ends (the join, the stuck report, Run's error or panic); limit.go the
 // bounded scope's workers, ring.go their queue; joiner.go, join.go, result.go, options.go and
 // errors.go the Joiners, the join count, typed results (Spawn, First, Map, MapSeq), options
-// and errors.
+// and errors; log.go WithLogger.

@@ -89,6 +89,7 @@ func (s *Scope) reportStuck() {
 	if len(names) == 0 {
 		return
 	}
+	s.logStuck(names)
 	var c panics.Catcher
 	defer s.stuckEnded(&c)
 	defer c.Recover()

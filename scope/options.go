@@ -2,6 +2,7 @@ package scope
 
 import (
 	"context"
+	"log/slog"
 	"strconv"
 	"time"
 )
@@ -18,7 +19,8 @@ type options struct {
 	returnPanics bool
 	stuckGrace   time.Duration
 	stuckReport  func(ctx context.Context, running []string)
-	published    func() // test hook: a task's end was published (export_test.go)
+	logger       *slog.Logger // WithLogger
+	published    func()       // test hook: a task's end was published (export_test.go)
 }
 
 type optionFunc func(*options)

@@ -22,6 +22,9 @@ func (s *Scope) ended(t *task, c *panics.Catcher, errp *error) {
 	case echo:
 		s.echoedBy(t, err)
 	case failure != nil || !s.successNoop || s.track:
+		if failure != nil {
+			s.logFailure(failure)
+		}
 		s.mu.Lock()
 		if s.track {
 			delete(s.running, t.index)

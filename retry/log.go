@@ -1,0 +1,43 @@
+package retry
+
+import (
+	"context"
+	"log/slog"
+
+	"github.com/corral-go/corral/internal/hooks"
+)
+
+// WithLogger logs a Policy's calls to l: a retry at slog.LevelWarn ("retry: retrying", with
+// the attribute event, a [RetryEvent] group) and a call that gives up at slog.LevelError
+// ("retry: gave up", with the attribute event, the [*Error]). The records are logged with the
+// call's ctx, on the calling goroutine, before the [Hooks] set by [WithHooks] (which still are
+// called). A level that l does not enable (asked once, by [New], with a background context)
+// costs nothing. Logging does not time attempts: a RetryEvent's duration is logged only with
+// a Hooks.OnRetry set. To tell policies apart, give each a logger of its own (l.With). A nil l
+// means no logging, as without the option.
+func WithLogger(l *slog.Logger) Option {
+	return optionFunc(func(o *options) { o.logger = l })
+}
+
+// logHooks returns the hooks that log to o.logger, chained before o.hooks' own.
+func (o *options) logHooks() Hooks {
+	l := o.logger
+	if l == nil {
+		return o.hooks
+	}
+	var h Hooks
+	if l.Enabled(context.Background(), slog.LevelWarn) {
+		h.OnRetry = func(ctx context.Context, e RetryEvent) {
+			l.LogAttrs(ctx, slog.LevelWarn, "retry: retrying", slog.Any("event", e))
+		}
+	}
+	if l.Enabled(context.Background(), slog.LevelError) {
+		h.OnGiveUp = func(ctx context.Context, e *Error) {
+			l.LogAttrs(ctx, slog.LevelError, "retry: gave up", slog.Any("event", e))
+		}
+	}
+	return Hooks{
+		OnRetry:  hooks.Chain(h.OnRetry, o.hooks.OnRetry),
+		OnGiveUp: hooks.Chain(h.OnGiveUp, o.hooks.OnGiveUp),
+	}
+}
