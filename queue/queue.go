@@ -266,6 +266,9 @@ func (q *Queue[T]) message(m *driver.Message, payload T, opts []EnqueueOption) (
 		if err := checkStorable("ordering key", m.Key); err != nil {
 			return false, err
 		}
+		if err := checkHeaders(m.Headers); err != nil {
+			return false, err
+		}
 		if q.ahead(m.ID) {
 			return false, fmt.Errorf("queue: job ID %s is one this queue has yet to generate", m.ID)
 		}
