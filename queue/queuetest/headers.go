@@ -101,7 +101,7 @@ func testHeaderRelease(e *env) {
 	if _, err := b.Enqueue(bg, driver.Message{ID: "plain", Body: []byte("y"), Value: "y", EnqueuedAt: time.Now()}); err != nil {
 		e.Fatalf("Enqueue: %v", err)
 	}
-	if err := b.Receive(bg, 2*e.unit, &d); err != nil || d.ID != "plain" || len(d.Headers) != 0 {
+	if err := b.Receive(bg, 100*e.unit, &d); err != nil || d.ID != "plain" || len(d.Headers) != 0 {
 		e.Fatalf("Receive: %v, %q with headers %v; want plain without headers", err, d.ID, d.Headers)
 	}
 }
