@@ -100,9 +100,10 @@ package queue
 // Where things are: queue.go holds Queue (New, Enqueue, the dead letters, Close), stats.go
 // Stats, id.go generated IDs, codec.go payload encoding and Codec, options.go every option
 // (and Overflow's names), hooks.go Hooks, Event and PanicError, job.go Job, DeadLetter and
-// the names of Attempt and Reason, errors.go the sentinel errors; consumer.go the Consumer,
-// worker.go its worker loops, settle.go how a job is settled, lease.go the keeper (lease
-// timing and renewal), drain.go Consumer.Drain, health.go Health, version.go payload
-// versions (WithVersion, WithUpgrade, the hand-back of jobs not understood), share.go Share
-// (workers shared by consumers, by weight or priority). The backend contract is in
+// the names of Attempt and Reason, headers.go WithHeaders and the bounds of job headers,
+// errors.go the sentinel errors; consumer.go the Consumer, worker.go its worker loops,
+// settle.go how a job is settled, lease.go the keeper (lease timing and renewal), drain.go
+// Consumer.Drain, health.go Health, version.go payload versions (WithVersion, WithUpgrade,
+// the hand-back of jobs not understood), share.go Share (workers shared by consumers, by
+// weight or priority). The backend contract is in
 // queue/driver, the in-memory backend in queue/memory.
