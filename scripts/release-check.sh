@@ -13,7 +13,9 @@ cd "$(dirname "$0")/.."
 repo=$(pwd)
 
 # The modules users import, as directories of this repository.
-modules=(. queue/jetstream)
+# otelcorral requires the three backend modules (its tests run a trace across processes
+# over each), so they are published with it.
+modules=(. queue/jetstream queue/postgres queue/redis otelcorral)
 
 version=$(grep -Eo '^## \[?v[0-9]+\.[0-9]+\.[0-9]+' CHANGELOG.md | head -n1 | grep -Eo 'v[0-9.]+' || true)
 [ -n "$version" ] || { echo "release-check: no released version in CHANGELOG.md" >&2; exit 1; }
