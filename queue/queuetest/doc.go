@@ -28,7 +28,8 @@ package queuetest
 // Where things are: queuetest.go holds Run and Capabilities, env.go a subtest's world and
 // its helpers; the conformance tests, by concept: accounting.go (acks, the accounting
 // identity, stats), delays.go (delays, the retry schedule, start-by), deadletters.go,
-// dedup.go, keys.go (ordering keys), headers.go (job headers), overflow.go, lease.go and close.go (shutdown and Close).
+// dedup.go, keys.go (ordering keys), headers.go (job headers), overflow.go, lease.go and
+// close.go (shutdown and Close).
 // The fault suite: faults.go holds Faults, Broker and RunFaults; faults_worker.go the worker
 // processes (ServeWorker's side, and the run's: start, stop, kill); faults_run.go a scenario's
 // run (producing, waiting, the events reported); faults_check.go its accounting check and
