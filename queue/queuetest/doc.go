@@ -8,7 +8,8 @@
 // dead letters with their history, deduplication while stored and within the
 // horizon, ordering keys under failure and keys in parallel, each overflow
 // policy, lease expiry and redelivery (never in flight twice), start-by
-// expiry, redrive and purge, the shutdown report at drain and at deadline
+// expiry, redrive and purge, job headers kept through retries, releases,
+// dead letters and redrives, the shutdown report at drain and at deadline
 // with the jobs left for the next consumer, the accounting identity (every
 // job acked or dead-lettered exactly once), the stats gauges, and Close: the
 // queue's (which closes its consumers and the backend) and the backend's
