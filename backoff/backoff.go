@@ -259,11 +259,16 @@ func (p Schedule) Cap() time.Duration { return p.cap }
 
 // step returns the un-jittered delay of retry n (n >= 0), in [base, cap]. Below flatAt the
 // schedule grows, so base > 0 there: growth never multiplies a zero base by an overflowed
-// power (0*Inf is NaN).
+// power (0*Inf is NaN). The flat test is kept apart from growing so that it inlines.
 func (p *Schedule) step(n int) time.Duration {
 	if n >= p.flatAt {
 		return p.flat
 	}
+	return p.growing(n)
+}
+
+// growing returns the un-jittered delay of retry n for 0 <= n < flatAt.
+func (p *Schedule) growing(n int) time.Duration {
 	switch p.growth {
 	case linear:
 		return time.Duration(n+1) * p.base // < cap: n < flatAt
@@ -284,25 +289,43 @@ func (p *Schedule) step(n int) time.Duration {
 func (p Schedule) Delay(n int, prev time.Duration) time.Duration { return p.delay(n, prev) }
 
 func (p *Schedule) delay(n int, prev time.Duration) time.Duration {
-	if n < 0 {
-		n = 0
+	n = max(n, 0)
+	switch p.jitter {
+	case NoJitter:
+		return p.step(n)
+	case DecorrelatedJitter:
+		return p.jittered(0, prev, p.draw(n, prev))
 	}
+	return p.jittered(p.step(n), prev, p.draw(n, prev))
+}
+
+// draw returns the random bits of the delay of retry n after a delay of prev, which
+// DecorrelatedJitter first brings into [base, cap] (a seeded draw depends on it).
+func (p *Schedule) draw(n int, prev time.Duration) uint64 {
+	if p.jitter == DecorrelatedJitter {
+		prev = min(max(prev, p.base), p.cap)
+	}
+	return p.random(n, prev)
+}
+
+// jittered returns the delay whose un-jittered delay is t (unused by DecorrelatedJitter),
+// after a delay of prev, with r the random bits drawn for it (unused by NoJitter).
+func (p *Schedule) jittered(t, prev time.Duration, r uint64) time.Duration {
 	switch p.jitter {
 	case FullJitter:
-		return between(0, p.step(n), p.random(n, prev))
+		return between(0, t, r)
 	case EqualJitter:
-		t := p.step(n)
 		h := t / 2
-		return h + between(0, t-h, p.random(n, prev))
+		return h + between(0, t-h, r)
 	case DecorrelatedJitter:
 		prev = min(max(prev, p.base), p.cap)
 		hi := time.Duration(math.MaxInt64)
 		if prev <= math.MaxInt64/3 {
 			hi = prev * 3
 		}
-		return min(p.cap, between(p.base, hi, p.random(n, prev)))
+		return min(p.cap, between(p.base, hi, r))
 	}
-	return p.step(n)
+	return t
 }
 
 // Spread returns d plus a random extra in [0, d/10], drawn like the delays of retry n, or d
@@ -384,25 +407,70 @@ func between(lo, hi time.Duration, r uint64) time.Duration {
 // delay. Make one per loop with [Schedule.Sequence]. The zero Sequence is ready to use: it
 // follows the zero Schedule, so every delay it yields is zero.
 //
-// A Sequence is a small value that is not safe for concurrent use; it needs no cleanup.
+// A Sequence is a small value that is not safe for concurrent use; it needs no cleanup. A copy
+// of a Sequence that has already drawn jitter draws what the original draws next: give each
+// loop a Sequence of its own.
 type Sequence struct {
 	p    Schedule
 	n    int
 	prev time.Duration
+	cur  time.Duration // the un-jittered delay of retry n-1, while the schedule grows
+	rng  uint64        // SplitMix64 state for an unseeded schedule's jitter; 0 until first used
 }
 
 // Sequence returns a new sequence positioned before the first retry.
 func (p Schedule) Sequence() Sequence { return Sequence{p: p} }
 
 // Next returns the delay before the next retry and advances the sequence. It does not
-// allocate.
+// allocate. For a schedule with [WithSeed], the k-th call after a Reset returns what
+// Delay(k-1, d) returns, d being the (k-1)-th call's result (0 for the first). Without a seed
+// or a source, a Sequence draws its jitter from a generator of its own, seeded from the
+// runtime's on first use, so that sequences do not move in lockstep.
 func (s *Sequence) Next() time.Duration {
-	d := s.p.delay(s.n, s.prev)
+	t := s.nextStep()
+	d := t
+	if s.p.jitter != NoJitter {
+		d = s.p.jittered(t, s.prev, s.random())
+	}
 	if s.n < math.MaxInt {
 		s.n++
 	}
 	s.prev = d
 	return d
+}
+
+// random returns the random bits for the next delay: the schedule's own draw if it has a
+// seed or a source, else the next value of the sequence's generator.
+func (s *Sequence) random() uint64 {
+	if s.p.seeded || s.p.src != nil {
+		return s.p.draw(s.n, s.prev)
+	}
+	if s.rng == 0 {
+		s.rng = rand.Uint64() | 1
+	}
+	z := s.rng
+	s.rng += 0x9e3779b97f4a7c15
+	return mix(z)
+}
+
+// nextStep returns step(s.n). While the schedule grows with exact integer steps (linear, or
+// exponential with a whole factor) it derives the delay from the previous one, which is the
+// same product: below flatAt every delay is below the cap, so no product overflows.
+func (s *Sequence) nextStep() time.Duration {
+	p := &s.p
+	switch {
+	case s.n >= p.flatAt:
+		return p.flat
+	case s.n == 0:
+		s.cur = p.base
+	case p.growth == linear:
+		s.cur += p.base
+	case p.whole != 0:
+		s.cur *= time.Duration(p.whole)
+	default:
+		s.cur = p.grown(s.n)
+	}
+	return s.cur
 }
 
 // Reset rewinds the sequence to before the first retry.

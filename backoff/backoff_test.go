@@ -547,3 +547,38 @@ func TestZeroValuesWork(t *testing.T) {
 	seq := p.Sequence()
 	equal(t, time.Duration(0), seq.Next(), "zero Schedule's Sequence")
 }
+
+// Sequence.Next derives a growing delay from the previous one; Delay computes it from the
+// attempt number. The two must agree to the nanosecond on every kind of schedule, through the
+// growth, at the cap and after a Reset.
+func TestNextAgreesWithDelay(t *testing.T) {
+	schedules := []func(...backoff.Option) backoff.Schedule{
+		func(o ...backoff.Option) backoff.Schedule { return backoff.Constant(250*ms, o...) },
+		func(o ...backoff.Option) backoff.Schedule { return backoff.Linear(7*ms, 100*ms, o...) },
+		func(o ...backoff.Option) backoff.Schedule { return backoff.Linear(10*ms, 100*ms, o...) },
+		func(o ...backoff.Option) backoff.Schedule { return backoff.Exponential(500*ms, 2, time.Minute, o...) },
+		func(o ...backoff.Option) backoff.Schedule { return backoff.Exponential(3, 10, math.MaxInt64, o...) },
+		func(o ...backoff.Option) backoff.Schedule { return backoff.Exponential(1, 3, 1<<62, o...) },
+		func(o ...backoff.Option) backoff.Schedule {
+			return backoff.Exponential(100*ms, 1.5, 30*time.Second, o...)
+		},
+		func(o ...backoff.Option) backoff.Schedule { return backoff.Exponential(1, 1+1e-9, 2, o...) },
+		func(o ...backoff.Option) backoff.Schedule { return backoff.Exponential(0, 2, time.Second, o...) },
+	}
+	jitters := []backoff.Jitter{backoff.NoJitter, backoff.FullJitter, backoff.EqualJitter, backoff.DecorrelatedJitter}
+	for _, build := range schedules {
+		for _, j := range jitters {
+			p := build(backoff.WithJitter(j), backoff.WithSeed(7))
+			seq := p.Sequence()
+			for round := range 2 {
+				prev := time.Duration(0)
+				for n := range 80 {
+					got, want := seq.Next(), p.Delay(n, prev)
+					equal(t, want, got, "%v round %d: Next() of retry %d", p, round, n)
+					prev = got
+				}
+				seq.Reset()
+			}
+		}
+	}
+}

@@ -6,7 +6,8 @@
 // Each module is published at every release tag it has: vX.Y.Z for the module at the root of
 // the repository, <dir>/vX.Y.Z for the module in <dir>, the way the go command expects tags of
 // nested modules. A module without a tag is an error, unless -untagged names a version: HEAD
-// is then published under it, and a warning says so.
+// is then published under it, and a warning says so. -head publishes HEAD under a version
+// besides the tags, for every module given, tagged or not (a tag of that version is an error).
 //
 // The zips are made by golang.org/x/mod/zip from the tagged commit (not the working tree), so
 // they hold what a tag holds, minus nested modules. A published go.mod must not carry a
@@ -43,14 +44,15 @@ func main() {
 	repo := flag.String("repo", ".", "the repository's root")
 	out := flag.String("out", "", "the proxy directory to write (required)")
 	untagged := flag.String("untagged", "", "publish HEAD under this version for a module without a release tag")
+	head := flag.String("head", "", "publish HEAD under this version too, for every module")
 	flag.Parse()
 	if *out == "" || flag.NArg() == 0 {
-		fmt.Fprintln(os.Stderr, "usage: modproxy -out DIR [-repo DIR] [-untagged vX.Y.Z] MODULE_DIR...")
+		fmt.Fprintln(os.Stderr, "usage: modproxy -out DIR [-repo DIR] [-untagged vX.Y.Z] [-head vX.Y.Z] MODULE_DIR...")
 		os.Exit(2)
 	}
 	root, err := filepath.Abs(*repo)
 	if err == nil {
-		err = publishAll(root, *out, *untagged, flag.Args())
+		err = publishAll(root, *out, *untagged, *head, flag.Args())
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "modproxy:", err)
@@ -65,9 +67,11 @@ type release struct {
 	revision string // a tag, or HEAD
 }
 
-func publishAll(root, out, untagged string, dirs []string) error {
-	if untagged != "" && !semver.IsValid(untagged) {
-		return fmt.Errorf("-untagged %q is not a semantic version", untagged)
+func publishAll(root, out, untagged, head string, dirs []string) error {
+	for _, v := range []struct{ flag, version string }{{"-untagged", untagged}, {"-head", head}} {
+		if v.version != "" && !semver.IsValid(v.version) {
+			return fmt.Errorf("%s %q is not a semantic version", v.flag, v.version)
+		}
 	}
 	for _, dir := range dirs {
 		dir = strings.Trim(path.Clean(filepath.ToSlash(dir)), "/")
@@ -78,12 +82,18 @@ func publishAll(root, out, untagged string, dirs []string) error {
 		if err != nil {
 			return err
 		}
-		if len(rels) == 0 {
+		if len(rels) == 0 && head == "" {
 			if untagged == "" {
 				return fmt.Errorf("module %q has no release tag (%sv*)", display(dir), prefix(dir))
 			}
 			fmt.Fprintf(os.Stderr, "modproxy: warning: module %q has no release tag; publishing HEAD as %s\n", display(dir), untagged)
 			rels = []release{{dir: dir, version: untagged, revision: "HEAD"}}
+		}
+		if head != "" {
+			if slices.ContainsFunc(rels, func(r release) bool { return r.version == head }) {
+				return fmt.Errorf("module %q: -head %s: a release has that version", display(dir), head)
+			}
+			rels = append(rels, release{dir: dir, version: head, revision: "HEAD"})
 		}
 		for _, r := range rels {
 			if err := publish(root, out, r); err != nil {

@@ -59,7 +59,7 @@ func TestPublishesEveryTagInTheProxyLayout(t *testing.T) {
 	run(t, root, "git", "tag", "sub/v0.1.0")
 	run(t, root, "git", "tag", "sub/nonsense") // not a release: ignored
 	out := t.TempDir()
-	if err := publishAll(root, out, "", []string{".", "sub"}); err != nil {
+	if err := publishAll(root, out, "", "", []string{".", "sub"}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -120,7 +120,7 @@ func zipNames(t *testing.T, name string) []string {
 func TestRefusesAReplaceDirective(t *testing.T) {
 	root := newRepo(t, nested+"\nreplace example.com/lib => ../\n")
 	run(t, root, "git", "tag", "sub/v0.1.0")
-	err := publishAll(root, t.TempDir(), "", []string{"sub"})
+	err := publishAll(root, t.TempDir(), "", "", []string{"sub"})
 	if err == nil || !strings.Contains(err.Error(), "replace directive (example.com/lib)") {
 		t.Fatalf("publish = %v, want the replace directive refused", err)
 	}
@@ -128,15 +128,40 @@ func TestRefusesAReplaceDirective(t *testing.T) {
 
 func TestUntaggedModule(t *testing.T) {
 	root := newRepo(t, nested)
-	err := publishAll(root, t.TempDir(), "", []string{"sub"})
+	err := publishAll(root, t.TempDir(), "", "", []string{"sub"})
 	if err == nil || !strings.Contains(err.Error(), `module "sub" has no release tag (sub/v*)`) {
 		t.Fatalf("publish without a tag = %v, want an error naming the tag pattern", err)
 	}
 	out := t.TempDir()
-	if err := publishAll(root, out, "v0.3.0", []string{"sub"}); err != nil {
+	if err := publishAll(root, out, "v0.3.0", "", []string{"sub"}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(filepath.Join(out, "example.com/lib/sub/@v/v0.3.0.zip")); err != nil {
 		t.Errorf("HEAD not published under -untagged: %v", err)
+	}
+}
+
+func TestHeadBesideTheTags(t *testing.T) {
+	root := newRepo(t, nested)
+	run(t, root, "git", "tag", "sub/v0.1.0")
+	out := t.TempDir()
+	if err := publishAll(root, out, "", "v0.1.1-0.head", []string{"sub"}); err != nil {
+		t.Fatal(err)
+	}
+	list, err := os.ReadFile(filepath.Join(out, "example.com/lib/sub/@v/list"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := string(list), "v0.1.0\nv0.1.1-0.head\n"; got != want {
+		t.Errorf("list = %q, want %q", got, want)
+	}
+	// A module without a tag is published under -head alone.
+	untagged := newRepo(t, nested)
+	if err := publishAll(untagged, t.TempDir(), "", "v0.1.1-0.head", []string{".", "sub"}); err != nil {
+		t.Errorf("-head of untagged modules = %v, want them published", err)
+	}
+	err = publishAll(root, t.TempDir(), "", "v0.1.0", []string{"sub"})
+	if err == nil || !strings.Contains(err.Error(), `module "sub": -head v0.1.0: a release has that version`) {
+		t.Fatalf("-head of a released version = %v, want it refused", err)
 	}
 }
