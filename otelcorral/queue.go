@@ -49,15 +49,18 @@ func (qi *queueInstruments) init(m metric.Meter) error {
 	qi.retried = counter(3, "corral.queue.retried", "Failed handler runs whose job was scheduled again.")
 	qi.dead = counter(4, "corral.queue.dead_lettered", "Jobs moved to the dead letters, by reason.")
 	qi.dropped = counter(5, "corral.queue.dropped", "Jobs refused by DropNewest at capacity.")
-	qi.wait, errs[6] = m.Float64Histogram("corral.queue.wait", metric.WithUnit("s"),
-		metric.WithDescription("Time from a job's enqueue to the start of its first handler run."))
-	qi.run, errs[7] = m.Float64Histogram("corral.queue.run", metric.WithUnit("s"),
-		metric.WithDescription("Duration of handler runs, by outcome."))
+	qi.wait, errs[6] = seconds(m, "corral.queue.wait", "Time from a job's enqueue to the start of its first handler run.")
+	qi.run, errs[7] = seconds(m, "corral.queue.run", "Duration of handler runs, by outcome.")
 	qi.depth, errs[8] = m.Int64ObservableGauge("corral.queue.depth", metric.WithUnit("{job}"),
 		metric.WithDescription("Jobs stored in the queue's backend, by state."))
 	qi.lag, errs[9] = m.Float64ObservableGauge("corral.queue.lag", metric.WithUnit("s"),
 		metric.WithDescription("Age of the oldest stored job."))
 	return firstErr(errs[:])
+}
+
+// seconds creates a histogram of durations in seconds.
+func seconds(m metric.Meter, name, desc string) (metric.Float64Histogram, error) {
+	return m.Float64Histogram(name, metric.WithUnit("s"), metric.WithDescription(desc))
 }
 
 func firstErr(errs []error) error {

@@ -23,10 +23,8 @@ func (ri *retryInstruments) init(m metric.Meter) error {
 	var errs [3]error
 	ri.retries, errs[0] = m.Int64Counter("corral.retry.retries", metric.WithUnit("{retry}"),
 		metric.WithDescription("Failed attempts that will be retried."))
-	ri.delay, errs[1] = m.Float64Histogram("corral.retry.delay", metric.WithUnit("s"),
-		metric.WithDescription("Delay chosen before the next attempt."))
-	ri.failed, errs[2] = m.Float64Histogram("corral.retry.attempt", metric.WithUnit("s"),
-		metric.WithDescription("Duration of the failed attempts that will be retried."))
+	ri.delay, errs[1] = seconds(m, "corral.retry.delay", "Delay chosen before the next attempt.")
+	ri.failed, errs[2] = seconds(m, "corral.retry.attempt", "Duration of the failed attempts that will be retried.")
 	return firstErr(errs[:])
 }
 
