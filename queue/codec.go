@@ -3,6 +3,7 @@ package queue
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 
 	"github.com/corral-go/corral/internal/panics"
 	"github.com/corral-go/corral/queue/driver"
@@ -73,6 +74,10 @@ func (q *Queue[T]) job(m *driver.Message, j *Job[T]) error {
 	j.ID, j.Payload, j.Key, j.Version = m.ID, p, m.Key, m.Version
 	j.NotBefore, j.StartBy, j.EnqueuedAt = m.NotBefore, m.StartBy, m.EnqueuedAt
 	j.Attempt = m.Attempt
+	j.Headers = nil
+	if len(m.Headers) > 0 {
+		j.Headers = maps.Clone(m.Headers) // the handler's own: a backend may keep m's
+	}
 	return err
 }
 

@@ -29,6 +29,10 @@ type Job[T any] struct {
 	// handler upgraded to the queue's type ([WithUpgrade]), and its Job
 	// keeps the version it was enqueued with.
 	Version int
+	// Headers is the job's metadata, set at enqueue ([WithHeaders]); nil
+	// for none. Every backend keeps it through retries, releases, dead
+	// letters and redrives. The handler gets its own copy.
+	Headers map[string]string
 	// NotBefore is the earliest time the job may start (zero: at once).
 	NotBefore time.Time
 	// StartBy is the start-by deadline (zero: none). A job first delivered

@@ -182,8 +182,9 @@ func (q *Queue[T]) forget(c *Consumer[T]) {
 // overflow policies at capacity: Block waits for room or ctx, Reject returns
 // ErrFull, DropNewest returns ErrDropped, and DropOldest dead-letters the
 // oldest waiting job to make room. The payload must not be mutated after
-// Enqueue (see [Job]). An ID or ordering key that some backend cannot store
-// (see [WithID] and [WithKey]) is refused before the backend is called.
+// Enqueue (see [Job]). An ID, ordering key or headers that some backend
+// cannot store (see [WithID], [WithKey] and [WithHeaders]) are refused
+// before the backend is called.
 //
 // With a broker backend, an error matching [ErrUnavailable] means the
 // broker could not be reached or did not answer in time: the job may have
@@ -230,15 +231,15 @@ func (q *Queue[T]) Enqueue(ctx context.Context, payload T, opts ...EnqueueOption
 }
 
 // Message returns the Message that Enqueue would give the backend for payload and opts,
-// without storing it: its ID (generated if opts give none), key, NotBefore and start-by
+// without storing it: its ID (generated if opts give none), key, headers, NotBefore and start-by
 // deadline (the queue's [WithMaxWait] if opts give none), its enqueue time, and the payload
 // encoded by the queue's [Codec] (in Value instead, for a backend that keeps values: see
 // driver.InProcess), with the queue's payload version ([WithVersion]). It is for backends that store a
 // job by a path of their own, such as an enqueue in the caller's database transaction: such a
 // job is not counted in [Stats.Enqueued] and no hook is called for it (the transaction may
 // roll back). It fails as Enqueue does before the backend is called: ErrClosed once the queue
-// is closed, an ID the queue has yet to generate, an ID or key that some backend cannot store
-// ([WithID], [WithKey]), a payload the codec cannot encode. A nil
+// is closed, an ID the queue has yet to generate, an ID, key or headers that some backend
+// cannot store ([WithID], [WithKey], [WithHeaders]), a payload the codec cannot encode. A nil
 // option panics.
 func (q *Queue[T]) Message(payload T, opts ...EnqueueOption) (driver.Message, error) {
 	if q.backend == nil {
@@ -278,6 +279,9 @@ func (q *Queue[T]) message(m *driver.Message, payload T, opts []EnqueueOption) (
 			return false, err
 		}
 		if err := checkStorable("ordering key", m.Key); err != nil {
+			return false, err
+		}
+		if err := checkHeaders(m.Headers); err != nil {
 			return false, err
 		}
 		if q.ahead(m.ID) {

@@ -18,7 +18,8 @@
 #     a pre-release of the next patch and fetched alone, so that they build against the released
 #     core they require.
 #
-# The modules users import: every go.mod of the repository but bench, scripts and examples.
+# The modules users import: every go.mod of the repository but bench, scripts, examples and
+# internal test modules.
 # Usage: scripts/release-check.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -160,6 +160,16 @@ type Message struct {
 	// stores it with the job and returns it unchanged from Receive and
 	// DeadLetters, and Redrive keeps it.
 	Version int
+	// Headers is the job's metadata, set at enqueue (queue.WithHeaders),
+	// nil for none: at most 64 string pairs whose keys obey the rule of an
+	// ID and whose values are valid UTF-8 without a NUL byte, checked by the
+	// queue before Enqueue. A backend stores them with the job and returns
+	// them unchanged, every key and value byte for byte, from Receive on
+	// every delivery (retries and releases included) and from DeadLetters;
+	// Redrive keeps them. A backend may return an empty map as nil. The
+	// map belongs to the backend once given to Enqueue, and to the caller
+	// once returned: neither changes it after.
+	Headers map[string]string
 	// Body is the encoded payload, nil for an [InProcess] backend.
 	Body []byte
 	// Value is the payload value, set only for an [InProcess] backend (nil

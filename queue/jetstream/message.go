@@ -1,6 +1,7 @@
 package jetstream
 
 import (
+	"encoding/json"
 	"strconv"
 	"time"
 
@@ -21,6 +22,13 @@ const (
 	hdrAttempt   = "Corral-Attempt"
 	hdrHistory   = "Corral-History"
 	hdrDeadAt    = "Corral-Dead-At"
+	// hdrHeaders holds a job's headers (driver.Message.Headers) as one JSON
+	// object, not as NATS headers of their own: NATS header names are
+	// restricted (no colon, no space) and read case-insensitively by some
+	// clients, values lose spaces at their ends and cannot hold a line
+	// break, and a user's key could collide with Corral's or with Nats-*.
+	// The body stays the payload, as other NATS tools see it.
+	hdrHeaders = "Corral-Headers"
 )
 
 func putTime(h nats.Header, k string, t time.Time) {
@@ -60,7 +68,26 @@ func jobHeader(m *driver.Message) nats.Header {
 	putTime(h, hdrEnqueued, m.EnqueuedAt)
 	putTime(h, hdrNotBefore, m.NotBefore)
 	putTime(h, hdrStartBy, m.StartBy)
+	if len(m.Headers) > 0 {
+		// A map of strings always encodes, and JSON escapes every control
+		// character: the value is one line.
+		b, _ := json.Marshal(m.Headers)
+		h.Set(hdrHeaders, string(b))
+	}
 	return h
+}
+
+// getHeaders reads a job's headers: nil if it has none (or was enqueued before headers).
+func getHeaders(h nats.Header) map[string]string {
+	v := h.Get(hdrHeaders)
+	if v == "" {
+		return nil
+	}
+	var m map[string]string
+	if json.Unmarshal([]byte(v), &m) != nil {
+		return nil
+	}
+	return m
 }
 
 func messageFrom(h nats.Header, body []byte) driver.Message {
@@ -72,5 +99,6 @@ func messageFrom(h nats.Header, body []byte) driver.Message {
 		EnqueuedAt: getTime(h, hdrEnqueued),
 		NotBefore:  getTime(h, hdrNotBefore),
 		StartBy:    getTime(h, hdrStartBy),
+		Headers:    getHeaders(h),
 	}
 }

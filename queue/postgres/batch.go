@@ -16,7 +16,7 @@ import (
 // EnqueueBatch stores the jobs msgs in b's queue, all of them or none, with one INSERT for the
 // whole batch in a transaction of its own. Make each message with the Message method of the
 // queue.Queue that b serves (it applies the queue's codec, ID, key, delay and start-by options);
-// every field of a driver.Message that a stored job has is kept: ID, Key, Version, Body, EnqueuedAt
+// every field of a driver.Message that a stored job has is kept: ID, Key, Version, Headers, Body, EnqueuedAt
 // (the time of the call if zero), NotBefore and StartBy. A message without an ID, or with a Value
 // (one made for an in-process backend), fails the call before anything is sent. An empty batch
 // stores nothing and returns no error.
@@ -100,6 +100,7 @@ type batch struct {
 	enqueued          []time.Time
 	notBefore, startB []pgtype.Timestamptz
 	version           []int64
+	headers           []*string // JSON text, or nil for none
 	repeated          map[string]bool
 	all               []string
 }
@@ -110,7 +111,7 @@ func newBatch(op string, msgs []driver.Message) (*batch, error) {
 	c := &batch{
 		id: make([]string, 0, n), key: make([]string, 0, n), body: make([][]byte, 0, n),
 		enqueued: make([]time.Time, 0, n), notBefore: make([]pgtype.Timestamptz, 0, n),
-		startB: make([]pgtype.Timestamptz, 0, n), version: make([]int64, 0, n), all: make([]string, 0, n),
+		startB: make([]pgtype.Timestamptz, 0, n), version: make([]int64, 0, n), headers: make([]*string, 0, n), all: make([]string, 0, n),
 	}
 	seen := make(map[string]struct{}, n)
 	now := time.Now()
@@ -149,6 +150,7 @@ func newBatch(op string, msgs []driver.Message) (*batch, error) {
 		c.notBefore = append(c.notBefore, pgtype.Timestamptz{Time: m.NotBefore, Valid: !m.NotBefore.IsZero()})
 		c.startB = append(c.startB, pgtype.Timestamptz{Time: m.StartBy, Valid: !m.StartBy.IsZero()})
 		c.version = append(c.version, int64(m.Version))
+		c.headers = append(c.headers, headersArg(m.Headers))
 	}
 	return c, nil
 }
@@ -209,7 +211,7 @@ func (b *Backend) enqueueBatchOnce(ctx context.Context, q beginner, c *batch) (r
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(cctx)) }() // a no-op once committed
 	sql := b.sql.insertBatch
-	args := []any{b.name, c.id, c.key, c.body, c.enqueued, c.notBefore, c.startB, b.channel, c.version}
+	args := []any{b.name, c.id, c.key, c.body, c.enqueued, c.notBefore, c.startB, b.channel, c.version, c.headers}
 	if b.cfg.DedupHorizon > 0 {
 		sql = b.sql.insertBatchDedup
 		args = append(args, micros(b.cfg.DedupHorizon))

@@ -75,7 +75,8 @@ func TestEnqueueBatchFields(t *testing.T) {
 	startBy := time.Now().Add(2 * time.Hour).Truncate(time.Microsecond)
 	batch := msgs(t, q, []string{"a", "b"}, queue.WithKey("k"))
 	batch = append(batch, msgs(t, q, []string{"c"}, queue.WithNotBefore(notBefore), queue.WithStartBy(startBy))...)
-	batch[2].Version = 9                           // another producer's payload version
+	batch[2].Version = 9 // another producer's payload version
+	batch[1].Headers = map[string]string{"traceparent": "t", "x": "a\nb"}
 	batch = append(batch, driver.Message{ID: "d"}) // no body, no enqueue time, version 0
 	if _, err := postgres.EnqueueBatch(ctx, b, batch...); err != nil {
 		t.Fatal(err)
@@ -129,14 +130,14 @@ FROM corral.jobs WHERE queue = $1 ORDER BY seq`, postgres.Name(b))
 	}
 	handled := make(chan string, 4)
 	c, err := q.Consume(ctx, func(ctx context.Context, j queue.Job[string]) error {
-		handled <- fmt.Sprintf("%s=%s/%s/v%d", j.ID, j.Payload, j.Key, j.Version)
+		handled <- fmt.Sprintf("%s=%s/%s/v%d %v", j.ID, j.Payload, j.Key, j.Version, j.Headers)
 		return nil
 	}, queue.WithWorkers(1))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close(ctx)
-	for _, want := range []string{"a=p-a/k/v4", "b=p-b/k/v4"} {
+	for _, want := range []string{"a=p-a/k/v4 map[]", "b=p-b/k/v4 map[traceparent:t x:a\nb]"} {
 		if got := recvWithin(t, handled, 10*time.Second, "a job of the batch"); got != want {
 			t.Errorf("handled %s, want %s", got, want)
 		}

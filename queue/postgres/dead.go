@@ -64,13 +64,17 @@ func (b *Backend) deadPage(ctx context.Context, after int64) ([]deadRow, error) 
 			notBefore, startBy *time.Time
 			reason             string
 			hist               []byte
+			headers            *string
 		)
 		m := &r.dm.Message
-		if err := rows.Scan(&r.dseq, &m.ID, &m.Key, &m.Version, &m.Body, &m.EnqueuedAt, &notBefore, &startBy, &m.Attempt,
+		if err := rows.Scan(&r.dseq, &m.ID, &m.Key, &m.Version, &headers, &m.Body, &m.EnqueuedAt, &notBefore, &startBy, &m.Attempt,
 			&reason, &hist, &r.dm.At); err != nil {
 			return nil, calls.Fail(cctx, "list the dead letters", err)
 		}
 		m.NotBefore, m.StartBy = derefTime(notBefore), derefTime(startBy)
+		if m.Headers, err = parseHeaders(headers); err != nil {
+			return nil, err
+		}
 		r.dm.Reason = driver.Reason(reason)
 		if r.dm.History, err = parseHistory(hist); err != nil {
 			return nil, err
@@ -111,9 +115,10 @@ func (b *Backend) redriveOnce(ctx context.Context, id string) error {
 		var (
 			key     string
 			version int
+			headers *string
 			body    []byte
 		)
-		err := tx.QueryRow(cctx, b.sql.redriveTake, b.name, id).Scan(&key, &version, &body)
+		err := tx.QueryRow(cctx, b.sql.redriveTake, b.name, id).Scan(&key, &version, &headers, &body)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return driver.ErrNotFound
 		}
@@ -121,6 +126,9 @@ func (b *Backend) redriveOnce(ctx context.Context, id string) error {
 			return err
 		}
 		m := driver.Message{ID: id, Key: key, Version: version, Body: body, EnqueuedAt: time.Now()}
+		if m.Headers, err = parseHeaders(headers); err != nil {
+			return err
+		}
 		if _, err := b.insert(cctx, tx, m, false); err != nil { // the horizon is not for a redriven job
 			return err
 		}

@@ -21,8 +21,8 @@
 //
 // postgres.go holds the Backend, its options, Open and Close; schema.go and migrations/ the
 // schema; sql.go every statement; enqueue.go, receive.go, settle.go and dead.go the queue
-// contract; listen.go the notifications; tx.go Tx, SQLTx, EnqueueTx and AckTx; batch.go
-// EnqueueBatch and EnqueueBatchTx; settings.go the settings the processes of a queue share;
+// contract; headers.go how job headers are stored; listen.go the notifications; tx.go Tx,
+// SQLTx, EnqueueTx and AckTx; batch.go EnqueueBatch and EnqueueBatchTx; settings.go the settings the processes of a queue share;
 // errors.go how errors map to queue.ErrUnavailable.
 //
 // # How the queue maps onto tables
@@ -37,11 +37,11 @@
 //     values, unless WithReconfigure), and the counts of stored jobs (kept while there is a
 //     capacity) and of dead letters.
 //   - jobs: a row per stored job, numbered in enqueue order, with its payload version
-//     (driver.Message.Version), its lease (number, end), its attempts (handler runs, counted by
+//     (driver.Message.Version), its headers (a JSON object, NULL for none), its lease (number, end), its attempts (handler runs, counted by
 //     Start) and its history of failed attempts.
 //   - ids: the IDs enqueued within the dedup horizon, of a queue that has one.
-//   - dead: the dead letters, one per ID, in burial order, with their payload version (which
-//     Redrive keeps), reason and history.
+//   - dead: the dead letters, one per ID, in burial order, with their payload version and
+//     headers (which Redrive keeps), reason and history.
 //
 // Receive leases the first job, in enqueue order, that is due and is the first stored job of
 // its ordering key, with SELECT ... FOR UPDATE SKIP LOCKED: any number of receivers, in any

@@ -177,7 +177,7 @@ func (b *Backend) insert(ctx context.Context, q Tx, m driver.Message, dedup bool
 		body = []byte{} // the column is NOT NULL
 	}
 	args := []any{b.name, m.ID, nullString(m.Key), body, m.EnqueuedAt, nullTime(m.NotBefore), nullTime(m.StartBy), b.channel,
-		int64(m.Version)}
+		int64(m.Version), headersArg(m.Headers)}
 	dedup = dedup && b.cfg.DedupHorizon > 0
 	switch {
 	case dedup && m.Key != "":

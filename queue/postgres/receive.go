@@ -258,9 +258,10 @@ func (b *Backend) claimQuery(ctx context.Context, lease time.Duration, n int) ([
 			attempts, delivered int
 			secs                *float64
 			rescued             int64
+			headers             *string
 		)
 		m := &d.Message
-		if err := rows.Scan(&got, &seq, &m.ID, &m.Key, &m.Version, &m.Body, &m.EnqueuedAt,
+		if err := rows.Scan(&got, &seq, &m.ID, &m.Key, &m.Version, &headers, &m.Body, &m.EnqueuedAt,
 			&notBefore, &startBy, &attempts, &leaseNo, &delivered, &r.more, &secs, &rescued); err != nil {
 			return nil, r, err
 		}
@@ -277,6 +278,10 @@ func (b *Backend) claimQuery(ctx context.Context, lease time.Duration, n int) ([
 			continue
 		}
 		m.NotBefore, m.StartBy = derefTime(notBefore), derefTime(startBy)
+		var err error
+		if m.Headers, err = parseHeaders(headers); err != nil {
+			return nil, r, err
+		}
 		m.Attempt = attempts + 1
 		d.Token = seq
 		d.Seq = uint64(leaseNo)

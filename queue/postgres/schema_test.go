@@ -15,7 +15,7 @@ import (
 )
 
 func TestMigrationNames(t *testing.T) {
-	want := []string{"0001_jobs", "0002_dead_letters", "0003_versions"}
+	want := []string{"0001_jobs", "0002_dead_letters", "0003_versions", "0004_headers"}
 	if got := postgres.MigrationNames(); !slices.Equal(got, want) {
 		t.Errorf("migrations %v, want %v", got, want)
 	}
@@ -51,7 +51,7 @@ func TestSchema(t *testing.T) {
 		}
 		_, err := open("older", "q")
 		var se *postgres.SchemaError
-		if !errors.As(err, &se) || se.Applied != 1 || se.Want != 3 || se.Missing != "0002_dead_letters" ||
+		if !errors.As(err, &se) || se.Applied != 1 || se.Want != 4 || se.Missing != "0002_dead_letters" ||
 			!strings.Contains(err.Error(), "migration 0002_dead_letters is not applied") {
 			t.Fatalf("open on a schema at migration 1: %v; want a SchemaError naming 0002_dead_letters", err)
 		}
@@ -71,7 +71,7 @@ func TestSchema(t *testing.T) {
 		}
 		_, err := open("unversioned", "q")
 		var se *postgres.SchemaError
-		if !errors.As(err, &se) || se.Applied != 2 || se.Want != 3 || se.Missing != "0003_versions" ||
+		if !errors.As(err, &se) || se.Applied != 2 || se.Want != 4 || se.Missing != "0003_versions" ||
 			!strings.Contains(err.Error(), "migration 0003_versions is not applied") {
 			t.Fatalf("open on a schema at migration 2: %v; want a SchemaError naming 0003_versions", err)
 		}
@@ -90,6 +90,52 @@ func TestSchema(t *testing.T) {
 		var d driver.Delivery
 		if err := b.Receive(ctx, time.Minute, &d); err != nil || d.ID != "old" || d.Version != 0 || string(d.Body) != "x" {
 			t.Fatalf("Receive of the job stored before 0003_versions: %+v, %v; want old, version 0", d.Message, err)
+		}
+	})
+
+	t.Run("BeforeHeaders", func(t *testing.T) {
+		// A schema of before job headers: Open names the migration that adds them, and a job
+		// and a dead letter stored before it come back without headers once it is applied.
+		if err := postgres.MigrateTo(ctx, pool, "headerless", 3); err != nil {
+			t.Fatal(err)
+		}
+		_, err := open("headerless", "q")
+		var se *postgres.SchemaError
+		if !errors.As(err, &se) || se.Applied != 3 || se.Missing != "0004_headers" {
+			t.Fatalf("open on a schema at migration 3: %v; want a SchemaError naming 0004_headers", err)
+		}
+		if _, err := pool.Exec(ctx, `INSERT INTO headerless.jobs (queue, id, body, enqueued_at, ready_at)
+			VALUES ('q', 'old', 'x', now(), now())`); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := pool.Exec(ctx, `INSERT INTO headerless.dead (queue, id, body, enqueued_at, attempts, reason, history, at)
+			VALUES ('q', 'gone', 'y', now(), 1, 'permanent', '[]', now())`); err != nil {
+			t.Fatal(err)
+		}
+		if err := postgres.Migrate(ctx, pool, postgres.WithSchema("headerless")); err != nil {
+			t.Fatal(err)
+		}
+		b := postgres.New(pool, "q", postgres.WithSchema("headerless"))
+		if err := b.Open(ctx, driver.Config{}); err != nil {
+			t.Fatalf("open after Migrate: %v", err)
+		}
+		defer b.Close(ctx)
+		var d driver.Delivery
+		if err := b.Receive(ctx, time.Minute, &d); err != nil || d.ID != "old" || d.Headers != nil || string(d.Body) != "x" {
+			t.Fatalf("Receive of the job stored before 0004_headers: %+v, %v; want old without headers", d.Message, err)
+		}
+		var dead []driver.DeadMessage
+		for dm, err := range b.DeadLetters(ctx) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			dead = append(dead, dm)
+		}
+		if len(dead) != 1 || dead[0].ID != "gone" || dead[0].Headers != nil {
+			t.Fatalf("dead letters stored before 0004_headers: %+v; want gone without headers", dead)
+		}
+		if err := b.Redrive(ctx, "gone"); err != nil {
+			t.Fatalf("Redrive of a dead letter stored before 0004_headers: %v", err)
 		}
 	})
 
@@ -118,8 +164,8 @@ func TestSchema(t *testing.T) {
 			t.Fatalf("concurrent Migrate: %v", err)
 		}
 		var n int
-		if err := pool.QueryRow(ctx, `SELECT count(*) FROM racing.migrations`).Scan(&n); err != nil || n != 3 {
-			t.Errorf("%d migrations recorded (%v), want 3", n, err)
+		if err := pool.QueryRow(ctx, `SELECT count(*) FROM racing.migrations`).Scan(&n); err != nil || n != 4 {
+			t.Errorf("%d migrations recorded (%v), want 4", n, err)
 		}
 	})
 

@@ -35,12 +35,13 @@ const dueSQL = `extract(epoch FROM least(
 	(SELECT min(lease_until) FROM {{schema}}.jobs WHERE queue = $1 AND lease_until IS NOT NULL)) - now())::float8`
 
 // The columns of a job as Receive returns them.
-const jobColumns = `j.seq, j.id, coalesce(j.key, ''), j.version, j.body, j.enqueued_at, j.not_before, j.start_by, j.attempts, j.lease, j.deliveries`
+const jobColumns = `j.seq, j.id, coalesce(j.key, ''), j.version, j.headers::text, j.body, j.enqueued_at, j.not_before, j.start_by, j.attempts, j.lease, j.deliveries`
 
 // insertSQL returns the statement that stores a job ($2 id, $3 key or NULL, $4 body, $5
-// enqueued at, $6 not before or NULL, $7 start by or NULL, $9 payload version) unless its ID
-// is stored, notifies the channel $8 (at commit), and returns true, the job's seq and the
-// notification's text; or no row if the ID is taken. With dedup, $10 is the horizon: the ID
+// enqueued at, $6 not before or NULL, $7 start by or NULL, $9 payload version, $10 headers as
+// JSON text or NULL) unless its ID is stored, notifies the channel $8 (at commit), and returns
+// true, the job's seq and the notification's text; or no row if the ID is taken. With dedup,
+// $11 is the horizon: the ID
 // is recorded in ids, and the job is stored only if the ID was not enqueued within the horizon
 // (nor is stored: a refused job does not refresh the ID's record). With keyed, the statement
 // first tries to take the key's advisory lock, held to the end of the transaction, so that the
@@ -62,13 +63,13 @@ func insertSQL(dedup, keyed bool) string {
 	SELECT $1::text, $2::text, now()
 	WHERE NOT EXISTS (SELECT 1 FROM {{schema}}.jobs WHERE queue = $1 AND id = $2)` + lock + `
 	ON CONFLICT (queue, id) DO UPDATE SET at = EXCLUDED.at
-		WHERE {{schema}}.ids.at <= now() - $10::float8` + usInterval + `
+		WHERE {{schema}}.ids.at <= now() - $11::float8` + usInterval + `
 	RETURNING 1
 ), `)
 	}
 	b.WriteString(`j AS (
-	INSERT INTO {{schema}}.jobs (queue, id, key, version, body, enqueued_at, not_before, start_by, ready_at)
-	SELECT $1::text, $2::text, $3::text, $9::bigint, $4::bytea, $5::timestamptz, $6::timestamptz, $7::timestamptz,
+	INSERT INTO {{schema}}.jobs (queue, id, key, version, headers, body, enqueued_at, not_before, start_by, ready_at)
+	SELECT $1::text, $2::text, $3::text, $9::bigint, $10::text::jsonb, $4::bytea, $5::timestamptz, $6::timestamptz, $7::timestamptz,
 		greatest($6::timestamptz, now())`)
 	switch {
 	case dedup:
@@ -87,16 +88,16 @@ func insertSQL(dedup, keyed bool) string {
 
 // insertBatchSQL returns the statement that stores a batch of jobs (arrays, one element a job, no
 // ID twice: $2 ids, $3 keys, ” for none, $4 bodies, $5 enqueued at, $6 not before or NULL, $7 start
-// by or NULL, $9 payload versions) but those whose ID is stored, notifies the channel $8 (at
-// commit) if it stored any, and returns the IDs it did not store, in the batch's order. With dedup,
-// $10 is the horizon, as in insertSQL. The keys' advisory locks (as insertSQL's) are taken first,
+// by or NULL, $9 payload versions, $10 headers as JSON text or NULL) but those whose ID is stored,
+// notifies the channel $8 (at commit) if it stored any, and returns the IDs it did not store, in the
+// batch's order. With dedup, $11 is the horizon, as in insertSQL. The keys' advisory locks (as insertSQL's) are taken first,
 // in the order of their numbers, so that two batches never wait for each other in a cycle; the jobs
 // are numbered in the batch's order.
 func insertBatchSQL(dedup bool) string {
 	var b strings.Builder
 	b.WriteString(`WITH b AS (
-	SELECT * FROM unnest($2::text[], $3::text[], $4::bytea[], $5::timestamptz[], $6::timestamptz[], $7::timestamptz[], $9::bigint[])
-		WITH ORDINALITY AS b (id, key, body, enqueued_at, not_before, start_by, version, ord)
+	SELECT * FROM unnest($2::text[], $3::text[], $4::bytea[], $5::timestamptz[], $6::timestamptz[], $7::timestamptz[], $9::bigint[], $10::text[])
+		WITH ORDINALITY AS b (id, key, body, enqueued_at, not_before, start_by, version, headers, ord)
 ), l AS (
 	SELECT pg_advisory_xact_lock(hashtext('corral ' || $1::text), h)
 	FROM (SELECT DISTINCT hashtext(key) AS h FROM b WHERE key <> '' ORDER BY 1) AS k
@@ -107,13 +108,13 @@ func insertBatchSQL(dedup bool) string {
 	SELECT $1::text, b.id, now() FROM b
 	WHERE NOT EXISTS (SELECT 1 FROM {{schema}}.jobs WHERE queue = $1 AND id = b.id)
 	ON CONFLICT (queue, id) DO UPDATE SET at = EXCLUDED.at
-		WHERE {{schema}}.ids.at <= now() - $10::float8` + usInterval + `
+		WHERE {{schema}}.ids.at <= now() - $11::float8` + usInterval + `
 	RETURNING id
 ), `)
 	}
 	b.WriteString(`j AS (
-	INSERT INTO {{schema}}.jobs (queue, id, key, version, body, enqueued_at, not_before, start_by, ready_at)
-	SELECT $1::text, id, nullif(key, ''), version, body, enqueued_at, not_before, start_by, greatest(not_before, now())
+	INSERT INTO {{schema}}.jobs (queue, id, key, version, headers, body, enqueued_at, not_before, start_by, ready_at)
+	SELECT $1::text, id, nullif(key, ''), version, headers::jsonb, body, enqueued_at, not_before, start_by, greatest(not_before, now())
 	FROM b WHERE (SELECT count(*) FROM l) >= 0`)
 	if dedup {
 		b.WriteString(" AND id IN (SELECT id FROM h)")
@@ -148,11 +149,11 @@ func newStatements(schema string) statements {
 		ORDER BY seq LIMIT $4 FOR UPDATE SKIP LOCKED)
 	RETURNING *
 )
-INSERT INTO {{schema}}.dead AS d (queue, id, key, version, body, enqueued_at, not_before, start_by, attempts, reason, history, at)
-SELECT queue, id, key, version, body, enqueued_at, not_before, start_by, attempts, 'evicted',
+INSERT INTO {{schema}}.dead AS d (queue, id, key, version, headers, body, enqueued_at, not_before, start_by, attempts, reason, history, at)
+SELECT queue, id, key, version, headers, body, enqueued_at, not_before, start_by, attempts, 'evicted',
 	history || jsonb_build_array(jsonb_build_object('n', 0, 's', now(), 'e', now(), 'err', $3::text)), now()
 FROM v ORDER BY seq
-ON CONFLICT (queue, id) DO UPDATE SET dseq = nextval('{{schema}}.dead_seq'), key = EXCLUDED.key, version = EXCLUDED.version, body = EXCLUDED.body,
+ON CONFLICT (queue, id) DO UPDATE SET dseq = nextval('{{schema}}.dead_seq'), key = EXCLUDED.key, version = EXCLUDED.version, headers = EXCLUDED.headers, body = EXCLUDED.body,
 	enqueued_at = EXCLUDED.enqueued_at, not_before = EXCLUDED.not_before, start_by = EXCLUDED.start_by,
 	attempts = EXCLUDED.attempts, reason = EXCLUDED.reason, history = EXCLUDED.history, at = EXCLUDED.at
 RETURNING d.id, (d.xmax = 0)`,
@@ -170,11 +171,11 @@ RETURNING d.id, (d.xmax = 0)`,
 		ORDER BY seq LIMIT 1 FOR UPDATE SKIP LOCKED)
 	RETURNING *
 )
-INSERT INTO {{schema}}.dead AS d (queue, id, key, version, body, enqueued_at, not_before, start_by, attempts, reason, history, at)
-SELECT queue, id, key, version, body, enqueued_at, not_before, start_by, attempts, 'evicted',
+INSERT INTO {{schema}}.dead AS d (queue, id, key, version, headers, body, enqueued_at, not_before, start_by, attempts, reason, history, at)
+SELECT queue, id, key, version, headers, body, enqueued_at, not_before, start_by, attempts, 'evicted',
 	history || jsonb_build_array(jsonb_build_object('n', 0, 's', now(), 'e', now(), 'err', $3::text)), now()
 FROM v
-ON CONFLICT (queue, id) DO UPDATE SET dseq = nextval('{{schema}}.dead_seq'), key = EXCLUDED.key, version = EXCLUDED.version, body = EXCLUDED.body,
+ON CONFLICT (queue, id) DO UPDATE SET dseq = nextval('{{schema}}.dead_seq'), key = EXCLUDED.key, version = EXCLUDED.version, headers = EXCLUDED.headers, body = EXCLUDED.body,
 	enqueued_at = EXCLUDED.enqueued_at, not_before = EXCLUDED.not_before, start_by = EXCLUDED.start_by,
 	attempts = EXCLUDED.attempts, reason = EXCLUDED.reason, history = EXCLUDED.history, at = EXCLUDED.at
 RETURNING d.id, (d.xmax = 0)`,
@@ -218,7 +219,7 @@ RETURNING d.id, (d.xmax = 0)`,
 	(SELECT count(*) FROM x) AS rescued)
 SELECT * FROM (SELECT true, u.*, n.more, n.due, n.rescued FROM u, n ORDER BY u.seq) AS got
 UNION ALL
-SELECT false, 0::bigint, '', '', 0::bigint, ''::bytea, now(), NULL::timestamptz, NULL::timestamptz, 0, 0::bigint, 0, false, n.due, n.rescued
+SELECT false, 0::bigint, '', '', 0::bigint, NULL::text, ''::bytea, now(), NULL::timestamptz, NULL::timestamptz, 0, 0::bigint, 0, false, n.due, n.rescued
 FROM n WHERE NOT EXISTS (SELECT 1 FROM u)`,
 		// A job claimed for a receiver that left before it got it: waiting again, as if
 		// never delivered, and a receiver woken for it.
@@ -292,9 +293,9 @@ RETURNING pg_notify($4, $1)::text`,
 		// whether the dead letter is new, and notifies the channel $6 if the job had a key
 		// (its next job may be delivered).
 		bury: `WITH v AS (DELETE FROM {{schema}}.jobs WHERE seq = $2 AND lease = $3 RETURNING *)
-INSERT INTO {{schema}}.dead AS d (queue, id, key, version, body, enqueued_at, not_before, start_by, attempts, reason, history, at)
-SELECT queue, id, key, version, body, enqueued_at, not_before, start_by, attempts, $4, history || $5::jsonb, now() FROM v
-ON CONFLICT (queue, id) DO UPDATE SET dseq = nextval('{{schema}}.dead_seq'), key = EXCLUDED.key, version = EXCLUDED.version, body = EXCLUDED.body,
+INSERT INTO {{schema}}.dead AS d (queue, id, key, version, headers, body, enqueued_at, not_before, start_by, attempts, reason, history, at)
+SELECT queue, id, key, version, headers, body, enqueued_at, not_before, start_by, attempts, $4, history || $5::jsonb, now() FROM v
+ON CONFLICT (queue, id) DO UPDATE SET dseq = nextval('{{schema}}.dead_seq'), key = EXCLUDED.key, version = EXCLUDED.version, headers = EXCLUDED.headers, body = EXCLUDED.body,
 	enqueued_at = EXCLUDED.enqueued_at, not_before = EXCLUDED.not_before, start_by = EXCLUDED.start_by,
 	attempts = EXCLUDED.attempts, reason = EXCLUDED.reason, history = EXCLUDED.history, at = EXCLUDED.at
 RETURNING (d.xmax = 0), CASE WHEN d.key IS NOT NULL THEN pg_notify($6, $1)::text END`,
@@ -311,9 +312,9 @@ RETURNING greatest(dead - dead_letter_limit, 0)`,
 SELECT coalesce(json_agg(id ORDER BY dseq), '[]')::text FROM v`,
 
 		// A page of dead letters after burial number $2.
-		deadPage: `SELECT dseq, id, coalesce(key, ''), version, body, enqueued_at, not_before, start_by, attempts, reason, history, at
+		deadPage: `SELECT dseq, id, coalesce(key, ''), version, headers::text, body, enqueued_at, not_before, start_by, attempts, reason, history, at
 FROM {{schema}}.dead WHERE queue = $1 AND dseq > $2 ORDER BY dseq LIMIT $3`,
-		redriveTake:  `DELETE FROM {{schema}}.dead WHERE queue = $1 AND id = $2 RETURNING coalesce(key, ''), version, body`,
+		redriveTake:  `DELETE FROM {{schema}}.dead WHERE queue = $1 AND id = $2 RETURNING coalesce(key, ''), version, headers::text, body`,
 		redriveCount: `UPDATE {{schema}}.queues SET dead = dead - 1 WHERE name = $1`,
 		purge: `WITH v AS (DELETE FROM {{schema}}.dead WHERE queue = $1 AND id = $2 RETURNING 1)
 UPDATE {{schema}}.queues SET dead = dead - 1 WHERE name = $1 AND EXISTS (SELECT 1 FROM v) RETURNING dead`,

@@ -63,6 +63,8 @@ func Run(t *testing.T, newBackend func(t *testing.T) driver.Backend, caps Capabi
 		{"StartByNotAfterRelease", testStartByAfterRelease},
 		{"ReleaseDelay", testReleaseDelay},
 		{"VersionRoundTrip", testVersionRoundTrip},
+		{"HeaderRoundTrip", testHeaderRoundTrip},
+		{"HeaderRelease", testHeaderRelease},
 		{"RedriveAndPurge", testRedrive},
 		{"DeadLetterIDReplaced", testDeadLetterIDReplaced},
 		{"DeadLetterLimit", testDeadLetterLimit},

@@ -44,8 +44,9 @@
 //   - The Backend's waiting Receive calls share what their looks saw: one of them polls per
 //     poll interval, and a worker back from an ack waits without asking while the latest
 //     look saw nothing more ready and no call of this Backend readied a job since.
-//   - Payload versions (driver.Message.Version) are stored with the job and come back from
-//     Receive, DeadLetters and Redrive.
+//   - Payload versions (driver.Message.Version) and headers (driver.Message.Headers, a JSON
+//     object in the job's hash) are stored with the job and come back from Receive,
+//     DeadLetters and Redrive; a job stored before headers has none.
 //   - Shared settings (capacity, overflow, dedup horizon, dead-letter limit, the replica
 //     count of WithReplicas, the lease) are recorded by the first process to open the queue;
 //     another process asking for others fails at Open (or Consume, for the lease), naming

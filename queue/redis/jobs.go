@@ -50,7 +50,7 @@ func (b *Backend) Enqueue(ctx context.Context, m driver.Message) (driver.Enqueue
 		w := b.waiter()
 		v, err := b.run(ctx, "enqueue", enqueueScript, m.ID, m.Key, m.Body, nanos(m.EnqueuedAt), nb,
 			nanos(m.NotBefore), nanos(m.StartBy), b.cfg.DedupHorizon.Milliseconds(), b.cfg.Capacity,
-			b.cfg.Overflow.String(), b.cfg.DeadLetterLimit, nanos(time.Now()), m.Version, evictedJSON())
+			b.cfg.Overflow.String(), b.cfg.DeadLetterLimit, nanos(time.Now()), m.Version, evictedJSON(), headersJSON(m.Headers))
 		if err != nil {
 			return driver.EnqueueResult{}, err
 		}
@@ -82,9 +82,9 @@ func nilIfEmpty(s []string) []string {
 }
 
 // fill fills d from the receive script's reply {id, key, body, enq, nbn, sb, att, gen, dlv,
-// ver, due, more}.
+// ver, hdr, due, more}.
 func fill(d *driver.Delivery, r []string) error {
-	if len(r) < 12 {
+	if len(r) < 13 {
 		return errors.New("redis: receive: short reply")
 	}
 	att, _ := strconv.Atoi(r[6])
@@ -98,7 +98,9 @@ func fill(d *driver.Delivery, r []string) error {
 		},
 		Seq: gen, Redelivered: dlv > 1,
 	}
-	return nil
+	var err error
+	d.Headers, err = parseHeaders(r[10])
+	return err
 }
 
 // settled returns the error of a settling script's reply: ErrLeaseLost for 0 or nil.
@@ -125,6 +127,27 @@ func evictedJSON() []byte {
 	now := time.Now()
 	j, _ := json.Marshal(driver.Attempt{Start: now, End: now, Error: driver.ErrEvicted.Error()})
 	return j
+}
+
+// headersJSON returns a job's headers as stored in its hash (hdr): a JSON object, "" for none.
+func headersJSON(h map[string]string) string {
+	if len(h) == 0 {
+		return ""
+	}
+	j, _ := json.Marshal(h) // a map of strings always encodes
+	return string(j)
+}
+
+// parseHeaders is headersJSON reversed: nil for "" (none, or a job stored before headers).
+func parseHeaders(s string) (map[string]string, error) {
+	if s == "" {
+		return nil, nil
+	}
+	var h map[string]string
+	if err := json.Unmarshal([]byte(s), &h); err != nil {
+		return nil, fmt.Errorf("redis: job headers: %w", err)
+	}
+	return h, nil
 }
 
 // leaseExpiredJSON is queue.ErrLeaseExpired's text as a JSON string.
@@ -270,6 +293,7 @@ func deadMessage(f map[string]any) driver.DeadMessage {
 		},
 		Reason: driver.Reason(s("reason")), At: parseNanos(s("at")),
 	}
+	dm.Headers, _ = parseHeaders(s("hdr")) // written by headersJSON, as the history by json.Marshal
 	if h := s("hist"); h != "" {
 		_ = json.Unmarshal([]byte(h), &dm.History)
 	}

@@ -8,8 +8,9 @@ import goredis "github.com/redis/go-redis/v9"
 // cluster node. The keys under the prefix:
 //
 //	s        the stream of ready jobs (one field: the job's ID), read by the group "g"
-//	j:<id>   a stored job: key, body, enq, nb (ms), nbn, sb, ver, att, hist, gen, sid, st, sat,
-//	         dlv, seq (st: the generation a handler started, sat: when, as JSON)
+//	j:<id>   a stored job: key, body, enq, nb (ms), nbn, sb, ver, hdr, att, hist, gen, sid, st,
+//	         sat, dlv, seq (st: the generation a handler started, sat: when, as JSON; hdr: the
+//	         job's headers as a JSON object, "" or absent for none)
 //	n        the number of stored jobs (capacity is counted here, never with MAXLEN)
 //	o        stored jobs by enqueue order (score: a sequence), for DropOldest and Oldest
 //	d        delayed jobs by due time (ms): NotBefore or a retry delay
@@ -41,10 +42,10 @@ local function ready(id, t)
   end
 end
 -- store stores a new job and makes it ready unless its key is busy.
-local function store(id, key, body, enq, nb, nbn, sb, ver, t)
+local function store(id, key, body, enq, nb, nbn, sb, ver, hdr, t)
   local seq = redis.call('INCR', P .. 'seq')
   redis.call('HSET', P .. 'j:' .. id, 'key', key, 'body', body, 'enq', enq, 'nb', nb, 'nbn', nbn,
-    'sb', sb, 'ver', ver, 'att', 0, 'hist', '', 'gen', 0, 'sid', '', 'st', -1, 'dlv', 0, 'seq', seq)
+    'sb', sb, 'ver', ver, 'hdr', hdr, 'att', 0, 'hist', '', 'gen', 0, 'sid', '', 'st', -1, 'dlv', 0, 'seq', seq)
   redis.call('ZADD', P .. 'o', seq, id)
   redis.call('INCR', P .. 'n')
   if key ~= '' then
@@ -148,7 +149,7 @@ end
 `
 
 // enqueueScript: ARGV id key body enq nb nbn sb horizon-ms capacity overflow deadlimit at ver
-// evicted-json: the history entry of a job evicted by DropOldest (Number 0: no run).
+// evicted-json hdr: the history entry of a job evicted by DropOldest (Number 0: no run).
 // Returns {status, evicted, deadEvicted}: status "ok", "dup", "full", "dropped".
 var enqueueScript = goredis.NewScript(luaCommon + `
 local id, key, body, enq, nb, nbn, sb = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7]
@@ -190,7 +191,7 @@ if cap > 0 and tonumber(redis.call('GET', P .. 'n') or '0') >= cap then
   ev = {victim}
 end
 if horizon > 0 then redis.call('ZADD', P .. 'u', t + horizon, id) end
-store(id, key, body, enq, nb, nbn, sb, ver, t)
+store(id, key, body, enq, nb, nbn, sb, ver, ARGV[15], t)
 return {'ok', ev, dev}
 `)
 
@@ -199,7 +200,7 @@ return {'ok', ev, dev}
 // pending entry (reap). A reclaimed delivery
 // whose handler had started (its Start came, and no settle) gets the history entry of that
 // run: {Number: att, Start: sat, End: now, Error: "queue: lease expired"}. Returns {"", due, more}, or {id, key, body, enq,
-// nbn, sb, att, gen, dlv, ver, due, more}: due is the time (ms) until the first delayed job is
+// nbn, sb, att, gen, dlv, ver, hdr, due, more}: due is the time (ms) until the first delayed job is
 // due ("" if none), and more is "1" if a job may be ready besides the one taken ("0" if none
 // is: no entry after it in the stream, which a new one joins at its end, and it was not a
 // reclaimed lease).
@@ -238,8 +239,8 @@ if reclaimed then
 end
 local gen = redis.call('HINCRBY', jk, 'gen', 1)
 local dlv = redis.call('HINCRBY', jk, 'dlv', 1)
-local f = redis.call('HMGET', jk, 'key', 'body', 'enq', 'nbn', 'sb', 'att', 'ver')
-return {id, f[1], f[2], f[3], f[4], f[5], f[6], tostring(gen), tostring(dlv), f[7] or '0', due, more}
+local f = redis.call('HMGET', jk, 'key', 'body', 'enq', 'nbn', 'sb', 'att', 'ver', 'hdr')
+return {id, f[1], f[2], f[3], f[4], f[5], f[6], tostring(gen), tostring(dlv), f[7] or '0', f[8] or '', due, more}
 `)
 
 // startScript: ARGV id gen start-json. Returns 1, or 0 if the lease is lost. The run's
@@ -325,7 +326,7 @@ for i = 1, #e[2], 2 do m[e[2][i]] = e[2][i+1] end
 redis.call('XDEL', P .. 'x', eid)
 redis.call('HDEL', P .. 'xi', id)
 redis.call('ZREM', P .. 'u', id)
-store(id, m['key'] or '', m['body'] or '', m['enq'] or '0', '0', '0', m['sb'] or '0', m['ver'] or '0', now())
+store(id, m['key'] or '', m['body'] or '', m['enq'] or '0', '0', '0', m['sb'] or '0', m['ver'] or '0', m['hdr'] or '', now())
 return 'ok'
 `)
 
