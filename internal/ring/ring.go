@@ -102,9 +102,9 @@ func (r *Ring[T]) Pop() T {
 // PopInto removes the oldest entry into *v (for a large T, without an intermediate copy). The
 // ring must not be empty.
 func (r *Ring[T]) PopInto(v *T) {
-	var zero T
-	*v = r.buf[r.head]
-	r.buf[r.head] = zero
+	p := &r.buf[r.head] // one bounds check; and *new(T) stores zeros, where a zero variable is copied
+	*v = *p
+	*p = *new(T)
 	r.head++
 	if r.head == len(r.buf) {
 		r.head = 0
