@@ -149,7 +149,7 @@ func (p *Pool) admitLocked() *waiter {
 		return nil
 	}
 	w := p.blocked.pop(nil)
-	p.queue.Push(&w.t)
+	p.queue.PushFrom(&w.t)
 	p.queued++
 	return w
 }

@@ -49,7 +49,7 @@ func (p *Pool) evictLocked(t task) task {
 	}
 	p.queued--
 	p.st.evicted++
-	p.queue.Push(&t)
+	p.queue.PushFrom(&t)
 	p.queued++
 	return old
 }

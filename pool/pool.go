@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/corral-go/corral/internal/clock"
+	"github.com/corral-go/corral/internal/ring"
 
 	"github.com/corral-go/corral/internal/wake"
 )
@@ -29,7 +30,7 @@ type Pool struct {
 	labels   context.Context // carries the pprof label pool=name (WithName), or nil
 
 	mu      sync.Mutex         // guards every field below
-	queue   taskRing           // FIFO queue (queue.go, ring.go); grows up to capacity, never shrinks
+	queue   ring.Ring[task]    // FIFO queue (queue.go); grows up to capacity, never shrinks
 	queued  int                // entries in queue that may still run
 	idle    wake.List[*worker] // parked workers, newest woken first; counts those woken to fetch
 	live    int                // worker goroutines
@@ -65,7 +66,7 @@ func New(workers, queue int, opts ...Option) *Pool {
 	if queue < 0 {
 		panic("pool: New(" + strconv.Itoa(workers) + ", " + strconv.Itoa(queue) + "): negative queue capacity")
 	}
-	p := &Pool{size: workers, capacity: queue, epoch: clock.Start(), queue: newTaskRing(1024, queue)}
+	p := &Pool{size: workers, capacity: queue, epoch: clock.Start(), queue: ring.New[task](1024, queue)}
 	p.opts.idle = defaultIdleTimeout
 	for _, o := range opts {
 		if o == nil {
@@ -159,7 +160,7 @@ func (p *Pool) placeLocked(t *task) (placement, *worker) {
 		p.compactLocked() // make room taken by tombstones
 	}
 	if p.queue.Len() < p.capacity && p.blocked.head == nil {
-		p.queue.Push(t) // t.enq was read before taking the lock
+		p.queue.PushFrom(t) // t.enq was read before taking the lock
 		p.queued++
 		return placedQueue, p.wakeOneLocked()
 	}

@@ -1,6 +1,6 @@
 package pool
 
-// The queue is Pool.queue, a taskRing (ring.go) of at most Pool.capacity entries: the
+// The queue is Pool.queue, an internal/ring Ring of at most Pool.capacity entries: the
 // queued tasks, oldest first, and the tombstones of group tasks that Group.Wait claimed
 // (Pool.queued counts the former). Its first allocation is min(1024, capacity) entries:
 // most pools never grow past it.

@@ -144,6 +144,11 @@ type PanicError struct {
 	Stack []byte
 }
 
+// Not pool's and scope's PanicError (internal/panics.Error) on purpose: that one names a
+// task of a scope (Name, Index), carries the scope's other failures and says nothing of
+// where in a consumer a panic was; this one says just that, in Where. One shape for both
+// would rename Where, which users read, or give pool and scope a field they never set.
+
 // Error says what panicked, with the panic value and the stack.
 func (e *PanicError) Error() string {
 	var what string

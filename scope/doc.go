@@ -57,6 +57,6 @@ package scope
 // Where things are: scope.go holds Scope, Run and the starting of tasks (Go, GoNamed, TryGo);
 // outcome.go what a task's end does to its scope (the Joiner's decision, cancellation);
 // end.go how Run ends (the join, the stuck report, Run's error or panic); limit.go the
-// bounded scope's workers, ring.go their queue; joiner.go, join.go, result.go, options.go and
-// errors.go the Joiners, the join count, typed results (Spawn, First, Map, MapSeq), options
-// and errors; log.go WithLogger.
+// bounded scope's workers and their queue (an internal/ring Ring); joiner.go, join.go,
+// result.go, options.go and errors.go the Joiners, the join count, typed results (Spawn,
+// First, Map, MapSeq), options and errors; log.go WithLogger.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 
+	"github.com/corral-go/corral/internal/ring"
 	"github.com/corral-go/corral/internal/wake"
 )
 
@@ -23,7 +24,7 @@ type limiter struct {
 	freed chan struct{} // a slot may be free: a hint for a waiting Go, which checks again
 
 	mu       sync.Mutex         // guards the fields below
-	queue    taskRing           // tasks accepted and not yet taken; the slots bound it to limit
+	queue    ring.Ring[task]    // tasks accepted and not yet taken; the slots bound it to limit
 	held     int                // slots held: queue.Len() + tasks taken and not ended; <= limit
 	waiters  int                // calls of Go waiting for a slot
 	idle     wake.List[*parked] // parked workers, last parked first; Waking() counts the spare ones
@@ -68,7 +69,7 @@ func (s *Scope) handOff(t task, block bool) bool {
 		l.waiters--
 	}
 	l.held++
-	l.queue.Push(&t)
+	l.queue.PushFrom(&t)
 	s.wakeLocked()
 	if l.waiters > 0 && l.held < l.limit {
 		l.hint() // more slots are free: pass the hint on to the next waiter

@@ -2,9 +2,9 @@
 // circular buffer that grows by doubling and never shrinks (but for Reset).
 //
 // It offers:
-//   - Push (at the back), Pop and PopInto (from the front), Front, Len: O(1), no allocation
-//     once the buffer has room. Pop and PopInto zero the slot they free, so the ring keeps no
-//     reference to what it handed out.
+//   - Push and PushFrom (at the back), Pop and PopInto (from the front), Front, Len: O(1), no
+//     allocation once the buffer has room. Pop and PopInto zero the slot they free, so the
+//     ring keeps no reference to what it handed out.
 //   - Compact, which drops the entries a func rejects, keeping the order of the others, in
 //     place (pool drops the tombstones of claimed group tasks with it).
 //   - Reset, which empties the ring and releases its buffer; Cap, the size of the buffer.
@@ -17,11 +17,8 @@
 // A Ring is not safe for concurrent use: its owner guards it (pool and scope with their
 // mutex). It must not be copied after first use.
 //
-// Users: scope.MapSeq's window, and the FIFO half of queue's Memory ready queue
-// (queue/memory_entry.go). pool and scope keep a copy written out for their task types
-// (pool/ring.go, scope/ring.go): a Ring of a struct copies its entries through the
-// instantiation's dictionary, and its Push is not inlined, which their hot paths show
-// (BenchmarkPoolSubmit, BenchmarkScopeLimit8).
+// Users: pool's queue of tasks, the bounded scope's queue of accepted tasks, scope.MapSeq's
+// window, and the FIFO half of the in-memory backend's ready queue (queue/memory/entry.go).
 package ring
 
 // Ring is a FIFO of values of type T. See the package doc.
@@ -47,7 +44,11 @@ func New[T any](first, limit int) Ring[T] {
 func (r *Ring[T]) Len() int { return r.n }
 
 // Push adds v at the back.
-func (r *Ring[T]) Push(v T) {
+func (r *Ring[T]) Push(v T) { r.PushFrom(&v) }
+
+// PushFrom adds a copy of *v at the back: for a large T (pool's and scope's tasks), without
+// the copy that passing v to Push makes.
+func (r *Ring[T]) PushFrom(v *T) {
 	if r.n == len(r.buf) {
 		r.grow()
 	}
@@ -55,7 +56,7 @@ func (r *Ring[T]) Push(v T) {
 	if i >= len(r.buf) { // a compare, not a division (%): Push and Pop are on hot paths
 		i -= len(r.buf)
 	}
-	r.buf[i] = v
+	r.buf[i] = *v
 	r.n++
 }
 
@@ -101,9 +102,9 @@ func (r *Ring[T]) Pop() T {
 // PopInto removes the oldest entry into *v (for a large T, without an intermediate copy). The
 // ring must not be empty.
 func (r *Ring[T]) PopInto(v *T) {
-	var zero T
-	*v = r.buf[r.head]
-	r.buf[r.head] = zero
+	p := &r.buf[r.head] // one bounds check; and *new(T) stores zeros, where a zero variable is copied
+	*v = *p
+	*p = *new(T)
 	r.head++
 	if r.head == len(r.buf) {
 		r.head = 0

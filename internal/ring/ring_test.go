@@ -128,3 +128,23 @@ func BenchmarkPushPop(b *testing.B) {
 		r.PopInto(&v)
 	}
 }
+
+// PushFrom copies the entry it is given: changing the original afterwards does not change the
+// ring's, and entries pushed with Push and PushFrom keep one order.
+func TestPushFromCopies(t *testing.T) {
+	type big struct {
+		s string
+		n [4]int
+	}
+	var r ring.Ring[big]
+	v := big{s: "a", n: [4]int{1}}
+	r.PushFrom(&v)
+	v.s, v.n[0] = "changed", 9
+	r.Push(big{s: "b"})
+	r.PushFrom(&big{s: "c"})
+	got := drain(&r)
+	want := []big{{s: "a", n: [4]int{1}}, {s: "b"}, {s: "c"}}
+	if !slices.Equal(got, want) {
+		t.Fatalf("drained %v; want %v", got, want)
+	}
+}

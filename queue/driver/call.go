@@ -75,3 +75,22 @@ func (Call) Sleep(ctx context.Context, d time.Duration) bool {
 		return false
 	}
 }
+
+// Wait is a waiting call's wait for news: it returns when wake is closed
+// (woken true), after d (woken false, nil: look again), when closing is
+// closed (ErrClosed: the backend closed) or when ctx ends (its cause),
+// whichever comes first. A nil channel never comes.
+func (Call) Wait(ctx context.Context, wake, closing <-chan struct{}, d time.Duration) (woken bool, err error) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-wake:
+		return true, nil
+	case <-t.C:
+		return false, nil
+	case <-closing:
+		return false, ErrClosed
+	case <-ctx.Done():
+		return false, context.Cause(ctx)
+	}
+}

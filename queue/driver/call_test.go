@@ -96,3 +96,34 @@ func TestCallSleep(t *testing.T) {
 		}
 	})
 }
+
+// Wait returns at the first of: the wake-up (woken), the timeout (not
+// woken, no error, after exactly d), the backend's close (ErrClosed), the
+// caller's ctx (its cause).
+func TestCallWait(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		closed := make(chan struct{})
+		close(closed)
+		ctx, cancel := context.WithCancelCause(context.Background())
+		cancel(errStop)
+		for _, tc := range []struct {
+			name          string
+			ctx           context.Context
+			wake, closing <-chan struct{}
+			woken         bool
+			err           error
+			after         time.Duration
+		}{
+			{"woken", context.Background(), closed, nil, true, nil, 0},
+			{"timeout", context.Background(), nil, nil, false, nil, time.Second},
+			{"closed", context.Background(), nil, closed, false, driver.ErrClosed, 0},
+			{"ctx", ctx, nil, nil, false, errStop, 0},
+		} {
+			start := time.Now()
+			woken, err := testCall.Wait(tc.ctx, tc.wake, tc.closing, time.Second)
+			if woken != tc.woken || err != tc.err || time.Since(start) != tc.after {
+				t.Errorf("%s: Wait = %v, %v after %v; want %v, %v after %v", tc.name, woken, err, time.Since(start), tc.woken, tc.err, tc.after)
+			}
+		}
+	})
+}

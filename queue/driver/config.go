@@ -69,6 +69,25 @@ func (c Config) Validate() error {
 // Overflow is what Enqueue does when the queue is at capacity.
 type Overflow int
 
+// Refusal is the error of an Enqueue at capacity under a policy that refuses
+// the job: ErrFull for Reject, ErrDropped for DropNewest. It is nil for the
+// policies that make room instead (Block waits for it, DropOldest evicts a
+// job), and for an unknown policy.
+func (o Overflow) Refusal() error {
+	switch o {
+	case Reject:
+		return ErrFull
+	case DropNewest:
+		return ErrDropped
+	}
+	return nil
+}
+
+// Not pool.Overflow, on purpose, though the four shared names are spelt alike: a queue's
+// policy is a shared setting that every process of the queue records and compares (by its
+// String), so its set of values is part of the backend contract, and pool's fifth,
+// CallerRuns, has no meaning for a job that a consumer elsewhere may handle.
+
 // The overflow policies.
 const (
 	// Block waits for room, until the Enqueue ctx ends.

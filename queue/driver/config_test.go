@@ -62,3 +62,22 @@ func TestOverflowString(t *testing.T) {
 		}
 	}
 }
+
+// Refusal is the error of the policies that refuse a job at capacity, and
+// nil for those that make room.
+func TestOverflowRefusal(t *testing.T) {
+	for _, tc := range []struct {
+		o    driver.Overflow
+		want error
+	}{
+		{driver.Block, nil},
+		{driver.Reject, driver.ErrFull},
+		{driver.DropNewest, driver.ErrDropped},
+		{driver.DropOldest, nil},
+		{driver.Overflow(9), nil},
+	} {
+		if got := tc.o.Refusal(); got != tc.want {
+			t.Errorf("%v.Refusal() = %v, want %v", tc.o, got, tc.want)
+		}
+	}
+}

@@ -26,16 +26,18 @@
 // timed out or the broker could not be reached, which each backend decides
 // for its own client's errors). A process asking for a shared setting other
 // than the queue's gets a [SettingsError] ([Shared.Diff] and
-// [CompareSettings] find it). These are exported, not internal to this
-// repository, because the ErrUnavailable rule is part of the contract: a
-// third-party backend must report its calls as the repository's backends
-// do, and does so by calling the same code.
+// [CompareSettings] find it); [AgreeLease] is the body of a CheckLease. An
+// Enqueue at capacity fails with [Overflow.Refusal] under the policies that
+// refuse a job, and a waiting Receive waits with [Call.Wait]. These are
+// exported, not internal to this repository, because the ErrUnavailable
+// rule is part of the contract: a third-party backend must report its calls
+// as the repository's backends do, and does so by calling the same code.
 package driver
 
 // Where things are: backend.go holds the Backend interface and what crosses
 // it (Message, Delivery, DeadMessage, the results, Stats, SharedLease,
-// Reconnecter); call.go Call, how a broker backend bounds and reports its
-// calls; settings.go Shared, SettingsError and CompareSettings, the shared
-// settings; config.go Config and Overflow; attempt.go Attempt and Reason;
+// Reconnecter); call.go Call, how a broker backend bounds, reports and
+// waits for its calls; settings.go Shared, SettingsError, CompareSettings
+// and AgreeLease, the shared settings; config.go Config and Overflow; attempt.go Attempt and Reason;
 // errors.go the sentinel errors; inprocess.go InProcess, the optional
 // interface of a backend in the queue's process.

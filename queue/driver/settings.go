@@ -1,8 +1,10 @@
 package driver
 
 import (
+	"context"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 )
 
@@ -73,4 +75,37 @@ func (s Shared) Diff(q Shared, more ...Setting) error {
 		{"dedup horizon", s.DedupHorizon, q.DedupHorizon},
 		{"dead-letter limit", s.DeadLetterLimit, q.DeadLetterLimit},
 	}, more, []Setting{lease})...)
+}
+
+// ReconfigureHint ends the error of a backend whose process asks for a
+// shared setting other than the queue's, when the backend has an option
+// (WithReconfigure in this repository's backends) that replaces the queue's
+// settings with the process's.
+const ReconfigureHint = "WithReconfigure changes it, with every other process stopped"
+
+// AgreeLease is the body of [SharedLease.CheckLease] for a backend that
+// keeps its copy of the queue's shared settings, of its own type S, in *set,
+// guarded by mu. It fails for a lease that is not positive (the message
+// starts with backend, the backend's package name); else it passes the
+// settings held to agree, which makes the queue's settings agree with them
+// and this lease (or fails with a *SettingsError, say) and returns the
+// settings in force, and holds what agree returns. mu is not held while
+// agree runs, so agree may talk to the broker; two AgreeLease calls that
+// race keep the settings of the one that returns last.
+func AgreeLease[S any](ctx context.Context, backend string, lease time.Duration, mu *sync.Mutex, set *S,
+	agree func(ctx context.Context, mine S) (S, error)) error {
+	if lease <= 0 {
+		return fmt.Errorf("%s: lease %v must be positive", backend, lease)
+	}
+	mu.Lock()
+	mine := *set
+	mu.Unlock()
+	got, err := agree(ctx, mine)
+	if err != nil {
+		return err
+	}
+	mu.Lock()
+	*set = got
+	mu.Unlock()
+	return nil
 }

@@ -1,8 +1,10 @@
 package driver_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -54,5 +56,37 @@ func TestSharedDiff(t *testing.T) {
 		if got := fmt.Sprint(err); tc.want == "" && err != nil || tc.want != "" && got != tc.want {
 			t.Errorf("%s: Diff = %v, want %q", tc.name, err, tc.want)
 		}
+	}
+}
+
+// AgreeLease refuses a lease that is not positive without calling agree,
+// passes agree the settings held, holds what it returns, and keeps the
+// settings held when agree fails.
+func TestAgreeLease(t *testing.T) {
+	var mu sync.Mutex
+	set := driver.Shared{Capacity: 10}
+	calls := 0
+	agree := func(ctx context.Context, mine driver.Shared) (driver.Shared, error) {
+		calls++
+		if mine != (driver.Shared{Capacity: 10, Lease: time.Duration(calls-1) * time.Minute}) {
+			t.Errorf("agree got %+v", mine)
+		}
+		if calls == 3 {
+			return mine, errors.New("refused")
+		}
+		mine.Lease = time.Duration(calls) * time.Minute
+		return mine, nil
+	}
+	ctx := context.Background()
+	if err := driver.AgreeLease(ctx, "test", 0, &mu, &set, agree); err == nil || err.Error() != "test: lease 0s must be positive" || calls != 0 {
+		t.Fatalf("AgreeLease(0) = %v after %d agree calls, want the lease's error and none", err, calls)
+	}
+	for want := 1; want <= 2; want++ {
+		if err := driver.AgreeLease(ctx, "test", time.Second, &mu, &set, agree); err != nil || set.Lease != time.Duration(want)*time.Minute {
+			t.Fatalf("AgreeLease = %v, holding %+v; want nil and the lease agree returned", err, set)
+		}
+	}
+	if err := driver.AgreeLease(ctx, "test", time.Second, &mu, &set, agree); err == nil || err.Error() != "refused" || set.Lease != 2*time.Minute {
+		t.Fatalf("AgreeLease = %v, holding %+v; want agree's error and the settings held before", err, set)
 	}
 }

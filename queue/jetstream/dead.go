@@ -121,12 +121,9 @@ func (b *Backend) Redrive(ctx context.Context, id string) error {
 	}
 	ctx, cancel := b.req(ctx)
 	defer cancel()
-	raw, err := b.dead.GetLastMsgForSubject(ctx, b.deadPrefix+token(id))
-	if errors.Is(err, natsjs.ErrMsgNotFound) {
-		return driver.ErrNotFound
-	}
+	raw, err := b.lastDead(ctx, "redrive", id)
 	if err != nil {
-		return b.fail(ctx, "redrive "+id, err)
+		return err
 	}
 	m := messageFrom(raw.Header, raw.Data)
 	m.EnqueuedAt, m.NotBefore, m.StartBy = time.Now(), time.Time{}, time.Time{}
@@ -163,12 +160,21 @@ func (b *Backend) Purge(ctx context.Context, id string) error {
 	}
 	ctx, cancel := b.req(ctx)
 	defer cancel()
-	_, err := b.dead.GetLastMsgForSubject(ctx, b.deadPrefix+token(id))
-	if errors.Is(err, natsjs.ErrMsgNotFound) {
-		return driver.ErrNotFound
-	}
-	if err != nil {
-		return b.fail(ctx, "purge "+id, err)
+	if _, err := b.lastDead(ctx, "purge", id); err != nil {
+		return err
 	}
 	return b.purgeDead(ctx, id)
+}
+
+// lastDead returns the newest dead letter with id, driver.ErrNotFound if there is none, or the
+// failure (named by op) of looking it up.
+func (b *Backend) lastDead(ctx context.Context, op, id string) (*natsjs.RawStreamMsg, error) {
+	raw, err := b.dead.GetLastMsgForSubject(ctx, b.deadPrefix+token(id))
+	if errors.Is(err, natsjs.ErrMsgNotFound) {
+		return nil, driver.ErrNotFound
+	}
+	if err != nil {
+		return nil, b.fail(ctx, op+" "+id, err)
+	}
+	return raw, nil
 }

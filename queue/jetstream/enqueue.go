@@ -42,12 +42,10 @@ func (b *Backend) Enqueue(ctx context.Context, m driver.Message) (driver.Enqueue
 		if !full {
 			return res, err
 		}
-		switch b.cfg.Overflow {
-		case driver.Reject:
-			return res, driver.ErrFull
-		case driver.DropNewest:
-			return res, driver.ErrDropped
-		case driver.DropOldest:
+		if err := b.cfg.Overflow.Refusal(); err != nil {
+			return res, err
+		}
+		if b.cfg.Overflow == driver.DropOldest {
 			if err := b.dropOldest(ctx, &res); err != nil {
 				return res, err
 			}

@@ -239,12 +239,12 @@ func (b *Backend) settledAbove(ctx context.Context, seq uint64, id string, floor
 			return false, b.fail(ctx, "tombstone of "+id, err)
 		}
 	}
-	raw, err := b.dead.GetLastMsgForSubject(ctx, b.deadPrefix+token(id))
-	if errors.Is(err, natsjs.ErrMsgNotFound) {
+	raw, err := b.lastDead(ctx, "dead letter of", id)
+	if errors.Is(err, driver.ErrNotFound) {
 		return false, nil
 	}
 	if err != nil {
-		return false, b.fail(ctx, "dead letter of "+id, err)
+		return false, err
 	}
 	return raw.Header.Get(hdrSeq) == strconv.FormatUint(seq, 10), nil
 }

@@ -56,9 +56,6 @@ func (s settings) shared() driver.Shared {
 		DeadLetterLimit: s.DeadLetterLimit, Lease: s.Lease}
 }
 
-// reconfigureHint ends the error of a shared setting that differs from the queue's.
-const reconfigureHint = "WithReconfigure changes it, with every other process stopped"
-
 func (b *Backend) settingsSubject() string { return "corral." + b.name + ".settings" }
 
 // loadSettings returns the queue's settings record and its sequence in the
@@ -124,7 +121,7 @@ func (b *Backend) agree(ctx context.Context, state natsjs.Stream, mine settings)
 			if err := mine.diff(cur); err == nil && (mine.Lease == cur.Lease || mine.Lease == 0) {
 				return cur, nil
 			} else if err != nil && !b.o.reconfigure {
-				return cur, fmt.Errorf("jetstream: queue %s: %w (%s)", b.name, err, reconfigureHint)
+				return cur, fmt.Errorf("jetstream: queue %s: %w (%s)", b.name, err, driver.ReconfigureHint)
 			}
 		}
 		ok, err := b.storeSettings(ctx, mine, seq)
@@ -144,21 +141,10 @@ func (b *Backend) CheckLease(ctx context.Context, lease time.Duration) error {
 	if err := b.checkOpen(); err != nil {
 		return err
 	}
-	if lease <= 0 {
-		return fmt.Errorf("jetstream: lease %v must be positive", lease)
-	}
 	ctx, cancel := b.req(ctx)
 	defer cancel()
-	b.mu.Lock()
-	mine := b.set
-	b.mu.Unlock()
-	mine.Lease = lease
-	set, err := b.agree(ctx, b.state, mine)
-	if err != nil {
-		return err
-	}
-	b.mu.Lock()
-	b.set = set
-	b.mu.Unlock()
-	return nil
+	return driver.AgreeLease(ctx, "jetstream", lease, &b.mu, &b.set, func(ctx context.Context, mine settings) (settings, error) {
+		mine.Lease = lease
+		return b.agree(ctx, b.state, mine)
+	})
 }

@@ -73,9 +73,6 @@ func (b *Backend) Extend(ctx context.Context, d *driver.Delivery, lease time.Dur
 		// Written before the +WPI, so that the record's lease ends before the broker's.
 		tok.st.Until = start.Add(ackWait)
 		if err := b.saveState(ctx, d, tok); err != nil {
-			if errors.Is(err, errStateMoved) {
-				return driver.ErrLeaseLost
-			}
 			return err
 		}
 	}
@@ -113,9 +110,6 @@ func (b *Backend) Start(ctx context.Context, d *driver.Delivery) error {
 	tok.st.Until, tok.st.Started = now.Add(ackWait), now
 	if err := b.saveState(ctx, d, tok); err != nil {
 		tok.st = st
-		if errors.Is(err, errStateMoved) {
-			return driver.ErrLeaseLost
-		}
 		return err
 	}
 	if b.mayHaveForgotten(ackWait) {
@@ -179,9 +173,6 @@ func (b *Backend) Nack(ctx context.Context, d *driver.Delivery, delay time.Durat
 	tok.st.History = append(tok.st.History, a)
 	tok.st.Until, tok.st.Started = time.Time{}, time.Time{}
 	if err := b.saveState(ctx, d, tok); err != nil {
-		if errors.Is(err, errStateMoved) {
-			return driver.ErrLeaseLost
-		}
 		return err
 	}
 	kind := markReady
@@ -232,9 +223,6 @@ func (b *Backend) Release(ctx context.Context, d *driver.Delivery, delay time.Du
 	tok.st.Until, tok.st.Started = time.Time{}, time.Time{}
 	tok.st.Released = true
 	if err := b.saveState(ctx, d, tok); err != nil {
-		if errors.Is(err, errStateMoved) {
-			return driver.ErrLeaseLost
-		}
 		return err
 	}
 	if delay > 0 {

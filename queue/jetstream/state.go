@@ -81,12 +81,9 @@ func (b *Backend) loadState(ctx context.Context, seq uint64, id string) (jobStat
 	return got, raw.Sequence, nil
 }
 
-// errStateMoved says the job's state record changed since this delivery read it: another
-// delivery of the job wrote it.
-var errStateMoved = errors.New("jetstream: the job's state changed under this delivery")
-
 // saveState writes tok's state if the record is still where tok read it, and moves tok's record
-// sequence on. It returns errStateMoved if another delivery wrote it first.
+// sequence on. It returns driver.ErrLeaseLost if another delivery of the job wrote it first
+// (the record changed under this delivery).
 func (b *Backend) saveState(ctx context.Context, d *driver.Delivery, tok *delivered) error {
 	tok.st.ID = d.ID
 	data, err := json.Marshal(tok.st)
@@ -97,7 +94,7 @@ func (b *Backend) saveState(ctx context.Context, d *driver.Delivery, tok *delive
 	ack, err := b.js.PublishMsg(ctx, msg, natsjs.WithExpectLastSequencePerSubject(tok.stSeq))
 	switch apiCode(err) {
 	case codeWrongLast, codeWrongLR:
-		return errStateMoved
+		return driver.ErrLeaseLost
 	case 0:
 		if err != nil {
 			return b.fail(ctx, "save the state of "+d.ID, err)

@@ -95,19 +95,6 @@ func (m *Backend) enqueueOpen() error {
 	return nil
 }
 
-// overflowErr is the error of an Enqueue at capacity under a policy that
-// refuses the job (Reject, DropNewest), or nil under one that makes room
-// (Block waits for it, DropOldest evicts a job).
-func (m *Backend) overflowErr() error {
-	switch m.cfg.Overflow {
-	case driver.Reject:
-		return driver.ErrFull
-	case driver.DropNewest:
-		return driver.ErrDropped
-	}
-	return nil
-}
-
 // enqueueFull is the fast path of Enqueue (see EnqueueFresh) finding the
 // backend full. It reports whether the job may go to the inbox after all
 // (Block waited for room, and reserved it); if not, err says why, or is nil
@@ -115,7 +102,7 @@ func (m *Backend) overflowErr() error {
 func (m *Backend) enqueueFull(ctx context.Context) (inbox bool, err error) {
 	// Such a job cannot be a duplicate, and moving the inbox does not make
 	// room: only DropOldest needs the main path.
-	if err := m.overflowErr(); err != nil {
+	if err := m.cfg.Overflow.Refusal(); err != nil {
 		return false, err
 	}
 	if m.cfg.Overflow != driver.Block {
@@ -147,7 +134,7 @@ func (m *Backend) enqueueStore(ctx context.Context, msg driver.Message, fresh bo
 		if m.reserve() {
 			break
 		}
-		if err := m.overflowErr(); err != nil {
+		if err := m.cfg.Overflow.Refusal(); err != nil {
 			return res, err
 		}
 		if m.cfg.Overflow == driver.DropOldest {

@@ -284,14 +284,8 @@ func (m *Backend) Nack(ctx context.Context, d *driver.Delivery, delay time.Durat
 	if err != nil {
 		return err
 	}
-	e.gen++
 	e.history = append(e.history, a)
-	now := m.clk.Now()
-	var at time.Time
-	if delay > 0 {
-		at = now.Add(delay)
-	}
-	m.schedule(e, at, now)
+	m.requeue(e, delay)
 	return nil
 }
 
@@ -303,15 +297,22 @@ func (m *Backend) Release(ctx context.Context, d *driver.Delivery, delay time.Du
 	if err != nil {
 		return err
 	}
-	e.gen++
 	e.attempt--
+	m.requeue(e, delay)
+	return nil
+}
+
+// requeue makes the unleased job e ready again after delay, under a new
+// generation, so that the delivery that held it can no longer settle it.
+// m.mu held.
+func (m *Backend) requeue(e *entry, delay time.Duration) {
+	e.gen++
 	now := m.clk.Now()
 	var at time.Time
 	if delay > 0 {
 		at = now.Add(delay)
 	}
 	m.schedule(e, at, now)
-	return nil
 }
 
 // remove forgets the stored entry e (not in any heap), unblocks its key and

@@ -245,12 +245,10 @@ func (b *Backend) reserveBatch(ctx context.Context, tx pgx.Tx, c *batch, res *dr
 	if over <= 0 {
 		return false, nil
 	}
-	switch b.cfg.Overflow {
-	case driver.Reject:
-		return false, driver.ErrFull
-	case driver.DropNewest:
-		return false, driver.ErrDropped
-	case driver.Block:
+	if err := b.cfg.Overflow.Refusal(); err != nil {
+		return false, err
+	}
+	if b.cfg.Overflow == driver.Block {
 		return true, nil
 	}
 	rows, err := tx.Query(ctx, b.sql.evictBatch, b.name, c.id, driver.ErrEvicted.Error(), over)

@@ -235,12 +235,10 @@ func (b *Backend) enqueueCounted(ctx context.Context, caller Tx, m driver.Messag
 	err = tx.QueryRow(cctx, b.sql.reserve, b.name, 1).Scan(&stored)
 	switch {
 	case errors.Is(err, sql.ErrNoRows): // full
-		switch b.cfg.Overflow {
-		case driver.Reject:
-			return res, false, driver.ErrFull
-		case driver.DropNewest:
-			return res, false, driver.ErrDropped
-		case driver.Block:
+		if err := b.cfg.Overflow.Refusal(); err != nil {
+			return res, false, err
+		}
+		if b.cfg.Overflow == driver.Block {
 			return res, true, nil
 		}
 		if err := b.evictOldest(cctx, tx, seq, &res); err != nil {

@@ -138,6 +138,11 @@ func (g *group) stop(ctx context.Context) error {
 	if !running {
 		return nil
 	}
+	return awaitExit(ctx, exit)
+}
+
+// awaitExit waits until exit is closed, or until ctx ends (and returns its cause).
+func awaitExit(ctx context.Context, exit <-chan struct{}) error {
 	select {
 	case <-exit:
 		return nil

@@ -261,12 +261,7 @@ func (b *Backend) Close(ctx context.Context) error {
 			return err
 		}
 	}
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		return context.Cause(ctx)
-	}
+	return awaitExit(ctx, done)
 }
 
 // Reconnects implements driver.Reconnecter: the times the listening connection was made again

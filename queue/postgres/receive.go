@@ -332,21 +332,11 @@ func (b *Backend) wait(ctx context.Context, gen uint64, due time.Duration) error
 	if !ok {
 		return nil // woken since gen: look again
 	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ch:
-		return nil
-	case <-t.C:
+	woken, err := calls.Wait(ctx, ch, b.closing, d)
+	if !woken {
 		b.wake.leave(ch)
-		return nil
-	case <-b.closing:
-		b.wake.leave(ch)
-		return driver.ErrClosed
-	case <-ctx.Done():
-		b.wake.leave(ch)
-		return context.Cause(ctx)
 	}
+	return err
 }
 
 // signal wakes waiting receivers: one per notification (a receiver that takes a job wakes the
@@ -431,10 +421,5 @@ func (b *Backend) stopClaims(ctx context.Context) error {
 	if !running {
 		return nil
 	}
-	select {
-	case <-exit:
-		return nil
-	case <-ctx.Done():
-		return context.Cause(ctx)
-	}
+	return awaitExit(ctx, exit)
 }

@@ -18,9 +18,6 @@ func settingsFor(cfg driver.Config) settings {
 	return s
 }
 
-// reconfigureHint ends the error of a shared setting that differs from the queue's.
-const reconfigureHint = "WithReconfigure changes it, with every other process stopped"
-
 // load returns the queue's recorded settings.
 func (b *Backend) load(ctx context.Context) (settings, error) {
 	var s settings
@@ -58,7 +55,7 @@ func (b *Backend) agree(ctx context.Context, mine settings) (settings, error) {
 		}
 		return b.agree(ctx, mine) // another process may have set another meanwhile
 	case !b.o.reconfigure:
-		return cur, fmt.Errorf("postgres: queue %s: %w (%s)", b.name, err, reconfigureHint)
+		return cur, fmt.Errorf("postgres: queue %s: %w (%s)", b.name, err, driver.ReconfigureHint)
 	}
 	if _, err := b.pool.Exec(ctx, b.sql.reconfigure, b.name, mine.Capacity, mine.Overflow,
 		mine.DedupHorizon.Microseconds(), mine.DeadLetterLimit, mine.Lease.Microseconds()); err != nil {
@@ -76,21 +73,10 @@ func (b *Backend) CheckLease(ctx context.Context, lease time.Duration) error {
 	if err := b.checkOpen(); err != nil {
 		return err
 	}
-	if lease <= 0 {
-		return fmt.Errorf("postgres: lease %v must be positive", lease)
-	}
 	ctx, cancel := b.call(ctx)
 	defer cancel()
-	b.mu.Lock()
-	mine := b.set
-	b.mu.Unlock()
-	mine.Lease = lease.Truncate(time.Microsecond)
-	set, err := b.agree(ctx, mine)
-	if err != nil {
-		return err
-	}
-	b.mu.Lock()
-	b.set = set
-	b.mu.Unlock()
-	return nil
+	return driver.AgreeLease(ctx, "postgres", lease, &b.mu, &b.set, func(ctx context.Context, mine settings) (settings, error) {
+		mine.Lease = lease.Truncate(time.Microsecond)
+		return b.agree(ctx, mine)
+	})
 }

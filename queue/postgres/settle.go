@@ -42,16 +42,26 @@ func (b *Backend) Start(ctx context.Context, d *driver.Delivery) error {
 		}
 		return err
 	}
+	if err := b.execOnLease(ctx, "start", b.sql.start, seq, int64(d.Seq)); err != nil {
+		return err
+	}
+	b.running.add(d, seq)
+	return nil
+}
+
+// execOnLease runs one statement that settles or starts a job on its lease, under the call
+// timeout: it fails with driver.ErrLeaseLost if the statement changed no row (the lease ended,
+// or another delivery holds the job), and by calls.Fail if the statement failed.
+func (b *Backend) execOnLease(ctx context.Context, op, sql string, args ...any) error {
 	cctx, cancel := b.call(ctx)
 	defer cancel()
-	tag, err := b.pool.Exec(cctx, b.sql.start, seq, int64(d.Seq))
+	tag, err := b.pool.Exec(cctx, sql, args...)
 	if err != nil {
-		return calls.Fail(cctx, "start", err)
+		return calls.Fail(cctx, op, err)
 	}
 	if tag.RowsAffected() == 0 {
 		return driver.ErrLeaseLost
 	}
-	b.running.add(d, seq)
 	return nil
 }
 
@@ -169,16 +179,7 @@ func (b *Backend) Nack(ctx context.Context, d *driver.Delivery, delay time.Durat
 	if err != nil {
 		return err
 	}
-	cctx, cancel := b.call(ctx)
-	defer cancel()
-	tag, err := b.pool.Exec(cctx, b.sql.nack, b.name, seq, int64(d.Seq), micros(max(delay, 0)), hist, b.channel)
-	if err != nil {
-		return calls.Fail(cctx, "nack", err)
-	}
-	if tag.RowsAffected() == 0 {
-		return driver.ErrLeaseLost
-	}
-	return nil
+	return b.execOnLease(ctx, "nack", b.sql.nack, b.name, seq, int64(d.Seq), micros(max(delay, 0)), hist, b.channel)
 }
 
 // Release implements driver.Backend: the job is ready again after delay, and an attempt its
@@ -189,16 +190,7 @@ func (b *Backend) Release(ctx context.Context, d *driver.Delivery, delay time.Du
 		return err
 	}
 	defer b.running.remove(d)
-	cctx, cancel := b.call(ctx)
-	defer cancel()
-	tag, err := b.pool.Exec(cctx, b.sql.release, b.name, seq, int64(d.Seq), b.channel, micros(delay))
-	if err != nil {
-		return calls.Fail(cctx, "release", err)
-	}
-	if tag.RowsAffected() == 0 {
-		return driver.ErrLeaseLost
-	}
-	return nil
+	return b.execOnLease(ctx, "release", b.sql.release, b.name, seq, int64(d.Seq), b.channel, micros(delay))
 }
 
 // Bury implements driver.Backend: in one transaction, the job leaves the jobs for the dead

@@ -457,18 +457,8 @@ func (b *Backend) waiter() <-chan struct{} {
 
 // wait waits for a signal, d, Close or ctx.
 func (b *Backend) wait(ctx context.Context, w <-chan struct{}, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-w:
-		return nil
-	case <-t.C:
-		return nil
-	case <-b.closing:
-		return driver.ErrClosed
-	case <-ctx.Done():
-		return context.Cause(ctx)
-	}
+	_, err := calls.Wait(ctx, w, b.closing, d)
+	return err
 }
 
 // strs returns a script's array reply as strings.

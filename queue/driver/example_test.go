@@ -1,0 +1,72 @@
+package driver_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/corral-go/corral/queue/driver"
+)
+
+// A backend that finds the queue full returns the policy's refusal, if it
+// has one, and otherwise makes room as the policy says.
+func ExampleOverflow_Refusal() {
+	for _, o := range []driver.Overflow{driver.Block, driver.Reject, driver.DropNewest, driver.DropOldest} {
+		fmt.Printf("%s: %v\n", o, o.Refusal())
+	}
+	// Output:
+	// block: <nil>
+	// reject: queue: full
+	// drop-newest: queue: dropped (full)
+	// drop-oldest: <nil>
+}
+
+// A waiting Receive waits for a wake-up, its poll interval, the backend's
+// Close or its caller's ctx.
+func ExampleCall_Wait() {
+	call := driver.Call{Name: "mybackend"}
+	wake, closing := make(chan struct{}), make(chan struct{})
+	close(wake) // another call stored a job
+	woken, err := call.Wait(context.Background(), wake, closing, time.Second)
+	fmt.Println(woken, err)
+
+	close(closing) // Close
+	woken, err = call.Wait(context.Background(), nil, closing, time.Second)
+	fmt.Println(woken, errors.Is(err, driver.ErrClosed))
+	// Output:
+	// true <nil>
+	// false true
+}
+
+// A backend's CheckLease: the queue's settings (here a map standing for
+// the broker) agree with this process's lease, or the call fails.
+func ExampleAgreeLease() {
+	var (
+		mu     sync.Mutex
+		mine   = driver.Shared{Capacity: 100}
+		broker = map[string]driver.Shared{}
+	)
+	agree := func(lease time.Duration) func(context.Context, driver.Shared) (driver.Shared, error) {
+		return func(ctx context.Context, s driver.Shared) (driver.Shared, error) {
+			s.Lease = lease
+			cur, ok := broker["q"]
+			if !ok || cur.Lease == 0 {
+				broker["q"] = s // the first lease is recorded
+				return s, nil
+			}
+			return cur, s.Diff(cur)
+		}
+	}
+	ctx := context.Background()
+	fmt.Println(driver.AgreeLease(ctx, "mybackend", time.Minute, &mu, &mine, agree(time.Minute)))
+	fmt.Println(driver.AgreeLease(ctx, "mybackend", time.Second, &mu, &mine, agree(time.Second)))
+	fmt.Println(driver.AgreeLease(ctx, "mybackend", 0, &mu, &mine, agree(0)))
+	fmt.Println(mine.Lease)
+	// Output:
+	// <nil>
+	// lease 1s differs from the queue's 1m0s, set by another process
+	// mybackend: lease 0s must be positive
+	// 1m0s
+}
