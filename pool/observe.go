@@ -1,7 +1,6 @@
 package pool
 
 import (
-	"context"
 	"log/slog"
 	"runtime/pprof"
 
@@ -43,21 +42,9 @@ func (o *options) logHooks() Hooks {
 	if o.name != "" {
 		l = l.With(slog.String("pool", o.name))
 	}
-	var h Hooks
-	ctx := context.Background()
-	if l.Enabled(ctx, slog.LevelWarn) {
-		h.OnDrop = func(ctx context.Context, e DropEvent) {
-			l.LogAttrs(ctx, slog.LevelWarn, "pool: task dropped", slog.Any("event", e))
-		}
-	}
-	if l.Enabled(ctx, slog.LevelError) {
-		h.OnError = func(ctx context.Context, e ErrorEvent) {
-			l.LogAttrs(ctx, slog.LevelError, "pool: task failed", slog.Any("event", e))
-		}
-	}
 	return Hooks{
-		OnDrop:  hooks.Chain(h.OnDrop, o.hooks.OnDrop),
-		OnError: hooks.Chain(h.OnError, o.hooks.OnError),
+		OnDrop:  hooks.Chain(hooks.Log[DropEvent](l, slog.LevelWarn, "pool: task dropped"), o.hooks.OnDrop),
+		OnError: hooks.Chain(hooks.Log[ErrorEvent](l, slog.LevelError, "pool: task failed"), o.hooks.OnError),
 	}
 }
 

@@ -50,10 +50,7 @@ func (o *options) logHooks() Hooks {
 		l = l.With(slog.String("queue", o.name))
 	}
 	on := func(level slog.Level, msg string) func(context.Context, Event) {
-		if !l.Enabled(context.Background(), level) {
-			return nil
-		}
-		return func(ctx context.Context, e Event) { l.LogAttrs(ctx, level, msg, slog.Any("event", e)) }
+		return hooks.Log[Event](l, level, msg)
 	}
 	var onHealth func(context.Context, Health)
 	if l.Enabled(context.Background(), slog.LevelWarn) {

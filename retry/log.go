@@ -1,7 +1,6 @@
 package retry
 
 import (
-	"context"
 	"log/slog"
 
 	"github.com/corral-go/corral/internal/hooks"
@@ -25,19 +24,8 @@ func (o *options) logHooks() Hooks {
 	if l == nil {
 		return o.hooks
 	}
-	var h Hooks
-	if l.Enabled(context.Background(), slog.LevelWarn) {
-		h.OnRetry = func(ctx context.Context, e RetryEvent) {
-			l.LogAttrs(ctx, slog.LevelWarn, "retry: retrying", slog.Any("event", e))
-		}
-	}
-	if l.Enabled(context.Background(), slog.LevelError) {
-		h.OnGiveUp = func(ctx context.Context, e *Error) {
-			l.LogAttrs(ctx, slog.LevelError, "retry: gave up", slog.Any("event", e))
-		}
-	}
 	return Hooks{
-		OnRetry:  hooks.Chain(h.OnRetry, o.hooks.OnRetry),
-		OnGiveUp: hooks.Chain(h.OnGiveUp, o.hooks.OnGiveUp),
+		OnRetry:  hooks.Chain(hooks.Log[RetryEvent](l, slog.LevelWarn, "retry: retrying"), o.hooks.OnRetry),
+		OnGiveUp: hooks.Chain(hooks.Log[*Error](l, slog.LevelError, "retry: gave up"), o.hooks.OnGiveUp),
 	}
 }

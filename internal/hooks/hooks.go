@@ -1,5 +1,6 @@
 // Package hooks chains the hook functions of corral's packages, so that an option that installs
-// hooks of its own (a logger's) keeps the ones the user set.
+// hooks of its own (a logger's) keeps the ones the user set, and makes the logging hooks of
+// every package's WithLogger (Log).
 package hooks
 
 import "context"
