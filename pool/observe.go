@@ -35,12 +35,9 @@ func WithLogger(l *slog.Logger) Option {
 
 // logHooks returns the hooks that log to o.logger, chained before o.hooks.
 func (o *options) logHooks() Hooks {
-	l := o.logger
+	l := hooks.Named(o.logger, "pool", o.name)
 	if l == nil {
 		return o.hooks
-	}
-	if o.name != "" {
-		l = l.With(slog.String("pool", o.name))
 	}
 	return Hooks{
 		OnDrop:  hooks.Chain(hooks.Log[DropEvent](l, slog.LevelWarn, "pool: task dropped"), o.hooks.OnDrop),

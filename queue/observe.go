@@ -42,12 +42,9 @@ func WithLogger(l *slog.Logger) Option {
 
 // logHooks returns the hooks that log to o.logger, each chained before o.hooks' own.
 func (o *options) logHooks() Hooks {
-	l := o.logger
+	l := hooks.Named(o.logger, "queue", o.name)
 	if l == nil {
 		return o.hooks
-	}
-	if o.name != "" {
-		l = l.With(slog.String("queue", o.name))
 	}
 	on := func(level slog.Level, msg string) func(context.Context, Event) {
 		return hooks.Log[Event](l, level, msg)

@@ -14,3 +14,12 @@ func Log[E any](l *slog.Logger, level slog.Level, msg string) func(context.Conte
 	}
 	return func(ctx context.Context, e E) { l.LogAttrs(ctx, level, msg, slog.Any("event", e)) }
 }
+
+// Named returns l with the attribute key=name, l itself if name is "", and nil if l is nil:
+// the logger of a WithLogger option, for a pool or queue that WithName may have named.
+func Named(l *slog.Logger, key, name string) *slog.Logger {
+	if l == nil || name == "" {
+		return l
+	}
+	return l.With(slog.String(key, name))
+}

@@ -30,3 +30,21 @@ func dropTime(a slog.Attr) slog.Attr {
 	}
 	return a
 }
+
+func TestNamed(t *testing.T) {
+	if hooks.Named(nil, "pool", "p") != nil {
+		t.Fatal("Named(nil, ...) != nil")
+	}
+	l := slog.New(slog.DiscardHandler)
+	if hooks.Named(l, "pool", "") != l {
+		t.Fatal(`Named(l, "pool", "") is not l`)
+	}
+	var buf bytes.Buffer
+	named := hooks.Named(slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{
+		ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr { return dropTime(a) },
+	})), "pool", "p")
+	named.Info("m")
+	if got, want := buf.String(), "level=INFO msg=m pool=p\n"; got != want {
+		t.Fatalf("record = %q, want %q", got, want)
+	}
+}
