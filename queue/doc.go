@@ -99,7 +99,8 @@ package queue
 
 // Where things are: queue.go holds Queue (New, Enqueue, the dead letters, Close), stats.go
 // Stats, id.go generated IDs, codec.go payload encoding and Codec, options.go every option
-// (and Overflow's names), hooks.go Hooks, Event and PanicError, job.go Job, DeadLetter and
+// (and Overflow's names), admin.go the operator's verbs (Jobs, Count, Inspect, Cancel, Pause,
+// Resume, the bulk verbs; Filter, JobInfo, Page), hooks.go Hooks, Event and PanicError, job.go Job, DeadLetter and
 // the names of Attempt and Reason, errors.go the sentinel errors; consumer.go the Consumer,
 // worker.go its worker loops, settle.go how a job is settled, lease.go the keeper (lease
 // timing and renewal), drain.go Consumer.Drain, health.go Health, version.go payload

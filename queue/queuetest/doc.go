@@ -8,7 +8,10 @@
 // dead letters with their history, deduplication while stored and within the
 // horizon, ordering keys under failure and keys in parallel, each overflow
 // policy, lease expiry and redelivery (never in flight twice), start-by
-// expiry, redrive and purge, the shutdown report at drain and at deadline
+// expiry, redrive and purge, the operator's verbs of a backend that
+// implements driver.Admin (listing and counting with filters and a cursor
+// that stays valid while jobs move, inspect, cancel of a waiting and of a
+// running job, pause and resume, the bulk verbs), the shutdown report at drain and at deadline
 // with the jobs left for the next consumer, the accounting identity (every
 // job acked or dead-lettered exactly once), the stats gauges, and Close: the
 // queue's (which closes its consumers and the backend) and the backend's
@@ -28,7 +31,7 @@ package queuetest
 // Where things are: queuetest.go holds Run and Capabilities, env.go a subtest's world and
 // its helpers; the conformance tests, by concept: accounting.go (acks, the accounting
 // identity, stats), delays.go (delays, the retry schedule, start-by), deadletters.go,
-// dedup.go, keys.go (ordering keys), overflow.go, lease.go and close.go (shutdown and Close).
+// dedup.go, keys.go (ordering keys), admin.go (the operator's verbs), overflow.go, lease.go and close.go (shutdown and Close).
 // The fault suite: faults.go holds Faults, Broker and RunFaults; faults_worker.go the worker
 // processes (ServeWorker's side, and the run's: start, stop, kill); faults_run.go a scenario's
 // run (producing, waiting, the events reported); faults_check.go its accounting check and
