@@ -282,4 +282,5 @@ func ExampleMigrationSQL() {
 	// -- 0002_dead_letters
 	// CREATE TABLE "billing".dead (
 	// -- 0003_versions
+	// -- 0006_admin
 }

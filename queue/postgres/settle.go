@@ -107,12 +107,15 @@ func (b *Backend) Extend(ctx context.Context, d *driver.Delivery, lease time.Dur
 	}
 	cctx, cancel := b.call(ctx)
 	defer cancel()
-	tag, err := b.pool.Exec(cctx, b.sql.extend, seq, int64(d.Seq), micros(lease))
-	if err != nil {
-		return calls.Fail(cctx, "extend the lease", err)
-	}
-	if tag.RowsAffected() == 1 {
+	var canceled bool
+	err = b.pool.QueryRow(cctx, b.sql.extend, seq, int64(d.Seq), micros(lease)).Scan(&canceled)
+	switch {
+	case err == nil && canceled:
+		return driver.ErrCanceled // see admin.go
+	case err == nil:
 		return nil
+	case !errors.Is(err, pgx.ErrNoRows):
+		return calls.Fail(cctx, "extend the lease", err)
 	}
 	var cur int64
 	err = b.pool.QueryRow(cctx, b.sql.leaseOf, seq).Scan(&cur)
@@ -176,7 +179,7 @@ func (b *Backend) Nack(ctx context.Context, d *driver.Delivery, delay time.Durat
 		return calls.Fail(cctx, "nack", err)
 	}
 	if tag.RowsAffected() == 0 {
-		return driver.ErrLeaseLost
+		return b.settleCanceled(ctx, d, a)
 	}
 	return nil
 }
@@ -196,7 +199,7 @@ func (b *Backend) Release(ctx context.Context, d *driver.Delivery, delay time.Du
 		return calls.Fail(cctx, "release", err)
 	}
 	if tag.RowsAffected() == 0 {
-		return driver.ErrLeaseLost
+		return b.settleCanceled(ctx, d, driver.Attempt{})
 	}
 	return nil
 }
