@@ -194,6 +194,24 @@ type JobInfo struct {
 // that ends with i continues after it.
 func (i *JobInfo) Cursor() Cursor { return Cursor{EnqueuedAt: i.EnqueuedAt, ID: i.ID} }
 
+// Page returns the jobs of all that f selects (Match) after f.After, in
+// the order of Admin's listings, at most f.Limit of them (every one if
+// f.Limit is zero). It reorders all. A backend that reads every job into
+// its own process answers List and Count with it.
+func Page(all []JobInfo, f *Filter) []JobInfo {
+	out := all[:0]
+	for i := range all {
+		if f.Match(&all[i]) && !f.After.Before(all[i].EnqueuedAt, all[i].ID) {
+			out = append(out, all[i])
+		}
+	}
+	SortJobs(out)
+	if f.Limit > 0 && len(out) > f.Limit {
+		out = out[:f.Limit]
+	}
+	return out
+}
+
 // SortJobs sorts jobs in the order of Admin's listings. A backend that
 // gathers jobs from several places calls it.
 func SortJobs(jobs []JobInfo) {

@@ -23,58 +23,41 @@ func (m *Backend) List(ctx context.Context, f driver.Filter) ([]driver.JobInfo, 
 	if err := f.CheckPage(); err != nil {
 		return nil, err
 	}
-	all := m.collect(&f)
-	driver.SortJobs(all)
-	if len(all) > f.Limit {
-		all = all[:f.Limit]
-	}
-	return all, nil
+	return driver.Page(m.collect(f.State == driver.StateDead), &f), nil
 }
 
 // Count implements driver.Admin.
 func (m *Backend) Count(ctx context.Context, f driver.Filter) (int, error) {
-	f.After = driver.Cursor{}
-	return len(m.collect(&f)), nil
+	f.After, f.Limit = driver.Cursor{}, 0
+	return len(driver.Page(m.collect(f.State == driver.StateDead), &f)), nil
 }
 
-// collect returns the jobs that match f and come after f.After, unsorted.
-func (m *Backend) collect(f *driver.Filter) []driver.JobInfo {
+// collect returns the dead letters if dead, else the stored jobs, with their
+// histories copied.
+func (m *Backend) collect(dead bool) []driver.JobInfo {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	now, mono := m.clk.Now(), m.mono()
 	m.drain()
 	m.promote(now, mono)
-	var out []driver.JobInfo
-	keep := func(info *driver.JobInfo) {
-		if f.Match(info) && !f.After.Before(info.EnqueuedAt, info.ID) {
-			out = append(out, *info)
-		}
-	}
-	if f.State != driver.StateDead {
-		for e := m.all.head; e != nil; e = e.ln[onAll].next {
-			info := m.describe(e, now, mono, false)
-			keep(&info)
-		}
-	}
-	if f.State == driver.StateDead {
+	if dead {
+		out := make([]driver.JobInfo, 0, m.dead.Len())
 		for el := m.dead.Front(); el != nil; el = el.Next() {
-			info := deadInfo(el.Value.(*driver.DeadMessage))
-			keep(&info)
+			out = append(out, deadInfo(el.Value.(*driver.DeadMessage)))
 		}
+		return out
 	}
-	for i := range out {
-		out[i].History = slices.Clone(out[i].History)
+	out := make([]driver.JobInfo, 0, m.all.n)
+	for e := m.all.head; e != nil; e = e.ln[onAll].next {
+		out = append(out, m.describe(e, now, mono))
 	}
 	return out
 }
 
-// describe returns what Admin tells of e at now and mono; withHistory
-// copies its history. m.mu held.
-func (m *Backend) describe(e *entry, now time.Time, mono time.Duration, withHistory bool) driver.JobInfo {
-	info := driver.JobInfo{Message: e.msg, History: e.history}
-	if withHistory {
-		info.History = slices.Clone(e.history)
-	}
+// describe returns what Admin tells of e at now and mono, with a copy of
+// its history. m.mu held.
+func (m *Backend) describe(e *entry, now time.Time, mono time.Duration) driver.JobInfo {
+	info := driver.JobInfo{Message: e.msg, History: slices.Clone(e.history)}
 	info.Attempt = e.attempt
 	switch e.state {
 	case stateLeased:
@@ -103,22 +86,6 @@ func deadInfo(dm *driver.DeadMessage) driver.JobInfo {
 		Reason: dm.Reason, DeadAt: dm.At}
 }
 
-// find returns the stored job with id, or nil. m.mu held.
-func (m *Backend) find(id string) *entry {
-	if e := m.ids[id]; e != nil {
-		return e
-	}
-	if len(id) != freshLen || m.fresh == "" || id[:freshLen/2] != m.fresh {
-		return nil
-	}
-	for e := m.all.head; e != nil; e = e.ln[onAll].next {
-		if e.fresh && e.msg.ID == id {
-			return e
-		}
-	}
-	return nil
-}
-
 // Get implements driver.Admin.
 func (m *Backend) Get(ctx context.Context, id string) (driver.JobInfo, error) {
 	m.mu.Lock()
@@ -127,7 +94,7 @@ func (m *Backend) Get(ctx context.Context, id string) (driver.JobInfo, error) {
 	m.drain()
 	m.promote(now, mono)
 	if e := m.find(id); e != nil {
-		return m.describe(e, now, mono, true), nil
+		return m.describe(e, now, mono), nil
 	}
 	if el := m.deadIDs[id]; el != nil {
 		return deadInfo(el.Value.(*driver.DeadMessage)), nil

@@ -105,48 +105,29 @@ func (b *Backend) List(ctx context.Context, f driver.Filter) ([]driver.JobInfo, 
 	if err := f.CheckPage(); err != nil {
 		return nil, err
 	}
-	all, err := b.gather(ctx, &f)
+	all, err := b.gather(ctx, f.State == driver.StateDead)
 	if err != nil {
 		return nil, err
 	}
-	driver.SortJobs(all)
-	if len(all) > f.Limit {
-		all = all[:f.Limit]
-	}
-	return all, nil
+	return driver.Page(all, &f), nil
 }
 
 // Count implements driver.Admin.
 func (b *Backend) Count(ctx context.Context, f driver.Filter) (int, error) {
-	f.After = driver.Cursor{}
-	all, err := b.gather(ctx, &f)
-	return len(all), err
+	f.After, f.Limit = driver.Cursor{}, 0
+	all, err := b.gather(ctx, f.State == driver.StateDead)
+	return len(driver.Page(all, &f)), err
 }
 
-// gather returns the jobs that match f and come after f.After, unsorted.
-func (b *Backend) gather(ctx context.Context, f *driver.Filter) ([]driver.JobInfo, error) {
+// gather reads the dead letters if dead, else the stored jobs.
+func (b *Backend) gather(ctx context.Context, dead bool) ([]driver.JobInfo, error) {
 	if err := b.checkOpen(); err != nil {
 		return nil, err
 	}
-	var (
-		all []driver.JobInfo
-		err error
-	)
-	if f.State == driver.StateDead {
-		all, err = b.deadInfos(ctx)
-	} else {
-		all, err = b.jobInfos(ctx, "")
+	if dead {
+		return b.deadInfos(ctx)
 	}
-	if err != nil {
-		return nil, err
-	}
-	out := all[:0]
-	for i := range all {
-		if f.Match(&all[i]) && !f.After.Before(all[i].EnqueuedAt, all[i].ID) {
-			out = append(out, all[i])
-		}
-	}
-	return out, nil
+	return b.jobInfos(ctx, "")
 }
 
 // jobInfos reads the stored job id, or every stored job if id is "".
