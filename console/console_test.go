@@ -184,3 +184,29 @@ func TestMountedUnderPrefix(t *testing.T) {
 		t.Error("the script under /ops/static/ is not the console's")
 	}
 }
+
+// TestAwkwardIDs: a job whose ID holds '/', '?', '#' and a space has a working page and
+// actions: its links escape it.
+func TestAwkwardIDs(t *testing.T) {
+	f := newFixture(t)
+	const id = "a/b?c#d e"
+	if _, err := f.q.Enqueue(context.Background(), "x", queue.WithID(id)); err != nil {
+		t.Fatal(err)
+	}
+	list, ck := f.get(t, "/ops/queues/mail?state=ready")
+	esc := url.PathEscape(id)
+	if !strings.Contains(list, `href="queues/mail/jobs/`+esc+`"`) {
+		t.Fatalf("the list does not link to %s", esc)
+	}
+	page, _ := f.get(t, "/ops/queues/mail/jobs/"+esc)
+	if !strings.Contains(page, `<dd id="state">ready</dd>`) {
+		t.Errorf("job page of %q does not show it ready", id)
+	}
+	form := url.Values{"verb": {"cancel"}, "id": {id}, "csrf": {ck.Value}, "back": {"queues/mail/jobs/" + esc}}
+	if code := f.post(t, "/ops/queues/mail/actions", form, ck); code != http.StatusSeeOther {
+		t.Errorf("cancel of %q: %d, want 303", id, code)
+	}
+	if ji, err := f.q.Inspect(context.Background(), id); err != nil || ji.State != queue.StateDead {
+		t.Errorf("after cancel: %+v, %v; want dead", ji, err)
+	}
+}

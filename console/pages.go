@@ -21,6 +21,8 @@ var funcs = template.FuncMap{
 		return t.UTC().Format("2006-01-02 15:04:05.000")
 	},
 	"dur": func(d time.Duration) string { return d.Round(time.Millisecond).String() },
+	// path escapes a queue name or job ID for a path segment: an ID may hold '/' or '?'.
+	"path": url.PathEscape,
 	// dict makes a map of its pairs of arguments, for a template called with several values.
 	"dict": func(kv ...any) (map[string]any, error) {
 		if len(kv)%2 != 0 {
