@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/corral-go/corral/queue"
 	"github.com/corral-go/corral/queue/driver"
 	"github.com/corral-go/corral/queue/postgres"
+	"github.com/corral-go/corral/queue/queuetest"
 )
 
 // TestCancelOrphaned: a job cancelled while in flight in a process that then died (its delivery
@@ -64,64 +64,12 @@ func TestCancelOrphaned(t *testing.T) {
 	}
 }
 
-// TestCancelAcrossProcesses: a job running in one process (a Backend and queue of its own) is
-// cancelled from another, and its handler's context is cancelled with ErrCanceled within the
-// consumer's renewal period (half its lease); a pause from the other process stops it taking
-// jobs.
+// TestCancelAcrossProcesses: queuetest's check that a cancel and a pause reach the consumer of
+// another process, on two Backends of one queue.
 func TestCancelAcrossProcesses(t *testing.T) {
 	pool := db(t)
-	ctx := context.Background()
 	name := queueName(t)
-	open := func() *queue.Queue[string] {
-		q, err := queue.New[string](ctx, queue.WithBackend(postgres.New(pool, name, postgres.WithPollInterval(100*time.Millisecond))))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = q.Close(ctx) })
-		return q
-	}
-	worker, operator := open(), open()
-	started := make(chan string, 4)
-	cause := make(chan error, 1)
-	if _, err := worker.Consume(ctx, func(ctx context.Context, j queue.Job[string]) error {
-		started <- j.ID
-		if j.ID == "long" {
-			<-ctx.Done()
-			cause <- context.Cause(ctx)
-			return context.Cause(ctx)
-		}
-		return nil
-	}, queue.WithWorkers(1), queue.WithLease(2*time.Second)); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := operator.Enqueue(ctx, "x", queue.WithID("long")); err != nil {
-		t.Fatal(err)
-	}
-	recvWithin(t, started, 10*time.Second, "the handler's start")
-	t0 := time.Now()
-	if err := operator.Cancel(ctx, "long"); err != nil {
-		t.Fatal(err)
-	}
-	if err := recvWithin(t, cause, 10*time.Second, "the handler's cancellation"); !errors.Is(err, queue.ErrCanceled) {
-		t.Errorf("handler's cause %v, want ErrCanceled", err)
-	}
-	if d := time.Since(t0); d > time.Second+time.Second/2 { // the renewal period (1s) and a call
-		t.Errorf("cancelled %v after Cancel in the other process, want within 1.5s", d)
-	}
-	if err := operator.Pause(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := operator.Enqueue(ctx, "x", queue.WithID("held")); err != nil {
-		t.Fatal(err)
-	}
-	quiet(t, started, time.Second, "a job started while paused")
-	if s, err := worker.Stats(ctx); err != nil || !s.Paused || s.Ready != 1 {
-		t.Errorf("the worker's stats %+v, %v: want paused, 1 ready", s, err)
-	}
-	if err := operator.Resume(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if id := recvWithin(t, started, 10*time.Second, "the start after resume"); id != "held" {
-		t.Errorf("started %s after resume, want held", id)
-	}
+	queuetest.RunAdminAcrossProcesses(t, func(t *testing.T) driver.Backend {
+		return postgres.New(pool, name, postgres.WithPollInterval(100*time.Millisecond))
+	}, 2*time.Second, time.Second+time.Second/2, time.Second)
 }

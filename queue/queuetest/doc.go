@@ -18,6 +18,9 @@
 // (which refuses Enqueue and Receive with ErrClosed and ends a waiting
 // Receive).
 //
+// RunAdminAcrossProcesses checks, on two backends of one queue as two processes open it, that
+// a cancel and a pause from one reach the consumer of the other.
+//
 // A backend that keeps its state in process runs the suite on the virtual
 // clock of testing/synctest; one that talks to a broker declares RealTime,
 // and the suite then uses real time, scaled by Unit, and lower bounds.
@@ -31,7 +34,7 @@ package queuetest
 // Where things are: queuetest.go holds Run and Capabilities, env.go a subtest's world and
 // its helpers; the conformance tests, by concept: accounting.go (acks, the accounting
 // identity, stats), delays.go (delays, the retry schedule, start-by), deadletters.go,
-// dedup.go, keys.go (ordering keys), admin.go (the operator's verbs), overflow.go, lease.go and close.go (shutdown and Close).
+// dedup.go, keys.go (ordering keys), admin.go and admin_procs.go (the operator's verbs, and across processes), overflow.go, lease.go and close.go (shutdown and Close).
 // The fault suite: faults.go holds Faults, Broker and RunFaults; faults_worker.go the worker
 // processes (ServeWorker's side, and the run's: start, stop, kill); faults_run.go a scenario's
 // run (producing, waiting, the events reported); faults_check.go its accounting check and
