@@ -34,6 +34,13 @@ var (
 	// retry or dead-lettering failed with it is redelivered when its lease
 	// ends, unless the call took effect after all.
 	ErrUnavailable = driver.ErrUnavailable
+	// ErrCanceled is the cancellation cause of a handler's context when an
+	// operator cancelled its job ([Queue.Cancel]), and the error in the
+	// history of a job cancelled before it ran.
+	ErrCanceled = driver.ErrCanceled
+	// ErrNoJob is returned by [Queue.Inspect] and [Queue.Cancel] when no
+	// stored job and no dead letter has the ID.
+	ErrNoJob = driver.ErrNoJob
 )
 
 // errEvicted is the Err of the OnDead event of a job evicted by DropOldest.

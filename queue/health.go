@@ -33,13 +33,16 @@ type Health struct {
 	LastError error
 	// LastErrorAt is when LastError happened (zero if there was none).
 	LastErrorAt time.Time
+	// Paused says the queue is paused ([Queue.Pause]), as this process
+	// last learned it: from its own Pause and Resume, and from Stats.
+	Paused bool
 }
 
 // LogValue returns a group of reachable and the other fields that are not
-// zero (since, reconnects, last_error, last_error_at), so that
+// zero (since, reconnects, last_error, last_error_at, paused), so that
 // slog.WarnContext(ctx, "queue health", "health", h) logs it in one call.
 func (h Health) LogValue() slog.Value {
-	attrs := make([]slog.Attr, 0, 5)
+	attrs := make([]slog.Attr, 0, 6)
 	attrs = append(attrs, slog.Bool("reachable", h.Reachable))
 	if !h.Since.IsZero() {
 		attrs = append(attrs, slog.Time("since", h.Since))
@@ -52,6 +55,9 @@ func (h Health) LogValue() slog.Value {
 	}
 	if !h.LastErrorAt.IsZero() {
 		attrs = append(attrs, slog.Time("last_error_at", h.LastErrorAt))
+	}
+	if h.Paused {
+		attrs = append(attrs, slog.Bool("paused", true))
 	}
 	return slog.GroupValue(attrs...)
 }
@@ -72,6 +78,13 @@ func (hl *health) quiet(err error) bool { return err == nil && !hl.down.Load() }
 
 func (hl *health) init(now time.Time) {
 	hl.h = Health{Reachable: true, Since: now}
+}
+
+// setPaused records whether the queue is paused.
+func (hl *health) setPaused(p bool) {
+	hl.mu.Lock()
+	hl.h.Paused = p
+	hl.mu.Unlock()
 }
 
 // observe records the outcome of a backend call made with ctx, and calls

@@ -75,6 +75,8 @@ const (
 	ReasonEvicted = driver.ReasonEvicted
 	// ReasonExpired: the job was not started before its start-by deadline.
 	ReasonExpired = driver.ReasonExpired
+	// ReasonCanceled: an operator cancelled the job ([Queue.Cancel]).
+	ReasonCanceled = driver.ReasonCanceled
 )
 
 // Attempt records one failed attempt of a job, kept in its dead letter

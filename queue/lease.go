@@ -151,7 +151,9 @@ func (c *Consumer[T]) renewLoop() {
 // runs outside w.mu, on a copy of the delivery. If the backend says the
 // lease was lost (the job may already be with someone else), the handler's
 // ctx is cancelled with cause [ErrLeaseLost], provided the worker still
-// holds that same delivery.
+// holds that same delivery; if it says an operator cancelled the job
+// ([Queue.Cancel]), with cause [ErrCanceled]: so a cancel reaches a
+// running handler within one renewal period (renewEvery).
 func (c *Consumer[T]) renew() {
 	for _, w := range c.workers {
 		w.mu.Lock()
@@ -169,6 +171,10 @@ func (c *Consumer[T]) renew() {
 		}
 		c.observe(c.bg, err)
 		if err == nil || c.bg.Err() != nil {
+			continue
+		}
+		if errors.Is(err, ErrCanceled) {
+			w.cancelJob(s)
 			continue
 		}
 		// Only if the same handler still runs: a renewal that raced the
@@ -230,6 +236,17 @@ func (w *worker[T]) claim() (uint64, bool) {
 		if w.st.CompareAndSwap(s, s|stClaimed) {
 			return s, true
 		}
+	}
+}
+
+// cancelJob cancels the handler of generation state s with cause
+// [ErrCanceled], unless the worker has moved on. Called by renew.
+func (w *worker[T]) cancelJob(s uint64) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.st.CompareAndSwap(s, s|stClaimed) {
+		w.cancel(ErrCanceled)
+		w.st.Store(s)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -109,3 +110,58 @@ func TestREADMEDeploysSnippets(t *testing.T) {
 	_, _ = users.Close(ctx)
 	_, _ = bulk.Close(ctx)
 }
+
+// The README's "Operating a queue" snippet, as written there, on a queue with one dead letter
+// (inv-1, permanent) and one delayed job (inv-7).
+func TestREADMEOperatingSnippet(t *testing.T) {
+	ctx := context.Background()
+	q, err := queue.New[string](ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.Close(ctx)
+	_, _ = q.Enqueue(ctx, "x", queue.WithID("inv-1"))
+	c, err := q.Consume(ctx, func(context.Context, queue.Job[string]) error {
+		return retry.Permanent(errors.New("card declined"))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Drain(ctx); err != nil {
+		t.Fatal(err)
+	}
+	_, _ = q.Enqueue(ctx, "y", queue.WithID("inv-7"), queue.WithDelay(time.Hour))
+	var printed []string
+	fmt := struct{ Println func(...any) }{func(a ...any) { printed = append(printed, fmtSprint(a...)) }}
+
+	page, err := q.Jobs(ctx, queue.Filter{State: queue.StateDead, Reason: queue.ReasonPermanent, Limit: 50})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, j := range page.Jobs { // page.Next is the cursor of the next page: it stays valid while jobs move
+		fmt.Println(j.Job.ID, j.Job.Attempt, j.History[len(j.History)-1].Error)
+	}
+	job, err := q.Inspect(ctx, "inv-7") // state, attempts and history, next run, lease, version, key, size
+	if err != nil || job.State != queue.StateDelayed {
+		t.Errorf("Inspect(inv-7) = %+v, %v", job, err)
+	}
+	err = q.Cancel(ctx, "inv-7") // waiting: dead-lettered with ReasonCanceled; running: its ctx is cancelled
+	if err != nil {
+		t.Error(err)
+	}
+	err = q.Pause(ctx) // every process stops starting jobs; enqueues still accepted; Stats.Paused
+	if err != nil {
+		t.Error(err)
+	}
+	err = q.Resume(ctx)
+	if err != nil {
+		t.Error(err)
+	}
+	n, err := q.RedriveAll(ctx, queue.Filter{Reason: queue.ReasonPermanent}) // also PurgeAll, CancelAll: batches, counts
+
+	if err != nil || n != 1 || !slices.Equal(printed, []string{"inv-1 1 card declined"}) {
+		t.Errorf("redriven %d (%v), printed %q", n, err, printed)
+	}
+}
+
+func fmtSprint(a ...any) string { return strings.TrimSuffix(fmt.Sprintln(a...), "\n") }

@@ -45,7 +45,7 @@ type counters struct {
 // reasons lists the dead-letter reasons; counters.dead counts each at its
 // index here.
 var reasons = [...]Reason{ReasonAttempts, ReasonPermanent, ReasonPanic, ReasonEvicted, ReasonExpired,
-	ReasonDecode, ReasonVersion}
+	ReasonDecode, ReasonVersion, ReasonCanceled}
 
 const numReasons = len(reasons)
 
@@ -77,6 +77,9 @@ type Stats struct {
 	Dead int
 	// Lag is the age of the oldest stored job (0 if none).
 	Lag time.Duration
+	// Paused says the queue is paused ([Queue.Pause]): its consumers, in
+	// every process, start no job until [Queue.Resume].
+	Paused bool
 	// AwaitingVersion counts the jobs that this process's consumers handed
 	// back because they do not understand their payload version (see
 	// [WithVersion]), and that wait for a consumer that does: those that
@@ -176,7 +179,7 @@ func (q *Queue[T]) Stats(ctx context.Context) (Stats, error) {
 		bs = driver.Stats{}
 	}
 	s := Stats{
-		Ready: bs.Ready, InFlight: bs.InFlight, Delayed: bs.Delayed, Dead: bs.Dead,
+		Ready: bs.Ready, InFlight: bs.InFlight, Delayed: bs.Delayed, Dead: bs.Dead, Paused: bs.Paused,
 		DeadEvicted:     q.c.deadEvicted.Load(),
 		AwaitingVersion: q.vers.waits.count(q.clk.Now()),
 		Enqueued:        q.c.enqueued.Load(),
@@ -196,6 +199,9 @@ func (q *Queue[T]) Stats(ctx context.Context) (Stats, error) {
 	}
 	if !bs.Oldest.IsZero() {
 		s.Lag = time.Since(bs.Oldest)
+	}
+	if err == nil {
+		q.hl.setPaused(bs.Paused)
 	}
 	s.Health = q.Health()
 	return s, err

@@ -224,6 +224,9 @@ func (w *worker[T]) renewWaiting() bool {
 	w.in = callExtend
 	err := c.q.backend.Extend(c.bg, &w.d, c.backendLease())
 	w.in = callNone
+	if errors.Is(err, ErrCanceled) {
+		return true // Start refuses it, and the job is dead-lettered as cancelled
+	}
 	if err != nil && !errors.Is(err, ErrLeaseLost) {
 		c.observe(c.bg, err)
 		if c.bg.Err() == nil {
@@ -381,6 +384,10 @@ func (w *worker[T]) start() bool {
 	w.in = callNone
 	if err == nil {
 		return true
+	}
+	if errors.Is(err, ErrCanceled) { // an operator cancelled the job before it started
+		w.settle(c.base, c.counting.Load(), opBury, 0, &Attempt{Error: err.Error()}, &Event{Reason: ReasonCanceled, Err: err})
+		return false
 	}
 	c.observe(c.bg, err)
 	if c.bg.Err() == nil {

@@ -2,7 +2,7 @@
 # Runs every test of every module in this repository with the race detector.
 # The backend modules' tests start servers of their own (queue/jetstream: nats-server;
 # queue/postgres: initdb and postgres, as the user postgres when run as root; queue/redis:
-# redis-server): a missing
+# redis-server; console: Debian's chromium, driven headless): a missing
 # binary is installed from Debian's package first (as root, or with sudo), so that a fresh machine
 # needs no other set-up step.
 # Usage: scripts/test.sh [extra go test flags]
@@ -32,6 +32,7 @@ need() {
 [ -n "${CORRAL_NATS_SERVER:-}" ] || need nats-server nats-server
 need "/usr/lib/postgresql/*/bin/initdb" postgresql
 [ -n "${CORRAL_REDIS_SERVER:-}" ] || need redis-server redis-server
+need /usr/bin/chromium chromium # console's browser tests drive it headless
 for mod in $(find . -name go.mod -not -path "./.git/*" | sort); do
   dir=$(dirname "$mod")
   echo "== go test -race ./... in $dir"

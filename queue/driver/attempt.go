@@ -27,6 +27,8 @@ const (
 	ReasonEvicted Reason = "evicted"
 	// ReasonExpired: the job was not started before its start-by deadline.
 	ReasonExpired Reason = "expired"
+	// ReasonCanceled: an operator cancelled the job (see [Admin.Cancel]).
+	ReasonCanceled Reason = "canceled"
 )
 
 // Attempt records one failed attempt of a job, kept in its dead letter:

@@ -276,4 +276,7 @@ type Stats struct {
 	Dead int
 	// Oldest is the enqueue time of the oldest stored job (zero if none).
 	Oldest time.Time
+	// Paused says the queue is paused (see [Admin.SetPaused]); always
+	// false for a backend that does not implement Admin.
+	Paused bool
 }

@@ -41,4 +41,12 @@ var (
 	// a job it evicts under DropOldest (see [ReasonEvicted]), and the Err
 	// of the queue's OnDead event for it.
 	ErrEvicted = errors.New("queue: evicted by overflow (drop oldest)")
+	// ErrCanceled is the cancellation cause of a handler's context when an
+	// operator cancelled its job (see [Admin.Cancel]), the error Start and
+	// Extend return for the delivery of such a job, and the Error of the
+	// history entry of a job cancelled while it waited.
+	ErrCanceled = errors.New("queue: job canceled by an operator")
+	// ErrNoJob is returned by the verbs of [Admin] that name a job (Get,
+	// Cancel) when no stored job and no dead letter has the ID.
+	ErrNoJob = errors.New("queue: no such job")
 )

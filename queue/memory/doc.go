@@ -15,7 +15,8 @@ package memory
 
 // Where things are: memory.go holds Backend (New, Open, Close, Stats, trim);
 // enqueue.go Enqueue and EnqueueFresh (the inbox fast path, capacity,
-// eviction); receive.go Receive, ReceiveAt, AckNext and the settling
+// eviction); admin.go the operator's verbs (List, Count, Get, Cancel,
+// SetPaused); receive.go Receive, ReceiveAt, AckNext and the settling
 // methods; dead.go the dead letters (Bury, DeadLetters, Redrive, Purge);
 // entry.go the stored jobs, their lists and heaps; wait.go the wake-one
 // waiter lists; dedup.go the dedup horizon and the sweep that forgets

@@ -326,19 +326,22 @@ func (m *Backend) taken(msg *driver.Message, fresh bool, now time.Time) bool {
 // later enqueues the same ID explicitly. Such an ID starts with the prefix
 // of the queue that generated it; for an ID with the prefix m.fresh, the
 // stored jobs are searched (O(n), and only for such IDs).
-func (m *Backend) stored(id string) bool {
-	if _, ok := m.ids[id]; ok {
-		return true
+func (m *Backend) stored(id string) bool { return m.find(id) != nil }
+
+// find returns the stored job with ID id, or nil (see stored). m.mu held.
+func (m *Backend) find(id string) *entry {
+	if e := m.ids[id]; e != nil {
+		return e
 	}
 	if len(id) != freshLen || m.fresh == "" || id[:freshLen/2] != m.fresh {
-		return false
+		return nil
 	}
 	for e := m.all.head; e != nil; e = e.ln[onAll].next {
 		if e.fresh && e.msg.ID == id {
-			return true
+			return e
 		}
 	}
-	return false
+	return nil
 }
 
 // freshLen is the length of the IDs a queue generates, all of one queue's

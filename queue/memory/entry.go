@@ -38,9 +38,13 @@ type entry struct {
 	// expired is the gen of the last lease that expired and was taken back
 	// (see promote), read by Start without mu: a Start on that lease fails.
 	expired atomic.Uint64
-	heapIdx int // index in the heap holding e, -1 if none
-	ln      [numLists]links
-	key     *dlist // the list of e's ordering key, if it has one
+	// canceled is the gen of the lease an operator cancelled (see
+	// admin.go), read by Start without mu: a Start on that lease fails
+	// with ErrCanceled. Like started, recycle leaves it as it is.
+	canceled atomic.Uint64
+	heapIdx  int // index in the heap holding e, -1 if none
+	ln       [numLists]links
+	key      *dlist // the list of e's ordering key, if it has one
 }
 
 // The lists an entry is on at once, each threaded through its own links.
@@ -141,6 +145,17 @@ func (r *readyQueue) remove(e *entry) {
 		panic("memory: internal error: removing a ready job that is not the oldest")
 	}
 	r.ring.Pop()
+}
+
+// removeAny takes out e, a ready job, wherever it is: an operator's cancel
+// (see admin.go) may name any of them. From the ring it costs a pass over
+// the ring, which keeps its order.
+func (r *readyQueue) removeAny(e *entry) {
+	if e.heapIdx >= 0 {
+		heap.Remove(&r.heap, e.heapIdx)
+		return
+	}
+	r.ring.Compact(func(x **entry) bool { return *x != e })
 }
 
 type seqHeap []*entry

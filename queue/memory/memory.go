@@ -100,6 +100,8 @@ type Backend struct {
 	dead    list.List // of *DeadMessage
 	deadIDs map[string]*list.Element
 
+	paused bool // set and cleared by SetPaused: Receive hands out no job while set
+
 	// Peak sizes of the maps since they were made, so that they are made
 	// anew, small, once the backend is empty (see trim).
 	idsPeak, keysPeak, deadPeak, laterPeak int
@@ -256,6 +258,7 @@ func (m *Backend) Stats(ctx context.Context) (driver.Stats, error) {
 		InFlight: m.leased.n,
 		Delayed:  m.timed.Len(),
 		Dead:     m.dead.Len(),
+		Paused:   m.paused,
 	}
 	for e := range m.queuedLater {
 		if e.msg.NotBefore.After(now) {

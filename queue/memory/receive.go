@@ -52,6 +52,14 @@ func (m *Backend) promote(now time.Time, mono time.Duration) {
 		} else {
 			e.attempt-- // no handler ran on this lease: no attempt spent
 		}
+		if e.isCanceled() { // see Cancel
+			if now.IsZero() {
+				now = m.clk.Now()
+			}
+			e.state = stateQueued // in no heap or ring: bury removes it from nothing
+			m.bury(e, driver.ReasonCanceled, driver.Attempt{}, now, nil)
+			continue
+		}
 		e.gen++ // the lease holder's delivery is now stale
 		e.state = stateReady
 		m.ready.push(e)
@@ -115,8 +123,14 @@ func (m *Backend) ReceiveAt(ctx context.Context, lease time.Duration, d *driver.
 		if m.cfg.DedupHorizon > 0 {
 			m.seen.prune(now, m.cfg.DedupHorizon)
 		}
-		m.drainIfIdle()
-		if m.ready.len() > 0 {
+		if m.paused {
+			// Drained whatever the ready jobs: a receiver that finds the
+			// inbox full goes round again, and while paused it would spin.
+			m.drain()
+		} else {
+			m.drainIfIdle()
+		}
+		if m.ready.len() > 0 && !m.paused {
 			m.take(mono, lease, d)
 			m.mu.Unlock()
 			return now, nil
@@ -188,7 +202,7 @@ func (m *Backend) AckNext(ctx context.Context, d *driver.Delivery, now time.Time
 	m.remove(e)
 	m.promote(now, mono)
 	m.drainIfIdle()
-	if m.ready.len() == 0 || m.closed.Load() {
+	if m.ready.len() == 0 || m.closed.Load() || m.paused {
 		return false, nil
 	}
 	m.take(mono, lease, d)
@@ -237,6 +251,9 @@ func (m *Backend) Extend(ctx context.Context, d *driver.Delivery, lease time.Dur
 	if err != nil {
 		return err
 	}
+	if e.isCanceled() {
+		return driver.ErrCanceled // the lease stays: the handler winds down
+	}
 	m.dropLease(e)
 	e.leaseEnd = m.mono() + lease
 	m.lease(e)
@@ -261,6 +278,9 @@ func (m *Backend) Start(ctx context.Context, d *driver.Delivery) error {
 	if e.expired.Load() == d.Seq {
 		return driver.ErrLeaseLost
 	}
+	if e.canceled.Load() == d.Seq {
+		return driver.ErrCanceled
+	}
 	return nil
 }
 
@@ -280,10 +300,15 @@ func (m *Backend) Ack(ctx context.Context, d *driver.Delivery) error {
 func (m *Backend) Nack(ctx context.Context, d *driver.Delivery, delay time.Duration, a driver.Attempt) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	e, err := m.unlease(d)
+	e, err := m.leasedEntry(d)
 	if err != nil {
 		return err
 	}
+	if e.isCanceled() { // see Cancel
+		m.bury(e, driver.ReasonCanceled, a, m.clk.Now(), nil)
+		return nil
+	}
+	m.dropLease(e)
 	e.history = append(e.history, a)
 	m.requeue(e, delay)
 	return nil
@@ -293,10 +318,15 @@ func (m *Backend) Nack(ctx context.Context, d *driver.Delivery, delay time.Durat
 func (m *Backend) Release(ctx context.Context, d *driver.Delivery, delay time.Duration) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	e, err := m.unlease(d)
+	e, err := m.leasedEntry(d)
 	if err != nil {
 		return err
 	}
+	if e.isCanceled() { // see Cancel
+		m.bury(e, driver.ReasonCanceled, driver.Attempt{}, m.clk.Now(), nil)
+		return nil
+	}
+	m.dropLease(e)
 	e.attempt--
 	m.requeue(e, delay)
 	return nil

@@ -185,7 +185,7 @@ func (b *Backend) Stats(ctx context.Context) (driver.Stats, error) {
 		oldest *time.Time
 		dead   *int64
 	)
-	if err := b.pool.QueryRow(cctx, b.sql.stats, b.name).Scan(&s.Ready, &s.InFlight, &s.Delayed, &oldest, &dead); err != nil {
+	if err := b.pool.QueryRow(cctx, b.sql.stats, b.name).Scan(&s.Ready, &s.InFlight, &s.Delayed, &oldest, &dead, &s.Paused); err != nil {
 		return s, calls.Fail(cctx, "stats", err)
 	}
 	s.Oldest = derefTime(oldest)

@@ -22,8 +22,9 @@
 // postgres.go holds the Backend, its options, Open and Close; schema.go and migrations/ the
 // schema; sql.go every statement; enqueue.go, receive.go, settle.go and dead.go the queue
 // contract; headers.go how job headers are stored; listen.go the notifications; tx.go Tx,
-// SQLTx, EnqueueTx and AckTx; batch.go EnqueueBatch and EnqueueBatchTx; settings.go the settings the processes of a queue share;
-// errors.go how errors map to queue.ErrUnavailable.
+// SQLTx, EnqueueTx and AckTx; batch.go EnqueueBatch and EnqueueBatchTx; settings.go the
+// settings the processes of a queue share; errors.go how errors map to
+// queue.ErrUnavailable; admin.go the operator's verbs (driver.Admin).
 //
 // # How the queue maps onto tables
 //
@@ -66,6 +67,18 @@
 // most (WithPollInterval, 1s): no busy loop when idle. When the listening connection drops,
 // the backend reconnects and wakes every receiver, which look at the table again: no wake-up
 // is lost.
+//
+// # Operating a queue
+//
+// The Backend implements driver.Admin, behind queue.Queue's Jobs, Inspect, Cancel, Pause and
+// Resume and the bulk verbs, for every process of the queue at once. A pause is a flag on
+// the queue's row that every claim reads in the statement that claims: once Pause has
+// returned, no receiver in any process takes a job until Resume (which notifies them). A
+// cancel of a waiting job moves it to the dead letters in the same call; a job in flight is
+// marked, its consumer learns it from its next lease renewal, Extend's answer (within half the
+// consumer's lease, see queue.WithLease), and cancels its handler; if the process running it
+// died, the Receive that takes its lease back buries it, and no claim delivers it meanwhile.
+// Listings are ordered by enqueue time, then ID (byte order), and read the tables directly.
 //
 // # What survives what
 //

@@ -283,4 +283,5 @@ func ExampleMigrationSQL() {
 	// CREATE TABLE "billing".dead (
 	// -- 0003_versions
 	// -- 0004_headers
+	// -- 0006_admin
 }

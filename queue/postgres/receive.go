@@ -50,7 +50,13 @@ func (b *Backend) Receive(ctx context.Context, lease time.Duration, d *driver.De
 			return nil
 		}
 		if r.rescued {
-			continue // a job taken back is ready now
+			// A job taken back is ready now; one an operator cancelled goes to the
+			// dead letters (see admin.go). If that fails, the job stays marked, never
+			// delivered, and the next take-back or Cancel buries it.
+			cctx, cancel := b.call(ctx)
+			_ = b.buryCanceled(cctx)
+			cancel()
+			continue
 		}
 		if err := b.wait(ctx, gen, r.due); err != nil {
 			return err

@@ -117,12 +117,15 @@ func (b *Backend) Extend(ctx context.Context, d *driver.Delivery, lease time.Dur
 	}
 	cctx, cancel := b.call(ctx)
 	defer cancel()
-	tag, err := b.pool.Exec(cctx, b.sql.extend, seq, int64(d.Seq), micros(lease))
-	if err != nil {
-		return calls.Fail(cctx, "extend the lease", err)
-	}
-	if tag.RowsAffected() == 1 {
+	var canceled bool
+	err = b.pool.QueryRow(cctx, b.sql.extend, seq, int64(d.Seq), micros(lease)).Scan(&canceled)
+	switch {
+	case err == nil && canceled:
+		return driver.ErrCanceled // see admin.go
+	case err == nil:
 		return nil
+	case !errors.Is(err, pgx.ErrNoRows):
+		return calls.Fail(cctx, "extend the lease", err)
 	}
 	var cur int64
 	err = b.pool.QueryRow(cctx, b.sql.leaseOf, seq).Scan(&cur)
@@ -179,7 +182,11 @@ func (b *Backend) Nack(ctx context.Context, d *driver.Delivery, delay time.Durat
 	if err != nil {
 		return err
 	}
-	return b.execOnLease(ctx, "nack", b.sql.nack, b.name, seq, int64(d.Seq), micros(max(delay, 0)), hist, b.channel)
+	err = b.execOnLease(ctx, "nack", b.sql.nack, b.name, seq, int64(d.Seq), micros(max(delay, 0)), hist, b.channel)
+	if errors.Is(err, driver.ErrLeaseLost) {
+		return b.settleCanceled(ctx, d, a)
+	}
+	return err
 }
 
 // Release implements driver.Backend: the job is ready again after delay, and an attempt its
@@ -190,7 +197,11 @@ func (b *Backend) Release(ctx context.Context, d *driver.Delivery, delay time.Du
 		return err
 	}
 	defer b.running.remove(d)
-	return b.execOnLease(ctx, "release", b.sql.release, b.name, seq, int64(d.Seq), b.channel, micros(delay))
+	err = b.execOnLease(ctx, "release", b.sql.release, b.name, seq, int64(d.Seq), b.channel, micros(delay))
+	if errors.Is(err, driver.ErrLeaseLost) {
+		return b.settleCanceled(ctx, d, driver.Attempt{})
+	}
+	return err
 }
 
 // Bury implements driver.Backend: in one transaction, the job leaves the jobs for the dead

@@ -23,6 +23,8 @@ type statements struct {
 	stats                                              string
 	prune                                              string
 	agreeInsert, agreeSelect, reconfigure, setLease    string
+	canceledOf                                         string
+	adm                                                adminStatements // admin.go
 }
 
 // usInterval makes a duration parameter in microseconds an interval.
@@ -204,7 +206,8 @@ RETURNING d.id, (d.xmax = 0)`,
 	RETURNING 1
 ), c AS (
 	SELECT seq FROM {{schema}}.jobs AS w
-	WHERE queue = $1 AND lease_until IS NULL AND ready_at <= now()
+	WHERE queue = $1 AND lease_until IS NULL AND ready_at <= now() AND NOT canceled
+		AND NOT (SELECT paused FROM {{schema}}.queues WHERE name = $1)
 		AND (key IS NULL OR NOT EXISTS (
 			SELECT 1 FROM {{schema}}.jobs AS k WHERE k.queue = $1 AND k.key = w.key AND k.seq < w.seq))
 	ORDER BY seq LIMIT $3::int + 1
@@ -241,10 +244,14 @@ RETURNING j.seq`,
 		startOne: `UPDATE {{schema}}.jobs SET attempts = attempts + CASE WHEN started = lease THEN 0 ELSE 1 END, started = lease
 WHERE seq = (SELECT seq FROM {{schema}}.jobs WHERE seq = $1 AND lease = $2 AND lease_until > now() FOR UPDATE SKIP LOCKED)`,
 		// Extend renews a lease that holds, unless a transaction holds the job's row (AckTx):
-		// it does not wait for it (see leaseOf).
+		// it does not wait for it (see leaseOf). It returns whether an operator cancelled
+		// the job (see admin.go).
 		extend: `UPDATE {{schema}}.jobs SET lease_until = now() + $3::float8` + usInterval + `
-WHERE seq = (SELECT seq FROM {{schema}}.jobs WHERE seq = $1 AND lease = $2 FOR UPDATE SKIP LOCKED)`,
-		leaseOf: `SELECT lease FROM {{schema}}.jobs WHERE seq = $1`,
+WHERE seq = (SELECT seq FROM {{schema}}.jobs WHERE seq = $1 AND lease = $2 FOR UPDATE SKIP LOCKED)
+RETURNING canceled`,
+		// canceledOf: whether the job of the lease ($1 seq, $2 lease) was cancelled.
+		canceledOf: `SELECT canceled FROM {{schema}}.jobs WHERE seq = $1 AND lease = $2`,
+		leaseOf:    `SELECT lease FROM {{schema}}.jobs WHERE seq = $1`,
 
 		// Ack deletes the job of the lease; a job with a key wakes the receivers, for the
 		// key's next job. It returns the rows deleted. ackCounted also gives back the room
@@ -279,13 +286,13 @@ SELECT (SELECT count(*) FROM d), (SELECT count(pg_notify($4, $1)) FROM d WHERE k
 		// Nack: ready again after $4 µs, the failed attempt $5 recorded.
 		nack: `UPDATE {{schema}}.jobs SET lease = lease + 1, lease_until = NULL,
 	ready_at = now() + $4::float8` + usInterval + `, history = history || $5::jsonb
-WHERE seq = $2 AND lease = $3
+WHERE seq = $2 AND lease = $3 AND NOT canceled
 RETURNING pg_notify($6, $1)::text`,
 		// Release: ready again after $5 µs, the attempt of a started lease given back.
 		release: `UPDATE {{schema}}.jobs SET lease = lease + 1, lease_until = NULL,
 	ready_at = now() + $5::float8` + usInterval + `,
 	attempts = attempts - CASE WHEN started = lease THEN 1 ELSE 0 END, started = 0
-WHERE seq = $2 AND lease = $3
+WHERE seq = $2 AND lease = $3 AND NOT canceled
 RETURNING pg_notify($4, $1)::text`,
 
 		// Bury: the job of the lease to the dead letters ($4 reason, $5 the final attempt as
@@ -324,7 +331,8 @@ UPDATE {{schema}}.queues SET dead = dead - 1 WHERE name = $1 AND EXISTS (SELECT 
 	count(*) FILTER (WHERE lease_until > now()),
 	count(*) FILTER (WHERE lease_until IS NULL AND ready_at > now()),
 	min(enqueued_at),
-	(SELECT dead FROM {{schema}}.queues WHERE name = $1)
+	(SELECT dead FROM {{schema}}.queues WHERE name = $1),
+	coalesce((SELECT paused FROM {{schema}}.queues WHERE name = $1), false)
 FROM {{schema}}.jobs WHERE queue = $1`,
 
 		// The IDs past the horizon ($2 µs), forgotten a batch at a time.
@@ -346,8 +354,9 @@ WHERE name = $1`,
 	for _, p := range []*string{&s.insert, &s.insertDedup, &s.insertKeyed, &s.insertKeyedDedup, &s.insertBatch, &s.insertBatchDedup, &s.reserveBatch, &s.evictBatch,
 		&s.reserve, &s.evict, &s.claim, &s.unclaim, &s.start, &s.startMany, &s.startOne, &s.extend, &s.leaseOf, &s.ack, &s.ackMany, &s.ackOne, &s.ackCounted, &s.ackTx, &s.ackTxCounted, &s.txStatus,
 		&s.nack, &s.release, &s.bury, &s.buryCount, &s.evictDead, &s.deadPage, &s.redriveTake,
-		&s.redriveCount, &s.purge, &s.stats, &s.prune, &s.agreeInsert, &s.agreeSelect, &s.reconfigure, &s.setLease} {
+		&s.redriveCount, &s.purge, &s.stats, &s.prune, &s.agreeInsert, &s.agreeSelect, &s.reconfigure, &s.setLease, &s.canceledOf} {
 		*p = render(*p, schema)
 	}
+	s.adm = newAdminStatements(schema)
 	return s
 }

@@ -9,12 +9,19 @@
 // horizon, ordering keys under failure and keys in parallel, each overflow
 // policy, lease expiry and redelivery (never in flight twice), start-by
 // expiry, redrive and purge, job headers kept through retries, releases,
-// dead letters and redrives, the shutdown report at drain and at deadline
+// dead letters and redrives, the operator's verbs of a backend that
+// implements driver.Admin (listing and counting with filters and a cursor
+// that stays valid while jobs move, inspect, cancel of a waiting and of a
+// running job, pause and resume, the bulk verbs), the shutdown report at
+// drain and at deadline
 // with the jobs left for the next consumer, the accounting identity (every
 // job acked or dead-lettered exactly once), the stats gauges, and Close: the
 // queue's (which closes its consumers and the backend) and the backend's
 // (which refuses Enqueue and Receive with ErrClosed and ends a waiting
 // Receive).
+//
+// RunAdminAcrossProcesses checks, on two backends of one queue as two processes open it, that
+// a cancel and a pause from one reach the consumer of the other.
 //
 // A backend that keeps its state in process runs the suite on the virtual
 // clock of testing/synctest; one that talks to a broker declares RealTime,
@@ -29,8 +36,9 @@ package queuetest
 // Where things are: queuetest.go holds Run and Capabilities, env.go a subtest's world and
 // its helpers; the conformance tests, by concept: accounting.go (acks, the accounting
 // identity, stats), delays.go (delays, the retry schedule, start-by), deadletters.go,
-// dedup.go, keys.go (ordering keys), headers.go (job headers), overflow.go, lease.go and
-// close.go (shutdown and Close).
+// dedup.go, keys.go (ordering keys), headers.go (job headers), admin.go and admin_procs.go
+// (the operator's verbs, and across processes), overflow.go, lease.go and close.go
+// (shutdown and Close).
 // The fault suite: faults.go holds Faults, Broker and RunFaults; faults_worker.go the worker
 // processes (ServeWorker's side, and the run's: start, stop, kill); faults_run.go a scenario's
 // run (producing, waiting, the events reported); faults_check.go its accounting check and

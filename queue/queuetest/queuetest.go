@@ -26,6 +26,11 @@ type Capabilities struct {
 	// (JetStream's Nak counts it), so a job returned at shutdown comes back
 	// with its attempt number increased.
 	ReleaseCountsAttempt bool
+	// PauseWithin is the backend's bound on how soon its consumers stop
+	// starting jobs after a pause (driver.Admin.SetPaused), which the
+	// admin subtests wait for; zero for a backend whose pause holds when
+	// SetPaused returns.
+	PauseWithin time.Duration
 }
 
 // Run runs the conformance suite as subtests of t. newBackend returns a new,
@@ -74,6 +79,11 @@ func Run(t *testing.T, newBackend func(t *testing.T) driver.Backend, caps Capabi
 		{"Stats", testStats},
 		{"QueueClose", testQueueClose},
 		{"BackendClose", testBackendClose},
+		{"AdminList", testAdminList},
+		{"AdminInspect", testAdminInspect},
+		{"AdminCancelRunning", testAdminCancelRunning},
+		{"AdminPause", testAdminPause},
+		{"AdminBulk", testAdminBulk},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { s.run(t, tc.f) })

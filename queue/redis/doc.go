@@ -44,6 +44,11 @@
 //   - The Backend's waiting Receive calls share what their looks saw: one of them polls per
 //     poll interval, and a worker back from an ack waits without asking while the latest
 //     look saw nothing more ready and no call of this Backend readied a job since.
+//   - The operator's verbs (driver.Admin, see admin.go): a pause is a key the receive script
+//     reads before it takes a job, so it holds in every process once it is set; a cancel
+//     buries a waiting job at once and marks one in flight, whose consumer learns it from
+//     its next Extend, and which a Nack, a Release or the reclaim of its entry buries. A
+//     listing reads every stored job (or dead letter) and pages in the process.
 //   - Payload versions (driver.Message.Version) and headers (driver.Message.Headers, a JSON
 //     object in the job's hash) are stored with the job and come back from Receive,
 //     DeadLetters and Redrive; a job stored before headers has none.
@@ -85,6 +90,7 @@
 //
 // Where things are: redis.go holds the Backend, its options, Open, CheckLease and Close;
 // jobs.go the Backend methods on jobs and dead letters; receivers.go Receive and how the
-// waiting receivers share their looks; scripts.go the Lua scripts and the key layout;
+// waiting receivers share their looks; admin.go the operator's verbs (driver.Admin) and
+// their scripts; scripts.go the Lua scripts and the key layout;
 // internal/redistest starts throwaway servers and clusters for the tests.
 package redis

@@ -175,7 +175,11 @@ func (b *Backend) Extend(ctx context.Context, d *driver.Delivery, lease time.Dur
 	if agreed != 0 && lease.Milliseconds() != agreed.Milliseconds() {
 		return fmt.Errorf("redis: extend %s: lease %v differs from the queue's %v: a lease is one setting of the queue", d.ID, lease, agreed)
 	}
-	return settled(b.run(ctx, "extend", extendScript, d.ID, gen(d), b.consumer))
+	v, err := b.run(ctx, "extend", extendScript, d.ID, gen(d), b.consumer)
+	if v == int64(2) {
+		return driver.ErrCanceled // see admin.go
+	}
+	return settled(v, err)
 }
 
 // Ack implements driver.Backend: XACK, XDEL and the job's deletion, in one script, which also
@@ -202,7 +206,8 @@ func (b *Backend) Nack(ctx context.Context, d *driver.Delivery, delay time.Durat
 	if err != nil {
 		return err
 	}
-	err = settled(b.run(ctx, "nack", requeueScript, d.ID, gen(d), millis(delay), aj, "0"))
+	err = settled(b.run(ctx, "nack", requeueScript, d.ID, gen(d), millis(delay), aj, "0",
+		nanos(time.Now()), b.cfg.DeadLetterLimit))
 	if err == nil {
 		b.signal()
 	}
@@ -221,7 +226,8 @@ func millis(delay time.Duration) int64 {
 // Release implements driver.Backend: the job goes back to the stream (or, after a delay, to the
 // delayed set), its attempt un-counted if Start was called on this delivery.
 func (b *Backend) Release(ctx context.Context, d *driver.Delivery, delay time.Duration) error {
-	err := settled(b.run(ctx, "release", requeueScript, d.ID, gen(d), millis(delay), "", "1"))
+	err := settled(b.run(ctx, "release", requeueScript, d.ID, gen(d), millis(delay), "", "1",
+		nanos(time.Now()), b.cfg.DeadLetterLimit))
 	if err == nil {
 		b.signal()
 	}
@@ -336,7 +342,7 @@ func (b *Backend) Stats(ctx context.Context) (driver.Stats, error) {
 	}
 	r := strs(v)
 	n := func(i int) int { x, _ := strconv.Atoi(r[i]); return x }
-	st := driver.Stats{InFlight: n(1), Delayed: n(2) + n(3), Dead: n(4), Oldest: parseNanos(r[5])}
+	st := driver.Stats{InFlight: n(1), Delayed: n(2) + n(3), Dead: n(4), Oldest: parseNanos(r[5]), Paused: n(6) == 1}
 	st.Ready = max(n(0)-st.InFlight-st.Delayed, 0)
 	return st, nil
 }

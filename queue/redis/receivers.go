@@ -106,7 +106,7 @@ func (b *Backend) look(ctx context.Context, lease time.Duration, d *driver.Deliv
 	}
 	b.mu.Unlock()
 	v, err := b.run(ctx, "receive", receiveScript, b.consumer, max(lease.Milliseconds(), 1), jsonNow(),
-		leaseExpiredJSON, reap)
+		leaseExpiredJSON, reap, nanos(time.Now()), b.cfg.DeadLetterLimit)
 	if err != nil {
 		return false, err
 	}

@@ -195,7 +195,9 @@ store(id, key, body, enq, nb, nbn, sb, ver, ARGV[15], t)
 return {'ok', ev, dev}
 `)
 
-// receiveScript: ARGV consumer lease-ms now-json lease-expired-json reap-ms. With reap-ms
+// receiveScript: ARGV consumer lease-ms now-json lease-expired-json reap-ms now-ns
+// dead-limit. A paused queue (the key paused) delivers nothing. A reclaimed delivery of a job
+// an operator cancelled (cx, see admin.go) is buried with reason canceled. With reap-ms
 // positive, it first deletes every consumer of the group idle for longer than reap-ms with no
 // pending entry (reap). A reclaimed delivery
 // whose handler had started (its Start came, and no settle) gets the history entry of that
@@ -208,6 +210,7 @@ var receiveScript = goredis.NewScript(luaCommon + `
 local consumer, lease, reapAfter = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[5])
 local t = now()
 if reapAfter > 0 then reap(reapAfter) end
+if redis.call('EXISTS', P .. 'paused') == 1 then return {'', '', '0'} end
 promote(t)
 local sid, id, more, reclaimed = nil, nil, '1', false
 local r = redis.call('XAUTOCLAIM', P .. 's', 'g', consumer, lease, '0-0', 'COUNT', 1)
@@ -236,6 +239,11 @@ if reclaimed then
     local a = '{"Number":' .. att .. ',"Start":' .. (sat or ARGV[3]) .. ',"End":' .. ARGV[3] .. ',"Error":' .. ARGV[4] .. '}'
     redis.call('HSET', jk, 'hist', append(hist, a))
   end
+  if redis.call('HGET', jk, 'cx') == g then
+    redis.call('INCR', P .. 'c:dead')
+    bury(id, 'canceled', ARGV[6], tonumber(ARGV[7]), t)
+    return {'', due, '1'}
+  end
 end
 local gen = redis.call('HINCRBY', jk, 'gen', 1)
 local dlv = redis.call('HINCRBY', jk, 'dlv', 1)
@@ -253,10 +261,12 @@ redis.call('HSET', jk, 'st', ARGV[2], 'sat', ARGV[3])
 return 1
 `)
 
-// extendScript: ARGV id gen consumer. Resets the pending entry's idle time (XCLAIM).
+// extendScript: ARGV id gen consumer. Resets the pending entry's idle time (XCLAIM). Returns
+// 1, 0 if the lease is lost, 2 if an operator cancelled the job (nothing renewed).
 var extendScript = goredis.NewScript(luaCommon + `
 local jk = leased(ARGV[1], ARGV[2])
 if not jk then return 0 end
+if redis.call('HGET', jk, 'cx') == ARGV[2] then return 2 end
 local sid = redis.call('HGET', jk, 'sid')
 local r = redis.call('XCLAIM', P .. 's', 'g', ARGV[3], 0, sid, 'JUSTID')
 if #r == 0 then return 0 end
@@ -274,13 +284,21 @@ if readied then return 2 end
 return 1
 `)
 
-// requeueScript (Nack and Release): ARGV id gen delay-ms attempt-json release.
+// requeueScript (Nack and Release): ARGV id gen delay-ms attempt-json release now-ns
+// dead-limit. A job an operator cancelled (cx) is buried with reason canceled instead
+// (returns 3).
 var requeueScript = goredis.NewScript(luaCommon + `
 local id, gen, delay, a, release = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4], ARGV[5]
 local jk = leased(id, gen)
 if not jk then return 0 end
 local t = now()
-local sid, st, hist = unpack(redis.call('HMGET', jk, 'sid', 'st', 'hist'))
+local sid, st, hist, cx = unpack(redis.call('HMGET', jk, 'sid', 'st', 'hist', 'cx'))
+if cx == gen then
+  if release ~= '1' then redis.call('HSET', jk, 'hist', append(hist, a)) end
+  redis.call('INCR', P .. 'c:dead')
+  bury(id, 'canceled', ARGV[6], tonumber(ARGV[7]), t)
+  return 3
+end
 redis.call('XACK', P .. 's', 'g', sid)
 redis.call('XDEL', P .. 's', sid)
 redis.call('HSET', jk, 'sid', '')
@@ -339,7 +357,7 @@ redis.call('HDEL', P .. 'xi', ARGV[1])
 return 1
 `)
 
-// statsScript returns {stored, pending, delayed, waiting-delayed, dead, oldest-enq}.
+// statsScript returns {stored, pending, delayed, waiting-delayed, dead, oldest-enq, paused}.
 var statsScript = goredis.NewScript(luaCommon + `
 local t = now()
 local n = tonumber(redis.call('GET', P .. 'n') or '0')
@@ -350,7 +368,7 @@ local x = redis.call('XLEN', P .. 'x')
 local first = redis.call('ZRANGE', P .. 'o', 0, 0)[1]
 local enq = ''
 if first then enq = redis.call('HGET', P .. 'j:' .. first, 'enq') end
-return {n, p, d, kw, x, enq}
+return {n, p, d, kw, x, enq, redis.call('EXISTS', P .. 'paused')}
 `)
 
 // leaveScript: ARGV consumer. Deletes the consumer from the group if it has no pending
