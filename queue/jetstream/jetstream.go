@@ -69,6 +69,7 @@ type Backend struct {
 	reconnSeen   atomic.Uint64
 	suspectUntil atomic.Int64
 	resurrected  atomic.Uint64 // settled jobs found back and removed
+	pauseSeen    atomic.Bool   // a Receive found the queue paused (see holdWhilePaused)
 
 	// See staleRun: the last time (UnixNano) this backend saw the broker fail to answer, or
 	// the consumer change leaders.
