@@ -207,6 +207,7 @@ func newConsumerOptions(opts []ConsumerOption) consumerOptions {
 		workers:     runtime.GOMAXPROCS(0),
 		lease:       30 * time.Second,
 		maxAttempts: 10,
+		maxSnoozes:  defaultMaxSnoozes,
 		backoff:     backoff.Exponential(time.Second, 2, 10*time.Minute, backoff.WithJitter(backoff.EqualJitter)),
 	}
 	for _, opt := range opts {

@@ -71,6 +71,9 @@ const (
 	ReasonEvicted = driver.ReasonEvicted
 	// ReasonExpired: the job was not started before its start-by deadline.
 	ReasonExpired = driver.ReasonExpired
+	// ReasonSnoozes: the handler snoozed the job ([Snooze]) once more than
+	// the consumer allows ([WithMaxSnoozes]).
+	ReasonSnoozes = driver.ReasonSnoozes
 )
 
 // Attempt records one failed attempt of a job, kept in its dead letter

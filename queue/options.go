@@ -245,6 +245,7 @@ type consumerOptions struct {
 	shareWeight int
 	lease       time.Duration
 	maxAttempts int
+	maxSnoozes  int
 	backoff     backoff.Schedule
 }
 

@@ -14,7 +14,7 @@ import (
 type counters struct {
 	enqueued, duplicates, rejected, dropped atomic.Uint64
 	_                                       [64]byte
-	acked, retried, backendErrors           atomic.Uint64
+	acked, retried, snoozed, backendErrors  atomic.Uint64
 	dead                                    [numReasons]atomic.Uint64
 	deadEvicted                             atomic.Uint64
 }
@@ -22,7 +22,7 @@ type counters struct {
 // reasons lists the dead-letter reasons; counters.dead counts each at its
 // index here.
 var reasons = [...]Reason{ReasonAttempts, ReasonPermanent, ReasonPanic, ReasonEvicted, ReasonExpired,
-	ReasonDecode, ReasonVersion}
+	ReasonDecode, ReasonVersion, ReasonSnoozes}
 
 const numReasons = len(reasons)
 
@@ -74,6 +74,8 @@ type Stats struct {
 	Acked uint64
 	// Retried counts failed attempts scheduled for redelivery.
 	Retried uint64
+	// Snoozed counts the jobs put back by their handler's [Snooze].
+	Snoozed uint64
 	// DeadLettered counts jobs dead-lettered, by reason.
 	DeadLettered map[Reason]uint64
 	// DeadEvicted counts dead letters deleted to keep the dead letters
@@ -127,6 +129,7 @@ func (q *Queue[T]) Stats(ctx context.Context) (Stats, error) {
 		Dropped:         q.c.dropped.Load(),
 		Acked:           q.c.acked.Load(),
 		Retried:         q.c.retried.Load(),
+		Snoozed:         q.c.snoozed.Load(),
 		BackendErrors:   q.c.backendErrors.Load(),
 		DeadLettered:    make(map[Reason]uint64, numReasons),
 	}

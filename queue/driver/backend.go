@@ -32,8 +32,10 @@ import (
 // dead-lettered because its payload could not be decoded or its start-by
 // deadline passed) spends none.
 //
-// A job's history has one entry per handler run, numbered 1 to n in order:
-// Nack and Bury record the run's Attempt the consumer gives them, and a run
+// A job's history has one entry per handler run, numbered 1 to n in order
+// (a run that snoozed the job spent no attempt: its entry, marked
+// Snoozed, has the Number of the run after it): Nack and Bury record the
+// run's Attempt the consumer gives them, and a run
 // that ended without a settle (its lease expired: its process died, or its
 // handler overran) gets its entry from the backend when the backend takes
 // the job back, with Number that run's attempt, Start the run's start (or
@@ -93,6 +95,12 @@ type Backend interface {
 	// Nack makes the job of d ready again after delay, recording the failed
 	// attempt a in its history (JetStream: NakWithDelay). The job keeps its
 	// ordering key blocked while delayed.
+	//
+	// A Nack whose a has Snoozed set is a snooze (queue.Snooze): the run
+	// spends no attempt (as after Release, the attempt Start counted on d
+	// is given back), a is recorded in the history all the same, and the
+	// job's snooze count, which Receive returns in Message.Snoozes, grows
+	// by one.
 	Nack(ctx context.Context, d *Delivery, delay time.Duration, a Attempt) error
 
 	// Release returns the job of d, ready again after delay (at once if
@@ -178,6 +186,10 @@ type Message struct {
 	// Attempt is the attempt a handler started on this delivery makes (see
 	// Backend.Receive), set by Receive.
 	Attempt int
+	// Snoozes is the number of times the job was snoozed (see Backend.Nack),
+	// set by Receive: the consumer dead-letters a job snoozed once more
+	// than its maximum. Redrive starts it again from 0.
+	Snoozes int
 }
 
 // Delivery is a leased Message. Token and Seq belong to the backend: it sets

@@ -280,7 +280,7 @@ func (m *Backend) drain() {
 func (m *Backend) store(msg driver.Message, fresh bool, notBefore, now time.Time) {
 	e := m.newEntry()
 	e.msg = msg
-	e.msg.Attempt = 0
+	e.msg.Attempt, e.msg.Snoozes = 0, 0
 	if e.msg.EnqueuedAt.IsZero() {
 		e.msg.EnqueuedAt = now
 	}

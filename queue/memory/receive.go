@@ -276,7 +276,8 @@ func (m *Backend) Ack(ctx context.Context, d *driver.Delivery) error {
 	return nil
 }
 
-// Nack implements driver.Backend.
+// Nack implements driver.Backend; a snooze gives back the attempt, as
+// Release does, and counts in the job's Message.Snoozes.
 func (m *Backend) Nack(ctx context.Context, d *driver.Delivery, delay time.Duration, a driver.Attempt) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -286,6 +287,10 @@ func (m *Backend) Nack(ctx context.Context, d *driver.Delivery, delay time.Durat
 	}
 	e.gen++
 	e.history = append(e.history, a)
+	if a.Snoozed {
+		e.attempt-- // a snooze spends no attempt
+		e.msg.Snoozes++
+	}
 	now := m.clk.Now()
 	var at time.Time
 	if delay > 0 {

@@ -16,7 +16,7 @@ type statements struct {
 	ack, ackMany, ackOne, ackCounted, ackTx            string
 	ackTxCounted                                       string
 	txStatus                                           string
-	nack, release                                      string
+	nack, snooze, release                              string
 	bury, buryCount, evictDead                         string
 	deadPage, redriveTake, redriveCount                string
 	purge                                              string
@@ -35,7 +35,7 @@ const dueSQL = `extract(epoch FROM least(
 	(SELECT min(lease_until) FROM {{schema}}.jobs WHERE queue = $1 AND lease_until IS NOT NULL)) - now())::float8`
 
 // The columns of a job as Receive returns them.
-const jobColumns = `j.seq, j.id, coalesce(j.key, ''), j.version, j.body, j.enqueued_at, j.not_before, j.start_by, j.attempts, j.lease, j.deliveries`
+const jobColumns = `j.seq, j.id, coalesce(j.key, ''), j.version, j.body, j.enqueued_at, j.not_before, j.start_by, j.attempts, j.lease, j.deliveries, j.snoozes`
 
 // insertSQL returns the statement that stores a job ($2 id, $3 key or NULL, $4 body, $5
 // enqueued at, $6 not before or NULL, $7 start by or NULL, $9 payload version) unless its ID
@@ -218,7 +218,7 @@ RETURNING d.id, (d.xmax = 0)`,
 	(SELECT count(*) FROM x) AS rescued)
 SELECT * FROM (SELECT true, u.*, n.more, n.due, n.rescued FROM u, n ORDER BY u.seq) AS got
 UNION ALL
-SELECT false, 0::bigint, '', '', 0::bigint, ''::bytea, now(), NULL::timestamptz, NULL::timestamptz, 0, 0::bigint, 0, false, n.due, n.rescued
+SELECT false, 0::bigint, '', '', 0::bigint, ''::bytea, now(), NULL::timestamptz, NULL::timestamptz, 0, 0::bigint, 0, 0, false, n.due, n.rescued
 FROM n WHERE NOT EXISTS (SELECT 1 FROM u)`,
 		// A job claimed for a receiver that left before it got it: waiting again, as if
 		// never delivered, and a receiver woken for it.
@@ -278,6 +278,13 @@ SELECT (SELECT count(*) FROM d), (SELECT count(pg_notify($4, $1)) FROM d WHERE k
 		// Nack: ready again after $4 µs, the failed attempt $5 recorded.
 		nack: `UPDATE {{schema}}.jobs SET lease = lease + 1, lease_until = NULL,
 	ready_at = now() + $4::float8` + usInterval + `, history = history || $5::jsonb
+WHERE seq = $2 AND lease = $3
+RETURNING pg_notify($6, $1)::text`,
+		// Snooze (a Nack of a snoozed attempt): as nack, but the attempt of a started lease is
+		// given back, as by release, and the snooze counted.
+		snooze: `UPDATE {{schema}}.jobs SET lease = lease + 1, lease_until = NULL,
+	ready_at = now() + $4::float8` + usInterval + `, history = history || $5::jsonb,
+	attempts = attempts - CASE WHEN started = lease THEN 1 ELSE 0 END, started = 0, snoozes = snoozes + 1
 WHERE seq = $2 AND lease = $3
 RETURNING pg_notify($6, $1)::text`,
 		// Release: ready again after $5 µs, the attempt of a started lease given back.
@@ -344,7 +351,7 @@ WHERE name = $1`,
 	}
 	for _, p := range []*string{&s.insert, &s.insertDedup, &s.insertKeyed, &s.insertKeyedDedup, &s.insertBatch, &s.insertBatchDedup, &s.reserveBatch, &s.evictBatch,
 		&s.reserve, &s.evict, &s.claim, &s.unclaim, &s.start, &s.startMany, &s.startOne, &s.extend, &s.leaseOf, &s.ack, &s.ackMany, &s.ackOne, &s.ackCounted, &s.ackTx, &s.ackTxCounted, &s.txStatus,
-		&s.nack, &s.release, &s.bury, &s.buryCount, &s.evictDead, &s.deadPage, &s.redriveTake,
+		&s.nack, &s.snooze, &s.release, &s.bury, &s.buryCount, &s.evictDead, &s.deadPage, &s.redriveTake,
 		&s.redriveCount, &s.purge, &s.stats, &s.prune, &s.agreeInsert, &s.agreeSelect, &s.reconfigure, &s.setLease} {
 		*p = render(*p, schema)
 	}

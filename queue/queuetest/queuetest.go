@@ -62,6 +62,7 @@ func Run(t *testing.T, newBackend func(t *testing.T) driver.Backend, caps Capabi
 		{"StartByExpired", testStartBy},
 		{"StartByNotAfterRelease", testStartByAfterRelease},
 		{"ReleaseDelay", testReleaseDelay},
+		{"Snooze", testSnooze},
 		{"VersionRoundTrip", testVersionRoundTrip},
 		{"RedriveAndPurge", testRedrive},
 		{"DeadLetterIDReplaced", testDeadLetterIDReplaced},

@@ -82,19 +82,21 @@ func nilIfEmpty(s []string) []string {
 }
 
 // fill fills d from the receive script's reply {id, key, body, enq, nbn, sb, att, gen, dlv,
-// ver, due, more}.
+// ver, snz, due, more}.
 func fill(d *driver.Delivery, r []string) error {
-	if len(r) < 12 {
+	if len(r) < 13 {
 		return errors.New("redis: receive: short reply")
 	}
 	att, _ := strconv.Atoi(r[6])
 	gen, _ := strconv.ParseUint(r[7], 10, 64)
 	dlv, _ := strconv.Atoi(r[8])
 	ver, _ := strconv.Atoi(r[9])
+	snz, _ := strconv.Atoi(r[10])
 	*d = driver.Delivery{
 		Message: driver.Message{
 			ID: r[0], Key: r[1], Body: []byte(r[2]), EnqueuedAt: parseNanos(r[3]),
 			NotBefore: parseNanos(r[4]), StartBy: parseNanos(r[5]), Attempt: att + 1, Version: ver,
+			Snoozes: snz,
 		},
 		Seq: gen, Redelivered: dlv > 1,
 	}
@@ -173,13 +175,18 @@ func (b *Backend) Ack(ctx context.Context, d *driver.Delivery) error {
 }
 
 // Nack implements driver.Backend: the entry is acked and deleted, the attempt appended to the
-// job's history, and the job put in the delayed set (or back in the stream), in one script.
+// job's history, and the job put in the delayed set (or back in the stream), in one script. A
+// snooze also gives back the attempt, as Release does, and counts in the job's snoozes.
 func (b *Backend) Nack(ctx context.Context, d *driver.Delivery, delay time.Duration, a driver.Attempt) error {
 	aj, err := json.Marshal(a)
 	if err != nil {
 		return err
 	}
-	err = settled(b.run(ctx, "nack", requeueScript, d.ID, gen(d), millis(delay), aj, "0"))
+	mode := "0"
+	if a.Snoozed {
+		mode = "2"
+	}
+	err = settled(b.run(ctx, "nack", requeueScript, d.ID, gen(d), millis(delay), aj, mode))
 	if err == nil {
 		b.signal()
 	}

@@ -44,7 +44,7 @@ end
 local function store(id, key, body, enq, nb, nbn, sb, ver, t)
   local seq = redis.call('INCR', P .. 'seq')
   redis.call('HSET', P .. 'j:' .. id, 'key', key, 'body', body, 'enq', enq, 'nb', nb, 'nbn', nbn,
-    'sb', sb, 'ver', ver, 'att', 0, 'hist', '', 'gen', 0, 'sid', '', 'st', -1, 'dlv', 0, 'seq', seq)
+    'sb', sb, 'ver', ver, 'att', 0, 'hist', '', 'gen', 0, 'sid', '', 'st', -1, 'dlv', 0, 'seq', seq, 'snz', 0)
   redis.call('ZADD', P .. 'o', seq, id)
   redis.call('INCR', P .. 'n')
   if key ~= '' then
@@ -238,8 +238,8 @@ if reclaimed then
 end
 local gen = redis.call('HINCRBY', jk, 'gen', 1)
 local dlv = redis.call('HINCRBY', jk, 'dlv', 1)
-local f = redis.call('HMGET', jk, 'key', 'body', 'enq', 'nbn', 'sb', 'att', 'ver')
-return {id, f[1], f[2], f[3], f[4], f[5], f[6], tostring(gen), tostring(dlv), f[7] or '0', due, more}
+local f = redis.call('HMGET', jk, 'key', 'body', 'enq', 'nbn', 'sb', 'att', 'ver', 'snz')
+return {id, f[1], f[2], f[3], f[4], f[5], f[6], tostring(gen), tostring(dlv), f[7] or '0', f[8] or '0', due, more}
 `)
 
 // startScript: ARGV id gen start-json. Returns 1, or 0 if the lease is lost. The run's
@@ -273,7 +273,9 @@ if readied then return 2 end
 return 1
 `)
 
-// requeueScript (Nack and Release): ARGV id gen delay-ms attempt-json release.
+// requeueScript (Nack and Release): ARGV id gen delay-ms attempt-json mode: mode 0 (Nack)
+// appends the attempt to the history, 1 (Release) gives back the attempt of a started
+// delivery, 2 (a snooze: a Nack of a snoozed attempt) does both and counts the snooze (snz).
 var requeueScript = goredis.NewScript(luaCommon + `
 local id, gen, delay, a, release = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4], ARGV[5]
 local jk = leased(id, gen)
@@ -284,11 +286,13 @@ redis.call('XACK', P .. 's', 'g', sid)
 redis.call('XDEL', P .. 's', sid)
 redis.call('HSET', jk, 'sid', '')
 redis.call('HINCRBY', jk, 'gen', 1)
-if release == '1' then
+if release ~= '0' then
   if st == gen then redis.call('HINCRBY', jk, 'att', -1) end
-else
+end
+if release ~= '1' then
   redis.call('HSET', jk, 'hist', append(hist, a))
 end
+if release == '2' then redis.call('HINCRBY', jk, 'snz', 1) end
 if delay > 0 then
   redis.call('ZADD', P .. 'd', t + delay, id)
 else
