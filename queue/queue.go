@@ -41,8 +41,10 @@ type Queue[T any] struct {
 	hl       health
 	onHealth func(context.Context, Health) // q.healthChanged, bound once
 
-	mu        sync.Mutex                // guards consumers
+	mu        sync.Mutex                // guards consumers and periodics
 	consumers map[*Consumer[T]]struct{} // not closed yet
+	periodics map[*Periodic]struct{}    // running (see Periodic)
+	horizon   time.Duration             // the dedup horizon (WithDedupHorizon)
 
 	// Written by the producers on every job: kept off the cache lines of
 	// the fields above, which the consumers read on every job.
@@ -73,7 +75,7 @@ func New[T any](ctx context.Context, opts ...Option) (*Queue[T], error) {
 		o.backend = memory.New()
 	}
 	q := &Queue[T]{backend: o.backend, hooks: o.hooks, maxWait: o.maxWait, codec: codecFor[T](&o),
-		consumers: make(map[*Consumer[T]]struct{})}
+		consumers: make(map[*Consumer[T]]struct{}), horizon: o.cfg.DedupHorizon}
 	q.vers.init(&o)
 	q.onHealth = q.healthChanged
 	q.hl.init(time.Now())
@@ -94,8 +96,9 @@ func New[T any](ctx context.Context, opts ...Option) (*Queue[T], error) {
 // zeroQueue is the panic of a method of a zero Queue.
 const zeroQueue = "queue: zero Queue: use queue.New"
 
-// Close closes the queue: it closes every consumer of the queue not closed
-// yet (as [Consumer.Close] does, all at once, with ctx: it does not drain
+// Close closes the queue: it stops its periodic jobs ([Queue.Periodic],
+// each once its enqueue in progress, if any, is done), then it closes every
+// consumer of the queue not closed yet (as [Consumer.Close] does, all at once, with ctx: it does not drain
 // them, see [Consumer.Drain]), then the backend ([driver.Backend.Close]), which the
 // queue owns. It returns the consumers' and the backend's errors, joined
 // (context.Cause(ctx) if ctx ended first). The consumers' reports are not
@@ -125,7 +128,14 @@ func (q *Queue[T]) Close(ctx context.Context) error {
 	for c := range q.consumers {
 		cs = append(cs, c)
 	}
+	ps := make([]*Periodic, 0, len(q.periodics))
+	for p := range q.periodics {
+		ps = append(ps, p)
+	}
 	q.mu.Unlock()
+	for _, p := range ps {
+		p.Stop()
+	}
 
 	errs := make([]error, len(cs)+1)
 	panicked := make([]any, len(cs))

@@ -93,6 +93,10 @@ type Stats struct {
 
 	// Health is the queue's [Health] when the snapshot was taken.
 	Health Health
+
+	// Periodic lists the periodic jobs this process runs ([Queue.Periodic]),
+	// by name: each one's next tick and the outcome of its last.
+	Periodic []PeriodicStats
 }
 
 // DeadLetteredTotal returns the number of jobs dead-lettered, all reasons
@@ -140,5 +144,6 @@ func (q *Queue[T]) Stats(ctx context.Context) (Stats, error) {
 		s.Lag = time.Since(bs.Oldest)
 	}
 	s.Health = q.Health()
+	s.Periodic = q.periodicStats()
 	return s, err
 }

@@ -63,6 +63,7 @@ func Run(t *testing.T, newBackend func(t *testing.T) driver.Backend, caps Capabi
 		{"StartByNotAfterRelease", testStartByAfterRelease},
 		{"ReleaseDelay", testReleaseDelay},
 		{"Snooze", testSnooze},
+		{"PeriodicOnce", testPeriodicOnce},
 		{"VersionRoundTrip", testVersionRoundTrip},
 		{"RedriveAndPurge", testRedrive},
 		{"DeadLetterIDReplaced", testDeadLetterIDReplaced},

@@ -22,23 +22,8 @@ func testSnooze(e *env) {
 	const maxSnoozes = 2
 	ev, hooks := newEvents()
 	q := e.newQueue(hooks)
-	var (
-		mu   sync.Mutex
-		runs = map[string][]time.Time{}
-	)
-	e.consume(q, func(_ context.Context, j queue.Job[string]) error {
-		mu.Lock()
-		runs[j.Payload] = append(runs[j.Payload], time.Now())
-		n := len(runs[j.Payload])
-		mu.Unlock()
-		if j.Attempt != 1 {
-			return retry.Permanent(fmt.Errorf("run %d of %s: attempt %d, want 1", n, j.Payload, j.Attempt))
-		}
-		if j.Payload == "once" && n > 1 {
-			return nil
-		}
-		return fmt.Errorf("waiting: %w", queue.Snooze(3*e.unit))
-	}, queue.WithMaxAttempts(1), queue.WithMaxSnoozes(maxSnoozes))
+	r := &snoozeRuns{runs: map[string][]time.Time{}, delay: 3 * e.unit}
+	e.consume(q, r.handle, queue.WithMaxAttempts(1), queue.WithMaxSnoozes(maxSnoozes))
 	twice := e.enqueue(q, "twice")
 	once := e.enqueue(q, "once")
 
@@ -55,22 +40,52 @@ func testSnooze(e *env) {
 	if d.ID != twice || d.Reason != queue.ReasonSnoozes || d.Attempt != 1 || !errors.Is(d.Err, queue.ErrSnoozed) {
 		e.Errorf("OnDead %+v: want %s, reason snoozes, attempt 1, an error matching ErrSnoozed", d, twice)
 	}
-	mu.Lock()
-	for p, want := range map[string]int{"twice": maxSnoozes + 1, "once": 2} {
-		rs := runs[p]
-		if len(rs) != want {
-			e.Errorf("%s ran %d times, want %d", p, len(rs), want)
-			continue
-		}
-		for i := 1; i < len(rs); i++ {
-			e.elapsed(fmt.Sprintf("%s run %d", p, i+1), rs[i].Sub(rs[i-1]), 3*e.unit)
-		}
-	}
-	mu.Unlock()
+	r.check(e, map[string]int{"twice": maxSnoozes + 1, "once": 2})
 	checkSnoozeLetter(e, deadLetters(e, q), twice, maxSnoozes)
 	if s := stats(e, q); s.Snoozed != maxSnoozes+1 || s.Retried != 0 || s.DeadLettered[queue.ReasonSnoozes] != 1 {
 		e.Errorf("Stats: Snoozed %d, Retried %d, dead by snoozes %d; want %d, 0, 1", s.Snoozed, s.Retried,
 			s.DeadLettered[queue.ReasonSnoozes], maxSnoozes+1)
+	}
+}
+
+// snoozeRuns is testSnooze's handler and its record of the runs, by payload.
+type snoozeRuns struct {
+	mu    sync.Mutex
+	runs  map[string][]time.Time
+	delay time.Duration
+}
+
+// handle snoozes job "once" on its first run only, any other job on every run; a run at
+// another attempt than 1 dead-letters the job as permanent.
+func (r *snoozeRuns) handle(_ context.Context, j queue.Job[string]) error {
+	r.mu.Lock()
+	r.runs[j.Payload] = append(r.runs[j.Payload], time.Now())
+	n := len(r.runs[j.Payload])
+	r.mu.Unlock()
+	if j.Attempt != 1 {
+		return retry.Permanent(fmt.Errorf("run %d of %s: attempt %d, want 1", n, j.Payload, j.Attempt))
+	}
+	if j.Payload == "once" && n > 1 {
+		return nil
+	}
+	return fmt.Errorf("waiting: %w", queue.Snooze(r.delay))
+}
+
+// check checks the runs: as many as want says per payload, each a snooze's delay after the
+// one before.
+func (r *snoozeRuns) check(e *env, want map[string]int) {
+	e.Helper()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for p, n := range want {
+		rs := r.runs[p]
+		if len(rs) != n {
+			e.Errorf("%s ran %d times, want %d", p, len(rs), n)
+			continue
+		}
+		for i := 1; i < len(rs); i++ {
+			e.elapsed(fmt.Sprintf("%s run %d", p, i+1), rs[i].Sub(rs[i-1]), r.delay)
+		}
 	}
 }
 
