@@ -185,6 +185,9 @@ func (q *Queue[T]) forget(c *Consumer[T]) {
 // broker could not be reached or did not answer in time: the job may have
 // been stored. Enqueue again with the same ID (give one with [WithID]);
 // ErrDuplicate then means it was. The in-memory backend never returns it.
+//
+// A job refused because another job holds its unique key ([WithUnique])
+// is not stored: Enqueue returns that job's ID, and ErrNotUnique.
 func (q *Queue[T]) Enqueue(ctx context.Context, payload T, opts ...EnqueueOption) (string, error) {
 	switch {
 	case q.backend == nil:
@@ -218,11 +221,10 @@ func (q *Queue[T]) Enqueue(ctx context.Context, payload T, opts ...EnqueueOption
 		q.observe(ctx, err)
 	}
 	if err != nil || res.Evicted != nil || res.DeadEvicted != nil || q.hooks.OnEnqueue != nil {
-		q.enqueued(ctx, &m, res, err)
-	} else {
-		q.c.enqueued.Add(1) // all enqueued does in this case, without a call
+		return q.enqueued(ctx, &m, res, err), err
 	}
-	return m.ID, err
+	q.c.enqueued.Add(1) // all enqueued does in this case, without a call
+	return m.ID, nil
 }
 
 // Message returns the Message that Enqueue would give the backend for payload and opts,
@@ -276,6 +278,9 @@ func (q *Queue[T]) message(m *driver.Message, payload T, opts []EnqueueOption) (
 		if err := checkStorable("ordering key", m.Key); err != nil {
 			return false, err
 		}
+		if err := checkStorable("unique key", m.Unique); err != nil {
+			return false, err
+		}
 		if q.ahead(m.ID) {
 			return false, fmt.Errorf("queue: job ID %s is one this queue has yet to generate", m.ID)
 		}
@@ -312,8 +317,9 @@ func (q *Queue[T]) encode(m *driver.Message, payload T) error {
 
 // enqueued counts the outcome of the backend's Enqueue of m (res, err),
 // and calls the hooks that report it with ctx: the jobs it evicted, the
-// dead letters it evicted, and the job's own fate.
-func (q *Queue[T]) enqueued(ctx context.Context, m *driver.Message, res driver.EnqueueResult, err error) {
+// dead letters it evicted, and the job's own fate. It returns the ID that
+// Enqueue returns: m's, or the holder of its unique key (ErrNotUnique).
+func (q *Queue[T]) enqueued(ctx context.Context, m *driver.Message, res driver.EnqueueResult, err error) string {
 	for _, id := range res.Evicted {
 		q.c.dead[reasonIndex(ReasonEvicted)].Add(1)
 		if h := q.hooks.OnDead; h != nil {
@@ -327,7 +333,7 @@ func (q *Queue[T]) enqueued(ctx context.Context, m *driver.Message, res driver.E
 		if h := q.hooks.OnEnqueue; h != nil {
 			h(ctx, Event{ID: m.ID, Key: m.Key})
 		}
-	case errors.Is(err, ErrDuplicate):
+	case errors.Is(err, ErrDuplicate), errors.Is(err, ErrNotUnique):
 		q.c.duplicates.Add(1)
 	case errors.Is(err, ErrFull):
 		q.c.rejected.Add(1)
@@ -337,6 +343,10 @@ func (q *Queue[T]) enqueued(ctx context.Context, m *driver.Message, res driver.E
 			h(ctx, Event{ID: m.ID, Key: m.Key, Err: err})
 		}
 	}
+	if res.Existing != "" {
+		return res.Existing
+	}
+	return m.ID
 }
 
 // deadEvicted counts and reports the dead letters with ids, evicted by the

@@ -64,7 +64,8 @@ type Stats struct {
 
 	// Enqueued counts accepted jobs (redriven ones included).
 	Enqueued uint64
-	// Duplicates counts Enqueue calls that returned ErrDuplicate.
+	// Duplicates counts Enqueue calls that returned ErrDuplicate or
+	// ErrNotUnique.
 	Duplicates uint64
 	// Rejected counts Enqueue calls that returned ErrFull.
 	Rejected uint64

@@ -61,7 +61,9 @@ type Backend interface {
 	Open(ctx context.Context, cfg Config) error
 
 	// Enqueue stores m. It returns ErrDuplicate if m.ID is stored or was
-	// enqueued within the dedup horizon, and applies cfg.Overflow when the
+	// enqueued within the dedup horizon, ErrNotUnique (with the holder in
+	// the result) if another job holds m.Unique (see Message.Unique), and
+	// applies cfg.Overflow when the
 	// backend holds cfg.Capacity jobs: Block waits for room or ctx, Reject
 	// returns ErrFull, DropNewest returns ErrDropped, DropOldest moves the
 	// oldest job that is not leased to the dead letters with ReasonEvicted
@@ -186,6 +188,16 @@ type Message struct {
 	// Attempt is the attempt a handler started on this delivery makes (see
 	// Backend.Receive), set by Receive.
 	Attempt int
+	// Unique is the job's unique key, "" for none (queue.WithUnique). A
+	// key is held by its job while the job is stored, and for UniqueFor
+	// after it left (acked, dead-lettered or evicted): Enqueue refuses a
+	// job whose key another job holds with ErrNotUnique, and that job's ID
+	// in EnqueueResult.Existing. Redrive stores the job without it. The
+	// ID's dedup (ErrDuplicate) is checked first; a key held by a job of
+	// the same ID is a duplicate.
+	Unique string
+	// UniqueFor is how long the job's Unique stays held once the job left.
+	UniqueFor time.Duration
 	// Snoozes is the number of times the job was snoozed (see Backend.Nack),
 	// set by Receive: the consumer dead-letters a job snoozed once more
 	// than its maximum. Redrive starts it again from 0.
@@ -228,6 +240,9 @@ type DeadMessage struct {
 
 // EnqueueResult reports side effects of a successful Enqueue.
 type EnqueueResult struct {
+	// Existing is the ID of the job holding the unique key of a job that
+	// Enqueue refused with ErrNotUnique.
+	Existing string
 	// Evicted lists the IDs moved to the dead letters by DropOldest.
 	Evicted []string
 	// DeadEvicted lists the IDs of dead letters deleted to keep the dead

@@ -21,6 +21,8 @@ const (
 	hdrAttempt   = "Corral-Attempt"
 	hdrHistory   = "Corral-History"
 	hdrDeadAt    = "Corral-Dead-At"
+	hdrUnique    = "Corral-Unique"
+	hdrUniqueFor = "Corral-Unique-For"
 )
 
 func putTime(h nats.Header, k string, t time.Time) {
@@ -60,6 +62,10 @@ func jobHeader(m *driver.Message) nats.Header {
 	putTime(h, hdrEnqueued, m.EnqueuedAt)
 	putTime(h, hdrNotBefore, m.NotBefore)
 	putTime(h, hdrStartBy, m.StartBy)
+	if m.Unique != "" {
+		h.Set(hdrUnique, m.Unique)
+		h.Set(hdrUniqueFor, strconv.FormatInt(int64(m.UniqueFor), 10))
+	}
 	return h
 }
 
@@ -72,5 +78,7 @@ func messageFrom(h nats.Header, body []byte) driver.Message {
 		EnqueuedAt: getTime(h, hdrEnqueued),
 		NotBefore:  getTime(h, hdrNotBefore),
 		StartBy:    getTime(h, hdrStartBy),
+		Unique:     h.Get(hdrUnique),
+		UniqueFor:  time.Duration(getInt(h, hdrUniqueFor)),
 	}
 }

@@ -159,6 +159,7 @@ func (b *Backend) Ack(ctx context.Context, d *driver.Delivery) error {
 		return b.fail(rctx, "ack "+d.ID, ackErr)
 	}
 	b.tombstone(rctx, d)
+	b.leaveUnique(rctx, &d.Message)
 	tok.stMu.Lock()
 	defer tok.stMu.Unlock()
 	return b.dropState(rctx, d, tok)
@@ -299,5 +300,6 @@ func (b *Backend) bury(ctx context.Context, d *driver.Delivery, reason driver.Re
 	if err := b.ack(ctx, tok.msg, "+TERM"); err != nil {
 		return evicted, err
 	}
+	b.leaveUnique(ctx, &d.Message)
 	return evicted, b.dropState(ctx, d, tok)
 }

@@ -323,6 +323,9 @@ func (m *Backend) Release(ctx context.Context, d *driver.Delivery, delay time.Du
 // recycles it. m.mu held.
 func (m *Backend) remove(e *entry) {
 	m.out.Add(1)
+	if e.msg.Unique != "" {
+		m.uniques.leave(&e.msg, m.clk.Now())
+	}
 	if !e.fresh {
 		delete(m.ids, e.msg.ID)
 	}

@@ -21,7 +21,8 @@ type statements struct {
 	deadPage, redriveTake, redriveCount                string
 	purge                                              string
 	stats                                              string
-	prune                                              string
+	prune, pruneUniques                                string
+	uniqueClaim, uniqueMark                            string
 	agreeInsert, agreeSelect, reconfigure, setLease    string
 }
 
@@ -337,6 +338,22 @@ FROM {{schema}}.jobs WHERE queue = $1`,
 		prune: `DELETE FROM {{schema}}.ids WHERE ctid IN (
 	SELECT ctid FROM {{schema}}.ids WHERE queue = $1 AND at <= now() - $2::float8` + usInterval + ` LIMIT 1000)`,
 
+		// The unique keys whose period ended, forgotten a batch at a time.
+		pruneUniques: `DELETE FROM {{schema}}.uniques WHERE ctid IN (
+	SELECT ctid FROM {{schema}}.uniques WHERE queue = $1 AND until <= now() LIMIT 1000)`,
+		// Claims the unique key $2 for the job $3: a key no job holds, or held for a period
+		// that ended. It returns the holder and whether this claimed it; no row when the
+		// holder committed after the statement began (ask again).
+		uniqueClaim: `WITH c AS (INSERT INTO {{schema}}.uniques AS u (queue, key, id) VALUES ($1, $2, $3)
+	ON CONFLICT (queue, key) DO UPDATE SET id = EXCLUDED.id, until = NULL
+	WHERE u.until IS NOT NULL AND u.until <= now()
+	RETURNING u.id)
+SELECT id, true FROM c
+UNION ALL
+SELECT id, false FROM {{schema}}.uniques WHERE queue = $1 AND key = $2 AND NOT EXISTS (SELECT 1 FROM c)`,
+		// Marks the job $2, just stored, with its unique key $3 and period $4 µs.
+		uniqueMark: `UPDATE {{schema}}.jobs SET unique_key = $3, unique_for_us = $4 WHERE queue = $1 AND id = $2`,
+
 		agreeInsert: `INSERT INTO {{schema}}.queues (name, capacity, overflow, dedup_horizon_us, dead_letter_limit)
 VALUES ($1, $2, $3, $4, $5) ON CONFLICT (name) DO NOTHING`,
 		agreeSelect: `SELECT capacity, overflow, dedup_horizon_us, dead_letter_limit, lease_us FROM {{schema}}.queues WHERE name = $1`,
@@ -352,7 +369,7 @@ WHERE name = $1`,
 	for _, p := range []*string{&s.insert, &s.insertDedup, &s.insertKeyed, &s.insertKeyedDedup, &s.insertBatch, &s.insertBatchDedup, &s.reserveBatch, &s.evictBatch,
 		&s.reserve, &s.evict, &s.claim, &s.unclaim, &s.start, &s.startMany, &s.startOne, &s.extend, &s.leaseOf, &s.ack, &s.ackMany, &s.ackOne, &s.ackCounted, &s.ackTx, &s.ackTxCounted, &s.txStatus,
 		&s.nack, &s.snooze, &s.release, &s.bury, &s.buryCount, &s.evictDead, &s.deadPage, &s.redriveTake,
-		&s.redriveCount, &s.purge, &s.stats, &s.prune, &s.agreeInsert, &s.agreeSelect, &s.reconfigure, &s.setLease} {
+		&s.redriveCount, &s.purge, &s.stats, &s.prune, &s.pruneUniques, &s.uniqueClaim, &s.uniqueMark, &s.agreeInsert, &s.agreeSelect, &s.reconfigure, &s.setLease} {
 		*p = render(*p, schema)
 	}
 	return s

@@ -64,6 +64,7 @@ func Run(t *testing.T, newBackend func(t *testing.T) driver.Backend, caps Capabi
 		{"ReleaseDelay", testReleaseDelay},
 		{"Snooze", testSnooze},
 		{"PeriodicOnce", testPeriodicOnce},
+		{"UniqueFor", testUniqueFor},
 		{"VersionRoundTrip", testVersionRoundTrip},
 		{"RedriveAndPurge", testRedrive},
 		{"DeadLetterIDReplaced", testDeadLetterIDReplaced},

@@ -32,7 +32,7 @@ func parseNanos(s string) time.Time {
 }
 
 // Enqueue implements driver.Backend in one script: the dedup check (the stored job, and the IDs
-// within the horizon), the capacity (a counter of stored jobs, with the overflow policy) and
+// within the horizon), the unique key (held by a stored job, or for its period after), the capacity (a counter of stored jobs, with the overflow policy) and
 // the store are one atomic step. Under Block it waits for room, asking again at each local
 // settle and every poll interval.
 func (b *Backend) Enqueue(ctx context.Context, m driver.Message) (driver.EnqueueResult, error) {
@@ -50,7 +50,8 @@ func (b *Backend) Enqueue(ctx context.Context, m driver.Message) (driver.Enqueue
 		w := b.waiter()
 		v, err := b.run(ctx, "enqueue", enqueueScript, m.ID, m.Key, m.Body, nanos(m.EnqueuedAt), nb,
 			nanos(m.NotBefore), nanos(m.StartBy), b.cfg.DedupHorizon.Milliseconds(), b.cfg.Capacity,
-			b.cfg.Overflow.String(), b.cfg.DeadLetterLimit, nanos(time.Now()), m.Version, evictedJSON())
+			b.cfg.Overflow.String(), b.cfg.DeadLetterLimit, nanos(time.Now()), m.Version, evictedJSON(),
+			m.Unique, millis(m.UniqueFor))
 		if err != nil {
 			return driver.EnqueueResult{}, err
 		}
@@ -62,6 +63,9 @@ func (b *Backend) Enqueue(ctx context.Context, m driver.Message) (driver.Enqueue
 			return driver.EnqueueResult{Evicted: nilIfEmpty(strs(r[1])), DeadEvicted: nilIfEmpty(strs(r[2]))}, nil
 		case "dup":
 			return driver.EnqueueResult{}, driver.ErrDuplicate
+		case "unique":
+			holder, _ := r[3].(string)
+			return driver.EnqueueResult{Existing: holder}, driver.ErrNotUnique
 		case "dropped":
 			return driver.EnqueueResult{}, driver.ErrDropped
 		}

@@ -17,6 +17,8 @@ import goredis "github.com/redis/go-redis/v9"
 //	         in s, d or leased, so a failing job holds its key
 //	kw       waiting keyed jobs (not first of their key) with a NotBefore, by due time (Stats)
 //	u        IDs taken by the dedup horizon, by expiry time (ms)
+//	q:<uk>   the ID of the job holding the unique key uk: while the job is stored (its hash
+//	         has uq, the key, and uqf, its period in ms), then for its period (an expiry)
 //	x        the dead-letter stream; xi maps an ID to its entry
 //	cfg      the shared settings; c:<name> counters
 //
@@ -60,7 +62,14 @@ end
 -- true if that made a job ready (or delayed).
 local function unstore(id, t)
   local jk = P .. 'j:' .. id
-  local key, sid = unpack(redis.call('HMGET', jk, 'key', 'sid'))
+  local key, sid, uq, uqf = unpack(redis.call('HMGET', jk, 'key', 'sid', 'uq', 'uqf'))
+  if uq and uq ~= '' and redis.call('GET', P .. 'q:' .. uq) == id then
+    if tonumber(uqf) > 0 then
+      redis.call('SET', P .. 'q:' .. uq, id, 'PX', uqf)
+    else
+      redis.call('DEL', P .. 'q:' .. uq)
+    end
+  end
   if sid and sid ~= '' then
     redis.call('XACK', P .. 's', 'g', sid)
     redis.call('XDEL', P .. 's', sid)
@@ -148,8 +157,9 @@ end
 `
 
 // enqueueScript: ARGV id key body enq nb nbn sb horizon-ms capacity overflow deadlimit at ver
-// evicted-json: the history entry of a job evicted by DropOldest (Number 0: no run).
-// Returns {status, evicted, deadEvicted}: status "ok", "dup", "full", "dropped".
+// evicted-json (the history entry of a job evicted by DropOldest: Number 0, no run) unique
+// unique-period-ms. Returns {status, evicted, deadEvicted, holder}: status "ok", "dup", "full",
+// "dropped", "unique" (holder holds the unique key).
 var enqueueScript = goredis.NewScript(luaCommon + `
 local id, key, body, enq, nb, nbn, sb = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7]
 local horizon, cap, overflow, limit, at, ver = tonumber(ARGV[8]), tonumber(ARGV[9]), ARGV[10], tonumber(ARGV[11]), ARGV[12], ARGV[13]
@@ -157,6 +167,11 @@ local t = now()
 redis.call('ZREMRANGEBYSCORE', P .. 'u', '-inf', t)
 if redis.call('EXISTS', P .. 'j:' .. id) == 1 or redis.call('ZSCORE', P .. 'u', id) then
   return {'dup', {}, {}}
+end
+local unique = ARGV[15]
+if unique ~= '' then
+  local holder = redis.call('GET', P .. 'q:' .. unique)
+  if holder then return {'unique', {}, {}, holder} end
 end
 local ev, dev = {}, {}
 if cap > 0 and tonumber(redis.call('GET', P .. 'n') or '0') >= cap then
@@ -191,6 +206,10 @@ if cap > 0 and tonumber(redis.call('GET', P .. 'n') or '0') >= cap then
 end
 if horizon > 0 then redis.call('ZADD', P .. 'u', t + horizon, id) end
 store(id, key, body, enq, nb, nbn, sb, ver, t)
+if unique ~= '' then
+  redis.call('SET', P .. 'q:' .. unique, id)
+  redis.call('HSET', P .. 'j:' .. id, 'uq', unique, 'uqf', ARGV[16])
+end
 return {'ok', ev, dev}
 `)
 
