@@ -172,6 +172,9 @@ func (q *Queue[T]) Periodic(name string, s Schedule, payload func(tick time.Time
 	p := &Periodic{name: name, cancel: cancel, done: make(chan struct{})}
 	p.st.Name = name
 	r := &periodicRun[T]{q: q, p: p, s: s, payload: payload, o: o}
+	if t := s.Next(now); !t.IsZero() { // what run announces first, known now
+		p.st.Next, p.st.NextAt = t, t.Add(r.jitter(t))
+	}
 	q.mu.Lock()
 	if q.closed.Load() {
 		q.mu.Unlock()
