@@ -273,6 +273,7 @@ type consumerOptions struct {
 	maxAttempts int
 	maxSnoozes  int
 	backoff     backoff.Schedule
+	rate        rateLimit // WithRateLimit; zero: none
 }
 
 type consumerOptionFunc func(*consumerOptions)

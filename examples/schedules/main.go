@@ -2,9 +2,10 @@
 // schedule (parsed by github.com/robfig/cron/v3, whose schedules have the
 // Next method queue.Periodic takes), run by two runners as two processes of
 // a service would, each tick enqueued once; a handler that snoozes its job
-// until the data it needs is there, without spending its attempts; and a
+// until the data it needs is there, without spending its attempts; a
 // unique key that refuses a second refresh of a user's feed while the
-// first is pending.
+// first is pending; and a consumer limited to a partner's rate of calls
+// beside an unlimited one, on one Share of workers.
 //
 //	go run ./examples/schedules
 package main
@@ -16,6 +17,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -116,5 +118,73 @@ func run(ctx context.Context, out io.Writer) error {
 		return err
 	}
 	fmt.Fprintf(out, "snoozed=%d retried=%d\n", st.Snoozed, st.Retried)
+	return rates(ctx, out)
+}
+
+// rates runs a consumer limited to 2 calls of a partner's API per 500ms beside an unlimited
+// one, on one Share of two workers: the limited one waits for its starts holding no worker,
+// so the other runs on both.
+func rates(ctx context.Context, out io.Writer) error {
+	partner, err := queue.New[int](ctx)
+	if err != nil {
+		return err
+	}
+	defer partner.Close(ctx)
+	local, err := queue.New[int](ctx)
+	if err != nil {
+		return err
+	}
+	defer local.Close(ctx)
+	for i := range 6 {
+		if _, err := partner.Enqueue(ctx, i); err != nil {
+			return err
+		}
+	}
+	for i := range 20 {
+		if _, err := local.Enqueue(ctx, i); err != nil {
+			return err
+		}
+	}
+	const n, per = 2, 500 * time.Millisecond
+	var (
+		mu        sync.Mutex
+		starts    []time.Time
+		localDone time.Time
+		done      sync.WaitGroup
+	)
+	done.Add(26)
+	sh := queue.NewShare(2, queue.Weighted)
+	cp, err := partner.Consume(ctx, func(ctx context.Context, j queue.Job[int]) error {
+		defer done.Done()
+		mu.Lock()
+		starts = append(starts, time.Now())
+		mu.Unlock()
+		return nil // call the partner's API
+	}, queue.WithShare(sh, "partner", 1), queue.WithRateLimit(n, per))
+	if err != nil {
+		return err
+	}
+	begin := time.Now()
+	cl, err := local.Consume(ctx, func(ctx context.Context, j queue.Job[int]) error {
+		defer done.Done()
+		time.Sleep(40 * time.Millisecond) // local work
+		mu.Lock()
+		localDone = time.Now()
+		mu.Unlock()
+		return nil
+	}, queue.WithShare(sh, "local", 1))
+	if err != nil {
+		return err
+	}
+	done.Wait()
+	_, _ = cp.Drain(ctx)
+	_, _ = cl.Drain(ctx)
+	within := true
+	for i := n; i < len(starts); i++ {
+		within = within && starts[i].Sub(starts[i-n]) >= per
+	}
+	fmt.Fprintf(out, "partner: %d calls, never more than %d per %v: %v\n", len(starts), n, per, within)
+	// On one worker, the 20 jobs of 40ms would take 800ms at least.
+	fmt.Fprintf(out, "local: 20 jobs of 40ms on both workers (within 700ms): %v\n", localDone.Sub(begin) < 700*time.Millisecond)
 	return nil
 }

@@ -294,3 +294,15 @@ type Stats struct {
 	// Oldest is the enqueue time of the oldest stored job (zero if none).
 	Oldest time.Time
 }
+
+// RateLimiter is implemented by a Backend that keeps a queue's rate limit
+// (queue.WithRateLimit): at most n job starts per interval per, counted for
+// the queue in every process that consumes it with that limit. A consumer
+// calls TakeStart with a job in hand, before its handler starts: ok says a
+// start was free and is now taken; else wait is how long until one may be
+// (a consumer asks again then, or sooner). The window slides: a start taken
+// at t counts against the starts in (t-per, t]. Each backend states how
+// exact its count is across processes.
+type RateLimiter interface {
+	TakeStart(ctx context.Context, n int, per time.Duration) (ok bool, wait time.Duration, err error)
+}

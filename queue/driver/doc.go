@@ -12,7 +12,8 @@
 // of the queue's: it gets a [Config], [Message]s and [Delivery]s, and
 // returns results, [Stats] and the errors below. The queue looks once, at
 // queue.New, for the optional interfaces a backend may implement:
-// [SharedLease], [Reconnecter] and [InProcess].
+// [SharedLease], [Reconnecter] and [InProcess]; and at Consume with a rate
+// limit, for [RateLimiter].
 //
 // The sentinel errors ([ErrFull], [ErrDuplicate], ...) are the same values
 // that package queue exports under the same names, so a user's errors.Is
@@ -34,7 +35,7 @@ package driver
 
 // Where things are: backend.go holds the Backend interface and what crosses
 // it (Message, Delivery, DeadMessage, the results, Stats, SharedLease,
-// Reconnecter); call.go Call, how a broker backend bounds and reports its
+// Reconnecter, RateLimiter); call.go Call, how a broker backend bounds and reports its
 // calls; settings.go Shared, SettingsError and CompareSettings, the shared
 // settings; config.go Config and Overflow; attempt.go Attempt and Reason;
 // errors.go the sentinel errors; inprocess.go InProcess, the optional

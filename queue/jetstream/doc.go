@@ -105,5 +105,5 @@ package jetstream
 
 // Layout: jetstream.go the Backend, New, options, Close; open.go and settings.go Open, streams,
 // shared settings; enqueue.go Enqueue, DropOldest; receive.go Receive, the prefetch pump; settle.go
-// Start to Bury; state.go job state, markers; dead.go, stats.go, resurrect.go, message.go,
-// errors.go.
+// Start to Bury; state.go job state, markers; unique.go the unique keys; ratelimit.go TakeStart,
+// the rate limit; dead.go, stats.go, resurrect.go, message.go, errors.go.

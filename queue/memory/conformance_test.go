@@ -1,6 +1,7 @@
 package memory_test
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -26,6 +27,11 @@ func TestMemoryConformanceRealTime(t *testing.T) {
 // bytesOnly hides the in-memory backend's value passing, so the queue
 // encodes payloads with its codec as it does for a broker backend.
 type bytesOnly struct{ driver.Backend }
+
+// TakeStart passes the rate limit on (driver.RateLimiter is not hidden).
+func (b bytesOnly) TakeStart(ctx context.Context, n int, per time.Duration) (bool, time.Duration, error) {
+	return b.Backend.(driver.RateLimiter).TakeStart(ctx, n, per)
+}
 
 func TestMemoryConformanceEncoded(t *testing.T) {
 	queuetest.Run(t, func(t *testing.T) driver.Backend { return bytesOnly{memory.New()} }, queuetest.Capabilities{})

@@ -21,7 +21,7 @@
 //
 // postgres.go holds the Backend, its options, Open and Close; schema.go and migrations/ the
 // schema; sql.go every statement; enqueue.go, receive.go, settle.go and dead.go the queue
-// contract (unique.go the unique keys); listen.go the notifications; tx.go Tx, SQLTx, EnqueueTx and AckTx; batch.go
+// contract (unique.go the unique keys, ratelimit.go TakeStart, the rate limit); listen.go the notifications; tx.go Tx, SQLTx, EnqueueTx and AckTx; batch.go
 // EnqueueBatch and EnqueueBatchTx; settings.go the settings the processes of a queue share;
 // errors.go how errors map to queue.ErrUnavailable.
 //

@@ -23,6 +23,7 @@ type statements struct {
 	stats                                              string
 	prune, pruneUniques                                string
 	uniqueClaim, uniqueMark                            string
+	rateRow, takeStart                                 string
 	agreeInsert, agreeSelect, reconfigure, setLease    string
 }
 
@@ -354,6 +355,18 @@ SELECT id, false FROM {{schema}}.uniques WHERE queue = $1 AND key = $2 AND NOT E
 		// Marks the job $2, just stored, with its unique key $3 and period $4 µs.
 		uniqueMark: `UPDATE {{schema}}.jobs SET unique_key = $3, unique_for_us = $4 WHERE queue = $1 AND id = $2`,
 
+		// The rate limit's row of the queue, made if missing.
+		rateRow: `INSERT INTO {{schema}}.rates (queue) VALUES ($1) ON CONFLICT (queue) DO NOTHING`,
+		// Takes a start if fewer than $2 fall within the last $3 µs: the row, locked, keeps the
+		// starts of the window. It returns whether it took one, and else how long (in seconds)
+		// until one leaves the window.
+		takeStart: `WITH w AS (SELECT array(SELECT s FROM unnest(starts) AS s WHERE s > now() - $3::float8` + usInterval + ` ORDER BY s) AS a
+	FROM {{schema}}.rates WHERE queue = $1 FOR UPDATE),
+u AS (UPDATE {{schema}}.rates SET starts = (SELECT a FROM w) || now()
+	WHERE queue = $1 AND cardinality((SELECT a FROM w)) < $2 RETURNING 1)
+SELECT EXISTS (SELECT 1 FROM u),
+	coalesce(extract(epoch FROM (SELECT a[cardinality(a) - $2 + 1] FROM w) + $3::float8` + usInterval + ` - now())::float8, 0)`,
+
 		agreeInsert: `INSERT INTO {{schema}}.queues (name, capacity, overflow, dedup_horizon_us, dead_letter_limit)
 VALUES ($1, $2, $3, $4, $5) ON CONFLICT (name) DO NOTHING`,
 		agreeSelect: `SELECT capacity, overflow, dedup_horizon_us, dead_letter_limit, lease_us FROM {{schema}}.queues WHERE name = $1`,
@@ -369,7 +382,7 @@ WHERE name = $1`,
 	for _, p := range []*string{&s.insert, &s.insertDedup, &s.insertKeyed, &s.insertKeyedDedup, &s.insertBatch, &s.insertBatchDedup, &s.reserveBatch, &s.evictBatch,
 		&s.reserve, &s.evict, &s.claim, &s.unclaim, &s.start, &s.startMany, &s.startOne, &s.extend, &s.leaseOf, &s.ack, &s.ackMany, &s.ackOne, &s.ackCounted, &s.ackTx, &s.ackTxCounted, &s.txStatus,
 		&s.nack, &s.snooze, &s.release, &s.bury, &s.buryCount, &s.evictDead, &s.deadPage, &s.redriveTake,
-		&s.redriveCount, &s.purge, &s.stats, &s.prune, &s.pruneUniques, &s.uniqueClaim, &s.uniqueMark, &s.agreeInsert, &s.agreeSelect, &s.reconfigure, &s.setLease} {
+		&s.redriveCount, &s.purge, &s.stats, &s.prune, &s.pruneUniques, &s.uniqueClaim, &s.uniqueMark, &s.rateRow, &s.takeStart, &s.agreeInsert, &s.agreeSelect, &s.reconfigure, &s.setLease} {
 		*p = render(*p, schema)
 	}
 	return s

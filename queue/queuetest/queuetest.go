@@ -65,6 +65,7 @@ func Run(t *testing.T, newBackend func(t *testing.T) driver.Backend, caps Capabi
 		{"Snooze", testSnooze},
 		{"PeriodicOnce", testPeriodicOnce},
 		{"UniqueFor", testUniqueFor},
+		{"RateLimit", testRateLimit},
 		{"VersionRoundTrip", testVersionRoundTrip},
 		{"RedriveAndPurge", testRedrive},
 		{"DeadLetterIDReplaced", testDeadLetterIDReplaced},

@@ -20,6 +20,7 @@ import goredis "github.com/redis/go-redis/v9"
 //	q:<uk>   the ID of the job holding the unique key uk: while the job is stored (its hash
 //	         has uq, the key, and uqf, its period in ms), then for its period (an expiry)
 //	x        the dead-letter stream; xi maps an ID to its entry
+//	rl       the rate limit's window: the starts taken, by the server's time (ms)
 //	cfg      the shared settings; c:<name> counters
 //
 // Times are the server's (TIME) in milliseconds, but for the times a job carries, which are
@@ -403,4 +404,22 @@ local k = P .. 'cfg'
 local l = redis.call('HGET', k, 'lease')
 if not l or l == '' then redis.call('HSET', k, 'lease', ARGV[1]); return ARGV[1] end
 return l
+`)
+
+// takeStartScript: ARGV n per-ms member. The rate limit's sliding window, the sorted set rl
+// of the starts taken (score: the server's time in ms): it takes a start if fewer than n fall
+// within the last per-ms, and returns {1, 0}; else {0, ms until one leaves the window}.
+var takeStartScript = goredis.NewScript(luaCommon + `
+local n, per = tonumber(ARGV[1]), tonumber(ARGV[2])
+local t = now()
+local rl = P .. 'rl'
+redis.call('ZREMRANGEBYSCORE', rl, '-inf', t - per)
+local c = redis.call('ZCARD', rl)
+if c < n then
+  redis.call('ZADD', rl, t, t .. ':' .. ARGV[3])
+  redis.call('PEXPIRE', rl, per)
+  return {1, 0}
+end
+local s = redis.call('ZRANGE', rl, c - n, c - n, 'WITHSCORES')
+return {0, math.max(tonumber(s[2]) + per - t, 1)}
 `)

@@ -25,3 +25,10 @@ BEGIN
 END $$;
 CREATE TRIGGER jobs_unique_left AFTER DELETE ON {{schema}}.jobs
 	FOR EACH ROW WHEN (OLD.unique_key IS NOT NULL) EXECUTE FUNCTION {{schema}}.corral_unique_left();
+
+-- Rate limits (queue.WithRateLimit): the starts taken within the window of each queue, by the
+-- server's clock. One row per queue, locked by the statement that takes a start.
+CREATE TABLE {{schema}}.rates (
+	queue  text PRIMARY KEY,
+	starts timestamptz[] NOT NULL DEFAULT '{}'
+);
