@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	natsjs "github.com/nats-io/nats.go/jetstream"
 )
 
@@ -54,16 +53,10 @@ func (b *Backend) TakeStart(ctx context.Context, n int, per time.Duration) (bool
 		if err != nil {
 			return false, 0, err
 		}
-		_, err = b.js.PublishMsg(ctx, &nats.Msg{Subject: subj, Data: data}, natsjs.WithExpectLastSequencePerSubject(seq))
-		switch apiCode(err) {
-		case codeWrongLast, codeWrongLR:
-			continue // another process took a start meanwhile: look again
-		case 0:
-			if err != nil {
-				return false, 0, b.fail(ctx, "take a start", err)
-			}
-			return true, 0, nil
+		took, err := b.publishIfLast(ctx, "take a start", subj, data, seq)
+		if err != nil || took {
+			return took, 0, err
 		}
-		return false, 0, b.fail(ctx, "take a start", err)
+		// Another process took a start meanwhile: look again.
 	}
 }

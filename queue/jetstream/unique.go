@@ -116,15 +116,22 @@ func (b *Backend) saveUnique(ctx context.Context, subj string, rec uniqueRecord,
 	if err != nil {
 		return false, err
 	}
-	_, err = b.js.PublishMsg(ctx, &nats.Msg{Subject: subj, Data: data}, natsjs.WithExpectLastSequencePerSubject(seq))
+	return b.publishIfLast(ctx, "save a unique key", subj, data, seq)
+}
+
+// publishIfLast publishes data at subj (of the state stream) if the last sequence of subj is
+// still seq, and reports whether it did: false if another process wrote subj meanwhile. op
+// names the call in an error.
+func (b *Backend) publishIfLast(ctx context.Context, op, subj string, data []byte, seq uint64) (bool, error) {
+	_, err := b.js.PublishMsg(ctx, &nats.Msg{Subject: subj, Data: data}, natsjs.WithExpectLastSequencePerSubject(seq))
 	switch apiCode(err) {
 	case codeWrongLast, codeWrongLR:
 		return false, nil
 	case 0:
 		if err != nil {
-			return false, b.fail(ctx, "save a unique key", err)
+			return false, b.fail(ctx, op, err)
 		}
 		return true, nil
 	}
-	return false, b.fail(ctx, "save a unique key", err)
+	return false, b.fail(ctx, op, err)
 }
