@@ -138,14 +138,17 @@ type Periodic struct {
 // queue's dedup horizon of the tick ([WithDedupHorizon]; the processes'
 // clocks must agree to well within it), which is why Periodic refuses a
 // horizon no longer than the schedule's period (the longest of its next
-// four gaps between ticks) with an error. A tick is never enqueued once the
+// four gaps between ticks) with an error, as it refuses a jitter
+// ([WithJitter]) no shorter than the period. A tick is never enqueued once the
 // horizon has passed since it fell: it is missed. A process that was
 // running the schedule and died takes nothing with it: the others enqueue
 // the next tick on time. An enqueue that fails with ErrUnavailable is
 // retried, with backoff, until the next tick is due.
 //
-// The Periodic's goroutine belongs to q: Stop ends it, and q's Close stops
-// it before closing the consumers. Periodic returns ErrClosed if q is
+// payload runs on the Periodic's goroutine, once per tick this process
+// enqueues (or tries to); a panic in it fails the tick (TickFailed, with a
+// *PanicError). The Periodic's goroutine belongs to q: Stop ends it, and
+// q's Close stops it before closing the consumers. Periodic returns ErrClosed if q is
 // closed. An empty name, or one that makes an ID the queue refuses, is an
 // error. It panics if s or payload is nil.
 func (q *Queue[T]) Periodic(name string, s Schedule, payload func(tick time.Time) T, opts ...PeriodicOption) (*Periodic, error) {
@@ -165,7 +168,7 @@ func (q *Queue[T]) Periodic(name string, s Schedule, payload func(tick time.Time
 		opt(&o)
 	}
 	now := q.clk.Now()
-	if err := q.checkPeriodic(name, s, now); err != nil {
+	if err := q.checkPeriodic(name, s, now, o.jitter); err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -190,9 +193,9 @@ func (q *Queue[T]) Periodic(name string, s Schedule, payload func(tick time.Time
 	return p, nil
 }
 
-// checkPeriodic checks a periodic job's name and schedule s at now against
-// q's dedup horizon.
-func (q *Queue[T]) checkPeriodic(name string, s Schedule, now time.Time) error {
+// checkPeriodic checks a periodic job's name, and its schedule s at now
+// against q's dedup horizon and its jitter (see Periodic).
+func (q *Queue[T]) checkPeriodic(name string, s Schedule, now time.Time, jitter time.Duration) error {
 	if name == "" {
 		return errors.New("queue: Periodic: empty name")
 	}
@@ -210,6 +213,10 @@ func (q *Queue[T]) checkPeriodic(name string, s Schedule, now time.Time) error {
 			period = n.Sub(t)
 		}
 		t = n
+	}
+	if jitter > 0 && jitter >= period {
+		return fmt.Errorf("queue: Periodic %q: a jitter of %v is not shorter than the schedule's period %v: ticks would be enqueued out of order",
+			name, jitter, period)
 	}
 	if q.horizon <= period {
 		return fmt.Errorf("queue: Periodic %q: the dedup horizon %v is not longer than the schedule's period %v: each tick's ID must stay taken for longer (see WithDedupHorizon)",

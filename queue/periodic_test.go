@@ -224,6 +224,10 @@ func TestPeriodicRefused(t *testing.T) {
 			t.Errorf("Periodic(%q): %v, want an error saying %q", c.name, err, c.want)
 		}
 	}
+	if _, err := q.Periodic("jumpy", queue.Every(time.Second), tickPayload, queue.WithJitter(time.Second)); err == nil ||
+		!strings.Contains(err.Error(), "jitter of 1s is not shorter than the schedule's period 1s") {
+		t.Errorf("Periodic with a jitter of a period: %v", err)
+	}
 	if p, err := q.Periodic("ok", queue.Every(time.Second), tickPayload); err != nil {
 		t.Errorf("Periodic every second, horizon a minute: %v", err)
 	} else {
