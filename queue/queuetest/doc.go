@@ -13,7 +13,10 @@
 // job acked or dead-lettered exactly once), the stats gauges, and Close: the
 // queue's (which closes its consumers and the backend) and the backend's
 // (which refuses Enqueue and Receive with ErrClosed and ends a waiting
-// Receive).
+// Receive); and jobs in time: snoozes (no attempt spent, counted, in the
+// history), periodic jobs (three runners of a schedule, each tick stored
+// once), unique keys held for their period, and the rate limit of two
+// consumers together (driver.RateLimiter).
 //
 // A backend that keeps its state in process runs the suite on the virtual
 // clock of testing/synctest; one that talks to a broker declares RealTime,
@@ -28,8 +31,9 @@ package queuetest
 // Where things are: queuetest.go holds Run and Capabilities, env.go a subtest's world and
 // its helpers; the conformance tests, by concept: accounting.go (acks, the accounting
 // identity, stats), delays.go (delays, the retry schedule, start-by), deadletters.go,
-// dedup.go, keys.go (ordering keys), overflow.go, lease.go and close.go (shutdown and Close).
+// dedup.go, keys.go (ordering keys), overflow.go, lease.go and close.go (shutdown and Close),
+// snooze.go, periodic.go, unique.go and ratelimit.go (jobs in time).
 // The fault suite: faults.go holds Faults, Broker and RunFaults; faults_worker.go the worker
 // processes (ServeWorker's side, and the run's: start, stop, kill); faults_run.go a scenario's
 // run (producing, waiting, the events reported); faults_check.go its accounting check and
-// report; faults_scenarios.go the scenarios.
+// report; faults_scenarios.go the scenarios; faults_periodic.go PeriodicKilled.
