@@ -282,4 +282,7 @@ func ExampleMigrationSQL() {
 	// -- 0002_dead_letters
 	// CREATE TABLE "billing".dead (
 	// -- 0003_versions
+	// -- 0005_schedules
+	// CREATE TABLE "billing".uniques (
+	// CREATE TABLE "billing".rates (
 }
