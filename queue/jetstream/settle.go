@@ -153,13 +153,15 @@ func (b *Backend) Ack(ctx context.Context, d *driver.Delivery) error {
 		return b.fail(rctx, "ack "+d.ID, ackErr)
 	}
 	b.tombstone(rctx, d)
+	b.leaveUnique(rctx, &d.Message)
 	tok.stMu.Lock()
 	defer tok.stMu.Unlock()
 	return b.dropState(rctx, d, tok)
 }
 
 // Nack implements driver.Backend: the attempt is added to the job's state, then the broker
-// redelivers the job after delay (NakWithDelay).
+// redelivers the job after delay (NakWithDelay). A snooze also gives back the attempt Start
+// counted, as Release does, and counts in the state's Snoozes.
 func (b *Backend) Nack(ctx context.Context, d *driver.Delivery, delay time.Duration, a driver.Attempt) error {
 	tok, err := b.leased(d)
 	if err != nil {
@@ -172,7 +174,16 @@ func (b *Backend) Nack(ctx context.Context, d *driver.Delivery, delay time.Durat
 	tok.st.History = fillHistory(tok.st.History, d.Attempt)
 	tok.st.History = append(tok.st.History, a)
 	tok.st.Until, tok.st.Started = time.Time{}, time.Time{}
+	st, started := tok.st, tok.started
+	if a.Snoozed {
+		if tok.started {
+			tok.st.Starts--
+			tok.started = false
+		}
+		tok.st.Snoozes++
+	}
 	if err := b.saveState(ctx, d, tok); err != nil {
+		tok.st, tok.started = st, started
 		return err
 	}
 	kind := markReady
@@ -277,5 +288,6 @@ func (b *Backend) bury(ctx context.Context, d *driver.Delivery, reason driver.Re
 	if err := b.ack(ctx, tok.msg, "+TERM"); err != nil {
 		return evicted, err
 	}
+	b.leaveUnique(ctx, &d.Message)
 	return evicted, b.dropState(ctx, d, tok)
 }
