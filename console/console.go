@@ -13,6 +13,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/corral-go/corral/queue"
 )
 
 // Console is an http.Handler for operators: it shows the queues it was given and drives the
@@ -50,6 +52,7 @@ type options struct {
 	readOnly  bool
 	authorize func(*http.Request, Action) error
 	interval  time.Duration
+	shares    []namedShare
 }
 
 type optionFunc func(*options)
@@ -79,6 +82,19 @@ func WithInterval(d time.Duration) Option {
 	return optionFunc(func(o *options) { o.interval = d })
 }
 
+// WithShare shows the Share sh on the overview under name: each of its members (the consumers
+// started with queue.WithShare) with its weight, workers, jobs in flight and waiting, the
+// turns it was given (jobs started), its share of the busy time, and its queue's depth and
+// lag, as [queue.Share.Stats] reports them. A member that joins after the page was loaded
+// appears when the page is reloaded. Give one WithShare per Share; it panics if name is empty
+// or sh is nil, and New panics if two Shares have one name.
+func WithShare(name string, sh *queue.Share) Option {
+	if name == "" || sh == nil {
+		panic("console: WithShare needs a name and a Share")
+	}
+	return optionFunc(func(o *options) { o.shares = append(o.shares, namedShare{name: name, sh: sh}) })
+}
+
 //go:embed static templates
 var files embed.FS
 
@@ -103,6 +119,13 @@ func New(srcs []Source, opts ...Option) *Console {
 			panic("console: two queues named " + s.name)
 		}
 		c.byName[s.name] = s
+	}
+	for i, sh := range o.shares {
+		for _, other := range o.shares[:i] {
+			if other.name == sh.name {
+				panic("console: two Shares named " + sh.name)
+			}
+		}
 	}
 	c.tmpl = template.Must(template.New("").Funcs(funcs).ParseFS(files, "templates/*.html"))
 	c.hub.init(len(srcs))

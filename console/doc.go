@@ -1,5 +1,6 @@
 // Package console is an http.Handler for the people who operate corral queues: an overview of
-// every queue (depth by state, lag, counters, throughput and failures over time as charts),
+// every queue (depth by state, lag, counters, wait and run time percentiles, its consumers'
+// health, each Share's split by consumer, throughput and failures over time as charts),
 // job lists per state with filters and paging, a page per job with its history and errors,
 // the dead letters with their reasons, and the operator's actions (pause, resume, cancel,
 // redrive, purge; per job or in bulk by filter, each confirmed), live over Server-Sent Events.
@@ -18,6 +19,11 @@
 //   - Each client of the live updates has a bounded buffer; a slow client misses snapshots
 //     (each is complete, so the next one corrects the page) and is disconnected after a
 //     buffer's worth in a row. Nothing grows with a slow client.
+//   - The overview's numbers are the queues' Stats (and each Share's Stats, given with
+//     WithShare) read when the page is made, then at each sample: the page and the live
+//     updates write the same text. Wait and run time percentiles are those of the handler runs
+//     of this process's consumers, recorded only by a queue made with queue.WithTimings (or a
+//     success, retry or dead hook); a queue that recorded none shows "not timed".
 //   - The console owns one goroutine, its sampler, which Close stops and waits for.
 //   - The page's HTML, CSS and script are this package's own, embedded, readable without a
 //     build step.
@@ -29,5 +35,6 @@ package console
 
 // Where things are: console.go holds Console, New, its options, routing, the mount prefix and
 // the CSRF token; source.go Source and Of (a typed queue seen without its type); pages.go the
-// pages (overview, job list, job); actions.go the actions; events.go the sampler and the live
+// pages (overview, job list, job); cells.go the overview's cells (one text for the page and the
+// live updates) and the Shares' rows; actions.go the actions; events.go the sampler and the live
 // updates; templates/ and static/ the embedded HTML, CSS and script.

@@ -36,6 +36,7 @@ type point struct {
 type snapshot struct {
 	At      int64        `json:"at"` // when it was sampled, Unix ms
 	Queues  []queueState `json:"queues"`
+	Shares  []shareView  `json:"shares"`
 	Dropped int          `json:"dropped"` // snapshots this client missed (see above)
 }
 
@@ -53,12 +54,15 @@ type queueState struct {
 	Enqueued uint64  `json:"enqueued"`
 	Error    string  `json:"error,omitempty"`
 	History  []point `json:"history"`
+	// Fields are the overview's cells of the queue, by data-field name (see fields).
+	Fields map[string]string `json:"fields"`
 }
 
 // hub holds the history and the clients.
 type hub struct {
 	mu      sync.Mutex // guards the fields below
 	last    []queueState
+	shares  []shareView
 	at      time.Time // when last was sampled
 	clients map[*client]struct{}
 	closed  bool
@@ -97,17 +101,21 @@ func (c *Console) sampleOnce(ctx context.Context) {
 		st, err := c.srcs[i].q.Stats(ctx)
 		qs := queueState{Name: c.srcs[i].name, Ready: st.Ready, InFlight: st.InFlight, Delayed: st.Delayed,
 			Dead: st.Dead, LagMs: st.Lag.Milliseconds(), Paused: st.Paused, Acked: st.Acked, Retried: st.Retried,
-			DeadTot: st.DeadLetteredTotal(), Enqueued: st.Enqueued}
+			DeadTot: st.DeadLetteredTotal(), Enqueued: st.Enqueued, Fields: fields(&st)}
 		if err != nil {
 			qs.Error = err.Error()
 		}
 		states[i] = qs
 	}
-	c.hub.publish(now, c.o.interval, states)
+	shares := make([]shareView, len(c.o.shares))
+	for i, sh := range c.o.shares {
+		shares[i] = sh.read(ctx)
+	}
+	c.hub.publish(now, c.o.interval, states, shares)
 }
 
-// publish records states, sampled at now, and sends the snapshot to every client.
-func (h *hub) publish(now time.Time, every time.Duration, states []queueState) {
+// publish records states and shares, sampled at now, and sends the snapshot to every client.
+func (h *hub) publish(now time.Time, every time.Duration, states []queueState, shares []shareView) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for i := range states {
@@ -124,7 +132,7 @@ func (h *hub) publish(now time.Time, every time.Duration, states []queueState) {
 		}
 		states[i].History = hist
 	}
-	h.last, h.at = states, now
+	h.last, h.shares, h.at = states, shares, now
 	for cl := range h.clients {
 		h.sendLocked(cl)
 	}
@@ -132,7 +140,7 @@ func (h *hub) publish(now time.Time, every time.Duration, states []queueState) {
 
 // sendLocked sends the latest snapshot to cl, or counts it missed (see above). h.mu held.
 func (h *hub) sendLocked(cl *client) {
-	b, err := json.Marshal(snapshot{At: h.at.UnixMilli(), Queues: h.last, Dropped: cl.dropped})
+	b, err := json.Marshal(snapshot{At: h.at.UnixMilli(), Queues: h.last, Shares: h.shares, Dropped: cl.dropped})
 	if err != nil {
 		return
 	}

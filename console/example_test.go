@@ -39,3 +39,24 @@ func ExampleNew() {
 	fmt.Println(res.Status, strings.Contains(string(page), `<dd id="state">ready</dd>`))
 	// Output: 200 OK true
 }
+
+// A Share's split on the overview: each consumer that shares its workers has a row, with its
+// workers, jobs in flight and waiting, and the jobs it started.
+func ExampleWithShare() {
+	ctx := context.Background()
+	emails, _ := queue.New[string](ctx, queue.WithTimings()) // timed: the overview shows its percentiles
+	defer emails.Close(ctx)
+	workers := queue.NewShare(4, queue.Weighted)
+	consumer, _ := emails.Consume(ctx, func(context.Context, queue.Job[string]) error { return nil },
+		queue.WithShare(workers, "emails", 1), queue.WithWorkers(2))
+	defer consumer.Close(ctx)
+
+	c := console.New([]console.Source{console.Of("emails", emails)}, console.WithShare("workers", workers))
+	defer c.Close()
+	rec := httptest.NewRecorder()
+	c.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/", nil))
+	page := rec.Body.String()
+	fmt.Println(strings.Contains(page, `<tr data-share="workers" data-member="emails">`),
+		strings.Contains(page, `<td data-field="workers">2</td>`))
+	// Output: true true
+}

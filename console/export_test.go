@@ -11,7 +11,7 @@ func SlowClient(n int) (missed int, gone bool) {
 	h.init(1)
 	cl := h.join() // the first snapshot fills one slot
 	for range n {
-		h.publish(time.Time{}, time.Second, []queueState{{Name: "q"}})
+		h.publish(time.Time{}, time.Second, []queueState{{Name: "q"}}, nil)
 		select {
 		case <-cl.gone:
 			return cl.dropped, true
@@ -23,3 +23,6 @@ func SlowClient(n int) (missed int, gone bool) {
 
 // ClientBuffer is the buffer of a client of the live updates.
 const ClientBuffer = clientBuffer
+
+// Short is how the overview formats a duration.
+var Short = short

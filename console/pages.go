@@ -14,13 +14,12 @@ import (
 
 // funcs are the templates' helpers.
 var funcs = template.FuncMap{
-	"when": func(t time.Time) string {
-		if t.IsZero() {
-			return ""
-		}
-		return t.UTC().Format("2006-01-02 15:04:05.000")
-	},
-	"dur": func(d time.Duration) string { return d.Round(time.Millisecond).String() },
+	"when": when,
+	// the overview's columns (see cells.go)
+	"timingFields": func() []string { return timingFields },
+	"healthFields": func() []string { return healthFields },
+	"memberFields": func() []string { return memberFields },
+	"notTimed":     func() string { return notTimed },
 	// path escapes a queue name or job ID for a path segment: an ID may hold '/' or '?'.
 	"path": url.PathEscape,
 	// dict makes a map of its pairs of arguments, for a template called with several values.
@@ -55,6 +54,7 @@ type view struct {
 	CSRF     string
 	ReadOnly bool
 	Queues   []queueView
+	Shares   []shareView
 	Queue    string
 	Filter   queue.Filter
 	Page     page
@@ -65,9 +65,10 @@ type view struct {
 }
 
 type queueView struct {
-	Name  string
-	Stats queue.Stats
-	Err   error
+	Name   string
+	Stats  queue.Stats
+	Fields map[string]string // the overview's cells (see fields)
+	Err    error
 }
 
 func (c *Console) view(w http.ResponseWriter, r *http.Request) view {
@@ -82,13 +83,17 @@ func (c *Console) render(w http.ResponseWriter, name string, v view) {
 	}
 }
 
-// overview shows every queue's gauges and counters, read now, and the charts.
+// overview shows every queue's gauges, counters, timings and health and every Share's
+// members, read now, and the charts.
 func (c *Console) overview(w http.ResponseWriter, r *http.Request) {
 	v := c.view(w, r)
 	for i := range c.srcs {
 		s := &c.srcs[i]
 		st, err := s.q.Stats(r.Context())
-		v.Queues = append(v.Queues, queueView{Name: s.name, Stats: st, Err: err})
+		v.Queues = append(v.Queues, queueView{Name: s.name, Stats: st, Fields: fields(&st), Err: err})
+	}
+	for _, sh := range c.o.shares {
+		v.Shares = append(v.Shares, sh.read(r.Context()))
 	}
 	c.render(w, "overview.html", v)
 }

@@ -76,10 +76,11 @@ type Consumer[T any] struct {
 	recvCancel context.CancelCauseFunc
 
 	workers []*worker[T]
-	lane    *lane            // the consumer's place in its Share (WithShare), nil if none
-	loops   sync.WaitGroup   // the worker goroutines (see worker.run)
-	fast    driver.InProcess // the queue's (see Queue.fast), nil if none
-	keepers sync.WaitGroup   // keep and renewLoop
+	lane    *lane              // the consumer's place in its Share (WithShare), nil if none
+	loops   sync.WaitGroup     // the worker goroutines (see worker.run)
+	fast    driver.InProcess   // the queue's (see Queue.fast), nil if none
+	rate    driver.RateLimiter // the backend's, with WithRateLimit; nil if none
+	keepers sync.WaitGroup     // keep and renewLoop
 
 	// The keeper's clock (see keep): its last reading while it samples the
 	// running handlers, nil while it is parked. A worker dates the job it
@@ -141,13 +142,9 @@ func (q *Queue[T]) Consume(ctx context.Context, h Handler[T], opts ...ConsumerOp
 	if q.closed.Load() {
 		return nil, ErrClosed
 	}
-	if sl, ok := q.backend.(driver.SharedLease); ok {
-		bl := o.lease + o.lease/2 // see backendLease
-		err := sl.CheckLease(ctx, bl)
-		q.observe(ctx, err)
-		if err != nil {
-			return nil, fmt.Errorf("queue: consumer lease %v (a backend lease of %v): %w", o.lease, bl, err)
-		}
+	rate, err := q.checkConsumer(ctx, &o)
+	if err != nil {
+		return nil, err
 	}
 	// The consumer counts attempts itself: retry's limit is out of reach.
 	ro := []retry.Option{retry.WithBackoff(o.backoff), retry.WithMaxAttempts(math.MaxInt)}
@@ -164,7 +161,7 @@ func (q *Queue[T]) Consume(ctx context.Context, h Handler[T], opts ...ConsumerOp
 		timed:   q.timed,
 	}
 	c.healthHook = c.healthChanged
-	c.fast = q.fast
+	c.fast, c.rate = q.fast, rate
 	c.bg, c.bgCancel = context.WithCancelCause(context.WithoutCancel(ctx))
 	c.base, c.baseCancel = context.WithCancelCause(ctx)
 	c.recv, c.recvCancel = context.WithCancelCause(c.base)
@@ -199,6 +196,25 @@ func (q *Queue[T]) Consume(ctx context.Context, h Handler[T], opts ...ConsumerOp
 	return c, nil
 }
 
+// checkConsumer checks what the backend must do for a consumer with options
+// o: keep its lease, if the lease is shared, and its rate limit, whose
+// limiter it returns (nil without one).
+func (q *Queue[T]) checkConsumer(ctx context.Context, o *consumerOptions) (driver.RateLimiter, error) {
+	rate, err := q.rateLimiter(o)
+	if err != nil {
+		return nil, err
+	}
+	if sl, ok := q.backend.(driver.SharedLease); ok {
+		bl := o.lease + o.lease/2 // see backendLease
+		err := sl.CheckLease(ctx, bl)
+		q.observe(ctx, err)
+		if err != nil {
+			return nil, fmt.Errorf("queue: consumer lease %v (a backend lease of %v): %w", o.lease, bl, err)
+		}
+	}
+	return rate, nil
+}
+
 // newConsumerOptions returns the defaults with opts applied; a nil option
 // panics.
 func newConsumerOptions(opts []ConsumerOption) consumerOptions {
@@ -206,6 +222,7 @@ func newConsumerOptions(opts []ConsumerOption) consumerOptions {
 		workers:     runtime.GOMAXPROCS(0),
 		lease:       30 * time.Second,
 		maxAttempts: 10,
+		maxSnoozes:  defaultMaxSnoozes,
 		backoff:     backoff.Exponential(time.Second, 2, 10*time.Minute, backoff.WithJitter(backoff.EqualJitter)),
 	}
 	for _, opt := range opts {

@@ -114,6 +114,7 @@ package queue
 // sentinel errors; consumer.go the Consumer, worker.go its worker loops, settle.go how a job
 // is settled, lease.go the keeper (lease timing and renewal), drain.go Consumer.Drain,
 // health.go Health, version.go payload versions (WithVersion, WithUpgrade, the hand-back of
-// jobs not understood), share.go Share (workers shared by consumers, by weight or priority).
-// The backend contract is in
-// queue/driver, the in-memory backend in queue/memory.
+// jobs not understood), share.go Share (workers shared by consumers, by weight or priority),
+// snooze.go Snooze and WithMaxSnoozes, periodic.go periodic jobs (Queue.Periodic, Schedule,
+// Every), ratelimit.go WithRateLimit. The backend contract is in queue/driver, the in-memory
+// backend in queue/memory.

@@ -16,6 +16,10 @@ var (
 	// job is stored, or was enqueued within the dedup horizon). The
 	// earlier job stands; nothing was stored.
 	ErrDuplicate = driver.ErrDuplicate
+	// ErrNotUnique is returned by Enqueue, with the ID of the job that
+	// holds the unique key, when another job holds it (see [WithUnique]).
+	// Nothing was stored.
+	ErrNotUnique = driver.ErrNotUnique
 	// ErrClosed is returned after the queue or consumer was closed.
 	ErrClosed = driver.ErrClosed
 	// ErrNotFound is returned by Redrive and Purge for an unknown ID.

@@ -134,8 +134,9 @@ type PanicError struct {
 	// Where says what panicked: "Handler" (the handler, or a method of the
 	// error it returned), "Codec.Unmarshal", the name of a hook of [Hooks]
 	// ("OnStart", "OnSuccess", ...), "Backend." and a method of the
-	// driver.Backend ("Backend.Receive"), or "Consumer" for the consumer's own
-	// code (a bug of corral's).
+	// driver.Backend ("Backend.Receive"), "Periodic payload" for the payload
+	// function of a periodic job ([Queue.Periodic]), or "Consumer" for the
+	// consumer's own code (a bug of corral's).
 	Where string
 	// Value is the value passed to panic.
 	Value any

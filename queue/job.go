@@ -77,6 +77,9 @@ const (
 	ReasonExpired = driver.ReasonExpired
 	// ReasonCanceled: an operator cancelled the job ([Queue.Cancel]).
 	ReasonCanceled = driver.ReasonCanceled
+	// ReasonSnoozes: the handler snoozed the job ([Snooze]) once more than
+	// the consumer allows ([WithMaxSnoozes]).
+	ReasonSnoozes = driver.ReasonSnoozes
 )
 
 // Attempt records one failed attempt of a job, kept in its dead letter

@@ -216,6 +216,32 @@ func checkStorable(what, s string) error {
 	return nil
 }
 
+type uniqueOption struct {
+	key    string
+	period time.Duration
+}
+
+func (o uniqueOption) applyJob(m *driver.Message) { m.Unique, m.UniqueFor = o.key, o.period }
+
+// WithUnique gives the job a unique key: while a job with key is stored
+// (waiting, delayed or running), and for period after it left the queue
+// (acked, dead-lettered or evicted), Enqueue refuses another job with key,
+// returning the ID of the job that holds it and [ErrNotUnique]: "at most one
+// refresh of a user's feed per ten minutes" is WithUnique("refresh:"+user,
+// 10*time.Minute). The period is the job's own, beside the queue's dedup
+// horizon of IDs ([WithDedupHorizon]), which is checked first. A redriven
+// dead letter has no unique key. Every process of a queue sees the same
+// keys: the backend holds them.
+//
+// A key obeys the rule of [WithID]; Enqueue refuses any other with an error
+// that starts "queue: unique key". It panics if period is negative.
+func WithUnique(key string, period time.Duration) EnqueueOption {
+	if period < 0 {
+		panic("queue: WithUnique(" + strconv.Quote(key) + ", " + period.String() + "): negative period")
+	}
+	return uniqueOption{key: key, period: period}
+}
+
 type notBeforeOption time.Time
 
 func (o notBeforeOption) applyJob(m *driver.Message) { m.NotBefore = time.Time(o) }
@@ -258,7 +284,9 @@ type consumerOptions struct {
 	shareWeight int
 	lease       time.Duration
 	maxAttempts int
+	maxSnoozes  int
 	backoff     backoff.Schedule
+	rate        rateLimit // WithRateLimit; zero: none
 }
 
 type consumerOptionFunc func(*consumerOptions)

@@ -48,8 +48,10 @@ type Queue[T any] struct {
 	hl       health
 	onHealth func(context.Context, Health) // q.healthChanged, bound once
 
-	mu        sync.Mutex                // guards consumers
+	mu        sync.Mutex                // guards consumers and periodics
 	consumers map[*Consumer[T]]struct{} // not closed yet
+	periodics map[*Periodic]struct{}    // running (see Periodic)
+	horizon   time.Duration             // the dedup horizon (WithDedupHorizon)
 
 	// Written by the producers on every job: kept off the cache lines of
 	// the fields above, which the consumers read on every job.
@@ -81,7 +83,7 @@ func New[T any](ctx context.Context, opts ...Option) (*Queue[T], error) {
 		o.backend = memory.New()
 	}
 	q := &Queue[T]{backend: o.backend, hooks: o.hooks, maxWait: o.maxWait, codec: codecFor[T](&o),
-		consumers: make(map[*Consumer[T]]struct{})}
+		consumers: make(map[*Consumer[T]]struct{}), horizon: o.cfg.DedupHorizon}
 	q.vers.init(&o)
 	q.timed = o.timed || o.hooks.OnSuccess != nil || o.hooks.OnRetry != nil || o.hooks.OnDead != nil
 	q.hooks = o.logHooks() // after timed: logging does not time handler runs
@@ -108,8 +110,9 @@ func New[T any](ctx context.Context, opts ...Option) (*Queue[T], error) {
 // zeroQueue is the panic of a method of a zero Queue.
 const zeroQueue = "queue: zero Queue: use queue.New"
 
-// Close closes the queue: it closes every consumer of the queue not closed
-// yet (as [Consumer.Close] does, all at once, with ctx: it does not drain
+// Close closes the queue: it stops its periodic jobs ([Queue.Periodic],
+// each once its enqueue in progress, if any, is done), then it closes every
+// consumer of the queue not closed yet (as [Consumer.Close] does, all at once, with ctx: it does not drain
 // them, see [Consumer.Drain]), then the backend ([driver.Backend.Close]), which the
 // queue owns. It returns the consumers' and the backend's errors, joined
 // (context.Cause(ctx) if ctx ended first). The consumers' reports are not
@@ -139,7 +142,14 @@ func (q *Queue[T]) Close(ctx context.Context) error {
 	for c := range q.consumers {
 		cs = append(cs, c)
 	}
+	ps := make([]*Periodic, 0, len(q.periodics))
+	for p := range q.periodics {
+		ps = append(ps, p)
+	}
 	q.mu.Unlock()
+	for _, p := range ps {
+		p.Stop()
+	}
 
 	errs := make([]error, len(cs)+1)
 	panicked := make([]any, len(cs))
@@ -190,6 +200,9 @@ func (q *Queue[T]) forget(c *Consumer[T]) {
 // broker could not be reached or did not answer in time: the job may have
 // been stored. Enqueue again with the same ID (give one with [WithID]);
 // ErrDuplicate then means it was. The in-memory backend never returns it.
+//
+// A job refused because another job holds its unique key ([WithUnique])
+// is not stored: Enqueue returns that job's ID, and ErrNotUnique.
 func (q *Queue[T]) Enqueue(ctx context.Context, payload T, opts ...EnqueueOption) (string, error) {
 	switch {
 	case q.backend == nil:
@@ -223,11 +236,10 @@ func (q *Queue[T]) Enqueue(ctx context.Context, payload T, opts ...EnqueueOption
 		q.observe(ctx, err)
 	}
 	if err != nil || res.Evicted != nil || res.DeadEvicted != nil || q.hooks.OnEnqueue != nil {
-		q.enqueued(ctx, &m, res, err)
-	} else {
-		q.c.enqueued.Add(1) // all enqueued does in this case, without a call
+		return q.enqueued(ctx, &m, res, err), err
 	}
-	return m.ID, err
+	q.c.enqueued.Add(1) // all enqueued does in this case, without a call
+	return m.ID, nil
 }
 
 // Message returns the Message that Enqueue would give the backend for payload and opts,
@@ -284,6 +296,9 @@ func (q *Queue[T]) message(m *driver.Message, payload T, opts []EnqueueOption) (
 		if err := checkHeaders(m.Headers); err != nil {
 			return false, err
 		}
+		if err := checkStorable("unique key", m.Unique); err != nil {
+			return false, err
+		}
 		if q.ahead(m.ID) {
 			return false, fmt.Errorf("queue: job ID %s is one this queue has yet to generate", m.ID)
 		}
@@ -320,8 +335,9 @@ func (q *Queue[T]) encode(m *driver.Message, payload T) error {
 
 // enqueued counts the outcome of the backend's Enqueue of m (res, err),
 // and calls the hooks that report it with ctx: the jobs it evicted, the
-// dead letters it evicted, and the job's own fate.
-func (q *Queue[T]) enqueued(ctx context.Context, m *driver.Message, res driver.EnqueueResult, err error) {
+// dead letters it evicted, and the job's own fate. It returns the ID that
+// Enqueue returns: m's, or the holder of its unique key (ErrNotUnique).
+func (q *Queue[T]) enqueued(ctx context.Context, m *driver.Message, res driver.EnqueueResult, err error) string {
 	for _, id := range res.Evicted {
 		q.c.dead[reasonIndex(ReasonEvicted)].Add(1)
 		if h := q.hooks.OnDead; h != nil {
@@ -335,7 +351,7 @@ func (q *Queue[T]) enqueued(ctx context.Context, m *driver.Message, res driver.E
 		if h := q.hooks.OnEnqueue; h != nil {
 			h(ctx, Event{ID: m.ID, Key: m.Key})
 		}
-	case errors.Is(err, ErrDuplicate):
+	case errors.Is(err, ErrDuplicate), errors.Is(err, ErrNotUnique):
 		q.c.duplicates.Add(1)
 	case errors.Is(err, ErrFull):
 		q.c.rejected.Add(1)
@@ -345,6 +361,10 @@ func (q *Queue[T]) enqueued(ctx context.Context, m *driver.Message, res driver.E
 			h(ctx, Event{ID: m.ID, Key: m.Key, Err: err})
 		}
 	}
+	if res.Existing != "" {
+		return res.Existing
+	}
+	return m.ID
 }
 
 // deadEvicted counts and reports the dead letters with ids, evicted by the

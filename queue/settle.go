@@ -20,6 +20,7 @@ const (
 	opNack
 	opRelease
 	opBury
+	opSnooze // a Nack that spends no attempt (see Snooze)
 )
 
 // outcome decides how to settle the job in w.d, whose handler returned herr
@@ -58,6 +59,8 @@ func (w *worker[T]) decide(herr, panicErr error, leaseOver, shutdown bool, a *At
 	}
 	if leaseOver {
 		herr = fmt.Errorf("%w: %w", ErrLeaseExpired, herr)
+	} else if delay, ok := snoozed(herr); ok {
+		return w.snooze(herr, delay, a)
 	}
 	a.Error = herr.Error()
 	switch {
@@ -127,10 +130,10 @@ func (w *worker[T]) settle(ctx context.Context, counted bool, o op, delay time.D
 			err = b.Ack(c.bg, d)
 		}
 		counter, hook = &c.q.c.acked, hooks.OnSuccess
-	case opNack:
+	case opNack, opSnooze:
 		w.in = callNack
 		err = b.Nack(c.bg, d, delay, *a)
-		counter, hook = &c.q.c.retried, hooks.OnRetry
+		counter, hook = opMeanings[o].counter(&c.q.c), hooks.OnRetry
 	case opRelease:
 		w.in = callRelease
 		err = b.Release(c.bg, d, delay)
@@ -215,14 +218,21 @@ func (w *worker[T]) account(counted bool, o op, err error) bool {
 type opMeaning struct {
 	report   func(*Report) *int
 	hookName string
+	// counter is the queue's counter of the op, for the ops that share a
+	// case of settle (nil for the others).
+	counter func(*counters) *atomic.Uint64
 }
 
 var opMeanings = [...]opMeaning{
-	opAck:     {reportAcked, "OnSuccess"},
-	opNack:    {reportReturned, "OnRetry"},
-	opRelease: {reportReturned, ""},
-	opBury:    {reportDeadLettered, "OnDead"},
+	opAck:     {reportAcked, "OnSuccess", nil},
+	opNack:    {reportReturned, "OnRetry", countRetried},
+	opRelease: {reportReturned, "", nil},
+	opBury:    {reportDeadLettered, "OnDead", nil},
+	opSnooze:  {reportReturned, "OnRetry", countSnoozed},
 }
+
+func countRetried(c *counters) *atomic.Uint64 { return &c.retried }
+func countSnoozed(c *counters) *atomic.Uint64 { return &c.snoozed }
 
 func reportAcked(r *Report) *int        { return &r.Acked }
 func reportReturned(r *Report) *int     { return &r.Returned }

@@ -37,7 +37,7 @@ func (l *latencies) record(m *driver.Message, epoch clock.Epoch, start, end time
 type counters struct {
 	enqueued, duplicates, rejected, dropped atomic.Uint64
 	_                                       [64]byte
-	acked, retried, backendErrors           atomic.Uint64
+	acked, retried, snoozed, backendErrors  atomic.Uint64
 	dead                                    [numReasons]atomic.Uint64
 	deadEvicted                             atomic.Uint64
 }
@@ -45,7 +45,7 @@ type counters struct {
 // reasons lists the dead-letter reasons; counters.dead counts each at its
 // index here.
 var reasons = [...]Reason{ReasonAttempts, ReasonPermanent, ReasonPanic, ReasonEvicted, ReasonExpired,
-	ReasonDecode, ReasonVersion, ReasonCanceled}
+	ReasonDecode, ReasonVersion, ReasonCanceled, ReasonSnoozes}
 
 const numReasons = len(reasons)
 
@@ -90,7 +90,8 @@ type Stats struct {
 
 	// Enqueued counts accepted jobs (redriven ones included).
 	Enqueued uint64
-	// Duplicates counts Enqueue calls that returned ErrDuplicate.
+	// Duplicates counts Enqueue calls that returned ErrDuplicate or
+	// ErrNotUnique.
 	Duplicates uint64
 	// Rejected counts Enqueue calls that returned ErrFull.
 	Rejected uint64
@@ -100,6 +101,8 @@ type Stats struct {
 	Acked uint64
 	// Retried counts failed attempts scheduled for redelivery.
 	Retried uint64
+	// Snoozed counts the jobs put back by their handler's [Snooze].
+	Snoozed uint64
 	// DeadLettered counts jobs dead-lettered, by reason.
 	DeadLettered map[Reason]uint64
 	// DeadEvicted counts dead letters deleted to keep the dead letters
@@ -152,6 +155,9 @@ type Stats struct {
 	Wait     latency.Histogram // from enqueued (or NotBefore) to the handler's start
 	Run      latency.Histogram // from the handler's start to its end
 	EndToEnd latency.Histogram // from enqueued (or NotBefore) to the handler's end: Wait + Run
+	// Periodic lists the periodic jobs this process runs ([Queue.Periodic]),
+	// by name: each one's next tick and the outcome of its last.
+	Periodic []PeriodicStats
 }
 
 // DeadLetteredTotal returns the number of jobs dead-lettered, all reasons
@@ -188,6 +194,7 @@ func (q *Queue[T]) Stats(ctx context.Context) (Stats, error) {
 		Dropped:         q.c.dropped.Load(),
 		Acked:           q.c.acked.Load(),
 		Retried:         q.c.retried.Load(),
+		Snoozed:         q.c.snoozed.Load(),
 		BackendErrors:   q.c.backendErrors.Load(),
 		DeadLettered:    make(map[Reason]uint64, numReasons),
 		Wait:            q.lat.wait.Snapshot(),
@@ -204,5 +211,6 @@ func (q *Queue[T]) Stats(ctx context.Context) (Stats, error) {
 		q.hl.setPaused(bs.Paused)
 	}
 	s.Health = q.Health()
+	s.Periodic = q.periodicStats()
 	return s, err
 }

@@ -180,10 +180,11 @@ func (w *worker[T]) serve() {
 			continue
 		}
 		errDelays.Reset()
-		if c.recv.Err() != nil {
-			// Close started while the job was being received.
-			w.settle(c.base, c.counting.Load(), opRelease, 0, &Attempt{}, &Event{})
-			return
+		if !w.admit() {
+			if c.recv.Err() != nil {
+				return
+			}
+			continue
 		}
 		if c.lane != nil {
 			if !w.handleShared() {
@@ -195,24 +196,66 @@ func (w *worker[T]) serve() {
 	}
 }
 
+// admit reports whether the job just received in w.d may go on to its
+// handler: not if Close started while it was being received (it is given
+// back), nor if the consumer's rate limit (WithRateLimit) gave it no start
+// before intake stopped or its lease was lost (see takeStart).
+func (w *worker[T]) admit() bool {
+	c := w.c
+	if c.recv.Err() != nil {
+		w.settle(c.base, c.counting.Load(), opRelease, 0, &Attempt{}, &Event{})
+		return false
+	}
+	// With a Share, the start is taken with a slot in hand (handleShared).
+	return c.rate == nil || c.lane != nil || w.takeStart()
+}
+
 // handleShared waits for a slot of the consumer's Share for the job in
 // w.d, then handles it (see handle) and gives the slot back. While it
 // waits, it renews the job's lease. It reports false if intake stopped
 // meanwhile: the job was given back.
 func (w *worker[T]) handleShared() bool {
 	c := w.c
-	if !c.opts.share.acquire(c.recv, c.lane, w.grant, c.renewEvery(), w.renew) {
-		if c.recv.Err() != nil {
-			w.settle(c.base, c.counting.Load(), opRelease, 0, &Attempt{}, &Event{})
-			return false
-		}
-		w.dropLost() // the lease was lost while the job waited
-		return true
+	if ok, lost := w.acquireShared(); !ok {
+		return lost
 	}
 	start := time.Now()
 	defer func() { c.opts.share.release(c.lane, time.Since(start)) }()
 	w.handle()
 	return true
+}
+
+// acquireShared waits for a slot of the consumer's Share for the job in
+// w.d and, with a rate limit, a start: a start is taken with the slot in
+// hand, and if none is free the slot is given back while the job waits for
+// one, so that a consumer held back by its rate holds back no other. It
+// reports ok with the slot taken; else whether the worker goes on (the
+// job's lease was lost: dropped) or stops (intake stopped: the job was
+// given back).
+func (w *worker[T]) acquireShared() (ok, goOn bool) {
+	c := w.c
+	errDelays := receiveBackoff.Sequence()
+	for {
+		if !c.opts.share.acquire(c.recv, c.lane, w.grant, c.renewEvery(), w.renew) {
+			if c.recv.Err() != nil {
+				w.settle(c.base, c.counting.Load(), opRelease, 0, &Attempt{}, &Event{})
+				return false, false
+			}
+			w.dropLost() // the lease was lost while the job waited
+			return false, true
+		}
+		if c.rate == nil {
+			return true, false
+		}
+		got, wait := w.tryStart(&errDelays)
+		if got {
+			return true, false
+		}
+		c.opts.share.release(c.lane, 0)
+		if !w.waitStart(wait) {
+			return false, c.recv.Err() == nil
+		}
+	}
 }
 
 // renewWaiting renews the lease of the job in w.d while it waits for a

@@ -39,24 +39,29 @@ function draw(svg, history) {
   svg.appendChild(label);
 }
 
-// update puts a snapshot's numbers into the overview's table and charts.
+// fill writes fields (a snapshot's cells, by data-field name) into the cells of rows.
+function fill(rows, fields) {
+  for (const row of rows) {
+    for (const cell of row.querySelectorAll("[data-field]")) {
+      const v = fields[cell.dataset.field];
+      if (v === undefined) continue;
+      (cell.querySelector("a") || cell).textContent = v;
+    }
+  }
+}
+
+// update puts a snapshot's numbers into the overview's tables and charts. A Share's member
+// that joined since the page was loaded has no row: it shows on reload.
 function update(snap) {
   for (const q of snap.queues) {
-    const row = document.querySelector(`tr[data-queue="${CSS.escape(q.name)}"]`);
-    if (row) {
-      for (const f of ["ready", "inFlight", "delayed", "dead", "enqueued", "acked", "retried", "deadLettered"]) {
-        const cell = row.querySelector(`[data-field="${f}"]`);
-        if (!cell) continue;
-        const target = cell.querySelector("a") || cell;
-        target.textContent = String(q[f]);
-      }
-      const paused = row.querySelector('[data-field="paused"]');
-      if (paused) paused.textContent = q.paused ? "paused" : "running";
-      const lag = row.querySelector('[data-field="lag"]');
-      if (lag) lag.textContent = (q.lagMs / 1000).toFixed(3) + "s";
-    }
+    fill(document.querySelectorAll(`tr[data-queue="${CSS.escape(q.name)}"]`), q.fields);
     const svg = document.querySelector(`svg.chart[data-queue="${CSS.escape(q.name)}"]`);
     if (svg) draw(svg, q.history);
+  }
+  for (const s of snap.shares || []) {
+    for (const m of s.members) {
+      fill(document.querySelectorAll(`tr[data-share="${CSS.escape(s.name)}"][data-member="${CSS.escape(m.name)}"]`), m.fields);
+    }
   }
 }
 

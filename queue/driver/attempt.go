@@ -29,11 +29,14 @@ const (
 	ReasonExpired Reason = "expired"
 	// ReasonCanceled: an operator cancelled the job (see [Admin.Cancel]).
 	ReasonCanceled Reason = "canceled"
+	// ReasonSnoozes: the handler snoozed the job (queue.Snooze) once more
+	// than the consumer's maximum (queue.WithMaxSnoozes).
+	ReasonSnoozes Reason = "snoozes"
 )
 
 // Attempt records one failed attempt of a job, kept in its dead letter:
-// a handler run that failed, or whose lease expired, or the decision to
-// dead-letter a job without running it.
+// a handler run that failed, or whose lease expired, or snoozed the job,
+// or the decision to dead-letter a job without running it.
 type Attempt struct {
 	// Number is the attempt number, 1 for the first: the number of the
 	// handler run. It is 0 for the entry of a job dead-lettered without a
@@ -58,4 +61,8 @@ type Attempt struct {
 	// the run's start (or its lease's, on a backend that does not know the
 	// run's), and its End when the backend took the job back.
 	Error string
+	// Snoozed says the run snoozed the job (queue.Snooze): it spent no
+	// attempt, so the job's next run has the same Number. A backend given
+	// such an Attempt by Nack treats it as a snooze (see Backend.Nack).
+	Snoozed bool `json:",omitempty"`
 }

@@ -32,8 +32,10 @@ import (
 // dead-lettered because its payload could not be decoded or its start-by
 // deadline passed) spends none.
 //
-// A job's history has one entry per handler run, numbered 1 to n in order:
-// Nack and Bury record the run's Attempt the consumer gives them, and a run
+// A job's history has one entry per handler run, numbered 1 to n in order
+// (a run that snoozed the job spent no attempt: its entry, marked
+// Snoozed, has the Number of the run after it): Nack and Bury record the
+// run's Attempt the consumer gives them, and a run
 // that ended without a settle (its lease expired: its process died, or its
 // handler overran) gets its entry from the backend when the backend takes
 // the job back, with Number that run's attempt, Start the run's start (or
@@ -59,7 +61,9 @@ type Backend interface {
 	Open(ctx context.Context, cfg Config) error
 
 	// Enqueue stores m. It returns ErrDuplicate if m.ID is stored or was
-	// enqueued within the dedup horizon, and applies cfg.Overflow when the
+	// enqueued within the dedup horizon, ErrNotUnique (with the holder in
+	// the result) if another job holds m.Unique (see Message.Unique), and
+	// applies cfg.Overflow when the
 	// backend holds cfg.Capacity jobs: Block waits for room or ctx, Reject
 	// returns ErrFull, DropNewest returns ErrDropped, DropOldest moves the
 	// oldest job that is not leased to the dead letters with ReasonEvicted
@@ -93,6 +97,12 @@ type Backend interface {
 	// Nack makes the job of d ready again after delay, recording the failed
 	// attempt a in its history (JetStream: NakWithDelay). The job keeps its
 	// ordering key blocked while delayed.
+	//
+	// A Nack whose a has Snoozed set is a snooze (queue.Snooze): the run
+	// spends no attempt (as after Release, the attempt Start counted on d
+	// is given back), a is recorded in the history all the same, and the
+	// job's snooze count, which Receive returns in Message.Snoozes, grows
+	// by one.
 	Nack(ctx context.Context, d *Delivery, delay time.Duration, a Attempt) error
 
 	// Release returns the job of d, ready again after delay (at once if
@@ -188,6 +198,20 @@ type Message struct {
 	// Attempt is the attempt a handler started on this delivery makes (see
 	// Backend.Receive), set by Receive.
 	Attempt int
+	// Unique is the job's unique key, "" for none (queue.WithUnique). A
+	// key is held by its job while the job is stored, and for UniqueFor
+	// after it left (acked, dead-lettered or evicted): Enqueue refuses a
+	// job whose key another job holds with ErrNotUnique, and that job's ID
+	// in EnqueueResult.Existing. Redrive stores the job without it. The
+	// ID's dedup (ErrDuplicate) is checked first; a key held by a job of
+	// the same ID is a duplicate.
+	Unique string
+	// UniqueFor is how long the job's Unique stays held once the job left.
+	UniqueFor time.Duration
+	// Snoozes is the number of times the job was snoozed (see Backend.Nack),
+	// set by Receive: the consumer dead-letters a job snoozed once more
+	// than its maximum. Redrive starts it again from 0.
+	Snoozes int
 }
 
 // Delivery is a leased Message. Token and Seq belong to the backend: it sets
@@ -226,6 +250,9 @@ type DeadMessage struct {
 
 // EnqueueResult reports side effects of a successful Enqueue.
 type EnqueueResult struct {
+	// Existing is the ID of the job holding the unique key of a job that
+	// Enqueue refused with ErrNotUnique.
+	Existing string
 	// Evicted lists the IDs moved to the dead letters by DropOldest.
 	Evicted []string
 	// DeadEvicted lists the IDs of dead letters deleted to keep the dead
@@ -279,4 +306,16 @@ type Stats struct {
 	// Paused says the queue is paused (see [Admin.SetPaused]); always
 	// false for a backend that does not implement Admin.
 	Paused bool
+}
+
+// RateLimiter is implemented by a Backend that keeps a queue's rate limit
+// (queue.WithRateLimit): at most n job starts per interval per, counted for
+// the queue in every process that consumes it with that limit. A consumer
+// calls TakeStart with a job in hand, before its handler starts: ok says a
+// start was free and is now taken; else wait is how long until one may be
+// (a consumer asks again then, or sooner). The window slides: a start taken
+// at t counts against the starts in (t-per, t]. Each backend states how
+// exact its count is across processes.
+type RateLimiter interface {
+	TakeStart(ctx context.Context, n int, per time.Duration) (ok bool, wait time.Duration, err error)
 }

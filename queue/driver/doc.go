@@ -12,9 +12,10 @@
 // of the queue's: it gets a [Config], [Message]s and [Delivery]s, and
 // returns results, [Stats] and the errors below. The queue looks once, at
 // queue.New, for the optional interfaces a backend may implement:
-// [SharedLease], [Reconnecter] and [InProcess]; the queue's operator verbs
-// (Jobs, Inspect, Cancel, Pause, ...) look for [Admin], and fail with
-// errors.ErrUnsupported without it.
+// [SharedLease], [Reconnecter] and [InProcess]; at Consume with a rate
+// limit, for [RateLimiter]; the queue's operator verbs (Jobs, Inspect,
+// Cancel, Pause, ...) look for [Admin], and fail with errors.ErrUnsupported
+// without it.
 //
 // The sentinel errors ([ErrFull], [ErrDuplicate], ...) are the same values
 // that package queue exports under the same names, so a user's errors.Is
@@ -38,9 +39,9 @@ package driver
 
 // Where things are: backend.go holds the Backend interface and what crosses
 // it (Message, Delivery, DeadMessage, the results, Stats, SharedLease,
-// Reconnecter); admin.go Admin, the operator's verbs, with Filter, Cursor
-// and JobInfo, and Gather, List and Count read in a backend's process;
-// call.go Call, how a broker backend bounds, reports and
+// Reconnecter, RateLimiter); admin.go Admin, the operator's verbs, with
+// Filter, Cursor and JobInfo, and Gather, List and Count read in a
+// backend's process; call.go Call, how a broker backend bounds, reports and
 // waits for its calls; settings.go Shared, SettingsError, CompareSettings
 // and AgreeLease, the shared settings; config.go Config and Overflow;
 // attempt.go Attempt and Reason;

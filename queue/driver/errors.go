@@ -17,6 +17,10 @@ var (
 	// job is stored, or was enqueued within the dedup horizon). The
 	// earlier job stands; nothing was stored.
 	ErrDuplicate = errors.New("queue: duplicate job id")
+	// ErrNotUnique is returned by Enqueue when another job holds the job's
+	// unique key (see Message.Unique): nothing was stored, and the holder's
+	// ID is in EnqueueResult.Existing.
+	ErrNotUnique = errors.New("queue: unique key held by another job")
 	// ErrClosed is returned after the queue or consumer was closed, and by
 	// a Backend's Enqueue and Receive once it is closed.
 	ErrClosed = errors.New("queue: closed")

@@ -208,6 +208,7 @@ func (b *Backend) buryWaiting(ctx context.Context, seq uint64, m *driver.Message
 	if err := b.work.DeleteMsg(ctx, seq); err != nil && !gone(err) {
 		return b.fail(ctx, "remove "+m.ID, err)
 	}
+	b.leaveUnique(ctx, m)
 	return b.unmark(ctx, m.ID)
 }
 

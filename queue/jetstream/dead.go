@@ -126,6 +126,7 @@ func (b *Backend) Redrive(ctx context.Context, id string) error {
 		return err
 	}
 	m := messageFrom(raw.Header, raw.Data)
+	m.Unique, m.UniqueFor = "", 0 // a redriven job holds no unique key
 	m.EnqueuedAt, m.NotBefore, m.StartBy = time.Now(), time.Time{}, time.Time{}
 	msg := &nats.Msg{Subject: b.jobSubject(m.Key, m.ID), Header: jobHeader(&m), Data: m.Body}
 	// Redriving the same dead letter twice (a crash before it is deleted) makes one job.

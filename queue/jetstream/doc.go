@@ -23,7 +23,12 @@
 //   - CORRAL_<name>_DEAD: the dead letters, each with the payload and the reason, the attempt
 //     count and the attempt history in headers.
 //   - CORRAL_<name>_STATE: per-job retry state (failed attempts, deliveries that were not
-//     attempts) and markers that let Stats count delayed jobs.
+//     attempts, snoozes) and markers that let Stats count delayed jobs; one record per unique
+//     key (queue.WithUnique: its holder, and the end of its period once the holder left), and
+//     the rate limit's window (queue.WithRateLimit: the starts taken, dated by the clock of
+//     the process that took each, so the limit is off by the processes' clock skew), each
+//     written compare-and-set. A unique key whose holder's process died between the job's
+//     removal and the record's update is freed at the next claim, without its period.
 //   - the consumer "corral": its AckWait is the lease; InProgress renews it; a failed attempt is
 //     a NakWithDelay; a dead letter is published to the dead-letter stream before the job is
 //     terminated, so that a crash in between leaves a duplicate dead letter at worst (and the
@@ -118,5 +123,6 @@ package jetstream
 
 // Layout: jetstream.go the Backend, New, options, Close; open.go and settings.go Open, streams,
 // shared settings; enqueue.go Enqueue, DropOldest; receive.go Receive, the prefetch pump; settle.go
-// Start to Bury; state.go job state, markers; admin.go the operator's verbs (driver.Admin): list,
-// get, cancel, pause; dead.go, stats.go, resurrect.go, message.go, errors.go.
+// Start to Bury; state.go job state, markers; unique.go the unique keys; ratelimit.go TakeStart,
+// the rate limit; admin.go the operator's verbs (driver.Admin): list, get, cancel, pause; dead.go,
+// stats.go, resurrect.go, message.go, errors.go.

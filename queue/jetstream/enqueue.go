@@ -2,6 +2,7 @@ package jetstream
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -36,9 +37,41 @@ func (b *Backend) Enqueue(ctx context.Context, m driver.Message) (driver.Enqueue
 	if b.cfg.DedupHorizon > 0 {
 		popts = append(popts, natsjs.WithMsgID(m.ID))
 	}
+	if m.Unique != "" {
+		return b.enqueueUnique(ctx, msg, &m, popts)
+	}
+	return b.enqueueMsg(ctx, msg, &m, popts)
+}
+
+// enqueueUnique is Enqueue of m, with a unique key: the key is claimed first, and freed
+// again if m is refused.
+func (b *Backend) enqueueUnique(ctx context.Context, msg *nats.Msg, m *driver.Message, popts []natsjs.PublishOpt) (driver.EnqueueResult, error) {
+	rctx, cancel := b.req(ctx)
+	holder, err := b.claimUnique(rctx, m)
+	cancel()
+	switch {
+	case err != nil:
+		return driver.EnqueueResult{}, err
+	case holder == m.ID:
+		return driver.EnqueueResult{}, driver.ErrDuplicate
+	case holder != "":
+		return driver.EnqueueResult{Existing: holder}, driver.ErrNotUnique
+	}
+	res, err := b.enqueueMsg(ctx, msg, m, popts)
+	if err != nil && !errors.Is(err, driver.ErrUnavailable) { // unavailable: it may be stored
+		rctx, cancel := b.req(context.WithoutCancel(ctx))
+		b.releaseUnique(rctx, m)
+		cancel()
+	}
+	return res, err
+}
+
+// enqueueMsg publishes msg, the job m, applying the overflow policy.
+func (b *Backend) enqueueMsg(ctx context.Context, msg *nats.Msg, m *driver.Message, popts []natsjs.PublishOpt) (driver.EnqueueResult, error) {
+	var res driver.EnqueueResult
 	poll := blockPolls.Sequence()
 	for {
-		full, err := b.publishJob(ctx, msg, &m, popts)
+		full, err := b.publishJob(ctx, msg, m, popts)
 		if !full {
 			return res, err
 		}

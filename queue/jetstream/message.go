@@ -28,7 +28,9 @@ const (
 	// clients, values lose spaces at their ends and cannot hold a line
 	// break, and a user's key could collide with Corral's or with Nats-*.
 	// The body stays the payload, as other NATS tools see it.
-	hdrHeaders = "Corral-Headers"
+	hdrHeaders   = "Corral-Headers"
+	hdrUnique    = "Corral-Unique"
+	hdrUniqueFor = "Corral-Unique-For"
 )
 
 func putTime(h nats.Header, k string, t time.Time) {
@@ -74,6 +76,10 @@ func jobHeader(m *driver.Message) nats.Header {
 		b, _ := json.Marshal(m.Headers)
 		h.Set(hdrHeaders, string(b))
 	}
+	if m.Unique != "" {
+		h.Set(hdrUnique, m.Unique)
+		h.Set(hdrUniqueFor, strconv.FormatInt(int64(m.UniqueFor), 10))
+	}
 	return h
 }
 
@@ -100,5 +106,7 @@ func messageFrom(h nats.Header, body []byte) driver.Message {
 		NotBefore:  getTime(h, hdrNotBefore),
 		StartBy:    getTime(h, hdrStartBy),
 		Headers:    getHeaders(h),
+		Unique:     h.Get(hdrUnique),
+		UniqueFor:  time.Duration(getInt(h, hdrUniqueFor)),
 	}
 }

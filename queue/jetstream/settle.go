@@ -160,14 +160,16 @@ func (b *Backend) Ack(ctx context.Context, d *driver.Delivery) error {
 		return b.fail(rctx, "ack "+d.ID, ackErr)
 	}
 	b.tombstone(rctx, d)
+	b.leaveUnique(rctx, &d.Message)
 	tok.stMu.Lock()
 	defer tok.stMu.Unlock()
 	return b.dropState(rctx, d, tok)
 }
 
 // Nack implements driver.Backend: the attempt is added to the job's state, then the broker
-// redelivers the job after delay (NakWithDelay). A job an operator cancelled is buried instead,
-// with ReasonCanceled (see admin.go).
+// redelivers the job after delay (NakWithDelay). A snooze also gives back the attempt Start
+// counted, as Release does, and counts in the state's Snoozes. A job an operator cancelled is
+// buried instead, with ReasonCanceled (see admin.go).
 func (b *Backend) Nack(ctx context.Context, d *driver.Delivery, delay time.Duration, a driver.Attempt) error {
 	tok, err := b.leased(d)
 	if err != nil {
@@ -188,7 +190,19 @@ func (b *Backend) nack(ctx context.Context, d *driver.Delivery, tok *delivered, 
 	tok.st.History = fillHistory(tok.st.History, d.Attempt)
 	tok.st.History = append(tok.st.History, a)
 	tok.st.Until, tok.st.Started = time.Time{}, time.Time{}
+	st, started := tok.st, tok.started
+	if a.Snoozed {
+		if tok.started {
+			tok.st.Starts--
+			tok.started = false
+		}
+		tok.st.Snoozes++
+	}
 	if err := b.saveState(ctx, d, tok); err != nil {
+		if !errors.Is(err, driver.ErrCanceled) { // else tok holds the cancelled record
+			tok.st = st
+		}
+		tok.started = started
 		return err
 	}
 	kind := markReady
@@ -302,5 +316,6 @@ func (b *Backend) bury(ctx context.Context, d *driver.Delivery, reason driver.Re
 	if err := b.ack(ctx, tok.msg, "+TERM"); err != nil {
 		return evicted, err
 	}
+	b.leaveUnique(ctx, &d.Message)
 	return evicted, b.dropState(ctx, d, tok)
 }

@@ -54,6 +54,9 @@ type jobState struct {
 	// has been started in time (see driver.Delivery.Redelivered).
 	Released bool             `json:"released,omitempty"`
 	History  []driver.Attempt `json:"history,omitempty"`
+	// Snoozes counts the job's snoozes (a Nack of a snoozed attempt), each of which gave back
+	// the attempt its run started.
+	Snoozes int `json:"snoozes,omitempty"`
 	// Canceled says an operator cancelled the job (see admin.go): a delivery whose write
 	// finds it returns driver.ErrCanceled, and a redelivery buries the job.
 	Canceled bool `json:"canceled,omitempty"`
@@ -137,7 +140,7 @@ func (b *Backend) delivery(ctx context.Context, m natsjs.Msg) (*driver.Delivery,
 		b.expireRun(&tok.st, time.Now())
 	}
 	tok.marked = md.NumDelivered > 1 || !qm.NotBefore.IsZero()
-	qm.Attempt = tok.st.Starts + 1
+	qm.Attempt, qm.Snoozes = tok.st.Starts+1, tok.st.Snoozes
 	return &driver.Delivery{Message: qm, Token: tok, Seq: md.Sequence.Stream,
 		Redelivered: tok.st.Starts > 0 || tok.st.Released}, nil
 }

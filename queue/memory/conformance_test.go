@@ -1,6 +1,7 @@
 package memory_test
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -29,6 +30,11 @@ func TestMemoryConformanceRealTime(t *testing.T) {
 type bytesOnly struct {
 	driver.Backend
 	driver.Admin
+}
+
+// TakeStart passes the rate limit on (driver.RateLimiter is not hidden).
+func (b bytesOnly) TakeStart(ctx context.Context, n int, per time.Duration) (bool, time.Duration, error) {
+	return b.Backend.(driver.RateLimiter).TakeStart(ctx, n, per)
 }
 
 func TestMemoryConformanceEncoded(t *testing.T) {

@@ -120,6 +120,7 @@ func (m *Backend) Redrive(ctx context.Context, id string) error {
 	// A redriven job is a new job: fresh attempts, new enqueue time, no
 	// delay or start-by deadline; the dedup horizon does not apply to it.
 	msg.EnqueuedAt, msg.NotBefore, msg.StartBy = time.Time{}, time.Time{}, time.Time{}
+	msg.Unique, msg.UniqueFor = "", 0             // nor does its unique key
 	m.store(msg, false, time.Time{}, m.clk.Now()) // in ids from now on
 	m.mu.Unlock()
 	return nil

@@ -20,4 +20,5 @@ package memory
 // methods; dead.go the dead letters (Bury, DeadLetters, Redrive, Purge);
 // entry.go the stored jobs, their lists and heaps; wait.go the wake-one
 // waiter lists; dedup.go the dedup horizon and the sweep that forgets
-// expired IDs without calls.
+// expired IDs without calls; unique.go the unique keys (Message.Unique); rate.go
+// TakeStart, the rate limit.

@@ -44,7 +44,7 @@ func (m *Backend) EnqueueFresh(ctx context.Context, msg driver.Message) (driver.
 	if msg.EnqueuedAt.IsZero() {
 		msg.EnqueuedAt = m.clk.Now()
 	}
-	if msg.Key != "" || !msg.NotBefore.IsZero() || m.cfg.DedupHorizon != 0 {
+	if msg.Key != "" || !msg.NotBefore.IsZero() || m.cfg.DedupHorizon != 0 || msg.Unique != "" {
 		return m.enqueueStore(ctx, msg, true)
 	}
 	if !m.reserve() {
@@ -115,7 +115,7 @@ func (m *Backend) enqueueFull(ctx context.Context) (inbox bool, err error) {
 }
 
 // enqueueStore is the main path of Enqueue: under mu, after moving the
-// inbox, it checks the ID, makes room as the overflow policy says, and
+// inbox, it checks the ID and the unique key, makes room as the overflow policy says, and
 // stores msg.
 func (m *Backend) enqueueStore(ctx context.Context, msg driver.Message, fresh bool) (driver.EnqueueResult, error) {
 	var res driver.EnqueueResult
@@ -130,6 +130,13 @@ func (m *Backend) enqueueStore(ctx context.Context, msg driver.Message, fresh bo
 		if m.taken(&msg, fresh, now) {
 			m.passRoom()
 			return res, driver.ErrDuplicate
+		}
+		if msg.Unique != "" {
+			if id, held := m.uniques.holder(msg.Unique, now); held {
+				m.passRoom()
+				res.Existing = id
+				return res, driver.ErrNotUnique
+			}
 		}
 		if m.reserve() {
 			break
@@ -152,6 +159,9 @@ func (m *Backend) enqueueStore(ctx context.Context, msg driver.Message, fresh bo
 	if m.cfg.DedupHorizon > 0 {
 		m.seen.remember(msg.ID, now)
 		m.armSweep()
+	}
+	if msg.Unique != "" {
+		m.uniques.hold(msg.Unique, msg.ID, now)
 	}
 	m.store(msg, fresh, msg.NotBefore, now)
 	m.passRoom()
@@ -267,7 +277,7 @@ func (m *Backend) drain() {
 func (m *Backend) store(msg driver.Message, fresh bool, notBefore, now time.Time) {
 	e := m.newEntry()
 	e.msg = msg
-	e.msg.Attempt = 0
+	e.msg.Attempt, e.msg.Snoozes = 0, 0
 	if e.msg.EnqueuedAt.IsZero() {
 		e.msg.EnqueuedAt = now
 	}

@@ -86,7 +86,9 @@ type Backend struct {
 	leased dlist    // leased jobs by lease end (see lease)
 	seq    uint64   // enqueue order
 
-	seen dedup // the IDs within the horizon (see memory_dedup.go)
+	seen    dedup   // the IDs within the horizon (see memory_dedup.go)
+	uniques uniques // the unique keys held (see unique.go)
+	rate    rate    // the rate limit's window (see rate.go), under a lock of its own
 	// The sweep of the horizon (see armSweep): its timer, made by the first
 	// arming, whether it is due or running, and the sweeps armed and not
 	// yet done, which Close waits for.

@@ -296,7 +296,8 @@ func (m *Backend) Ack(ctx context.Context, d *driver.Delivery) error {
 	return nil
 }
 
-// Nack implements driver.Backend.
+// Nack implements driver.Backend; a snooze gives back the attempt, as
+// Release does, and counts in the job's Message.Snoozes.
 func (m *Backend) Nack(ctx context.Context, d *driver.Delivery, delay time.Duration, a driver.Attempt) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -310,6 +311,10 @@ func (m *Backend) Nack(ctx context.Context, d *driver.Delivery, delay time.Durat
 	}
 	m.dropLease(e)
 	e.history = append(e.history, a)
+	if a.Snoozed {
+		e.attempt-- // a snooze spends no attempt
+		e.msg.Snoozes++
+	}
 	m.requeue(e, delay)
 	return nil
 }
@@ -349,6 +354,9 @@ func (m *Backend) requeue(e *entry, delay time.Duration) {
 // recycles it. m.mu held.
 func (m *Backend) remove(e *entry) {
 	m.out.Add(1)
+	if e.msg.Unique != "" {
+		m.uniques.leave(&e.msg, m.clk.Now())
+	}
 	if !e.fresh {
 		delete(m.ids, e.msg.ID)
 	}

@@ -122,6 +122,8 @@ func newBatch(op string, msgs []driver.Message) (*batch, error) {
 			return nil, fmt.Errorf("postgres: %s: job %d of the batch has no ID (make the messages with the queue's Message)", op, i)
 		case m.Value != nil:
 			return nil, fmt.Errorf("postgres: %s: job %s has a Value: make the messages with the Message of a queue on this backend", op, m.ID)
+		case m.Unique != "":
+			return nil, fmt.Errorf("postgres: %s: job %s has a unique key: a batch takes none (enqueue the job alone)", op, m.ID)
 		}
 		if err := checkStorable(op, m); err != nil {
 			return nil, err

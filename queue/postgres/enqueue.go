@@ -43,6 +43,9 @@ func (b *Backend) enqueue(ctx context.Context, tx Tx, m driver.Message) (driver.
 	if m.EnqueuedAt.IsZero() {
 		m.EnqueuedAt = time.Now()
 	}
+	if m.Unique != "" {
+		return b.untilStored(ctx, func() (driver.EnqueueResult, bool, error) { return b.enqueueUnique(ctx, tx, m) })
+	}
 	if b.cfg.Capacity == 0 {
 		return b.untilStored(ctx, func() (driver.EnqueueResult, bool, error) { return b.enqueueOnce(ctx, tx, m) })
 	}
@@ -57,6 +60,8 @@ func checkStorable(op string, m *driver.Message) error {
 		return fmt.Errorf("postgres: %s: ID %q is not UTF-8 without NUL bytes: Postgres cannot store it", op, m.ID)
 	case !storable(m.Key):
 		return fmt.Errorf("postgres: %s: job %q: key %q is not UTF-8 without NUL bytes: Postgres cannot store it", op, m.ID, m.Key)
+	case !storable(m.Unique):
+		return fmt.Errorf("postgres: %s: job %q: unique key %q is not UTF-8 without NUL bytes: Postgres cannot store it", op, m.ID, m.Unique)
 	}
 	return nil
 }

@@ -283,5 +283,8 @@ func ExampleMigrationSQL() {
 	// CREATE TABLE "billing".dead (
 	// -- 0003_versions
 	// -- 0004_headers
+	// -- 0005_schedules
+	// CREATE TABLE "billing".uniques (
+	// CREATE TABLE "billing".rates (
 	// -- 0006_admin
 }

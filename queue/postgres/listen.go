@@ -103,18 +103,25 @@ func (b *Backend) serveListen(ctx context.Context, conn *pgx.Conn, lastPrune *ti
 	}
 }
 
-// pruneEvery is how often the listener forgets IDs past the dedup horizon.
+// pruneEvery is how often the listener forgets IDs past the dedup horizon, and unique keys
+// past their period.
 const pruneEvery = time.Minute
 
-// prune forgets IDs past the dedup horizon, a batch at a time, for a call timeout at most.
+// prune forgets IDs past the dedup horizon, then the unique keys past their period, a batch
+// at a time, for a call timeout at most each.
 func (b *Backend) prune(ctx context.Context) {
-	if b.cfg.DedupHorizon == 0 {
-		return
+	if b.cfg.DedupHorizon > 0 {
+		b.pruneBatches(ctx, b.sql.prune, b.name, micros(b.cfg.DedupHorizon))
 	}
+	b.pruneBatches(ctx, b.sql.pruneUniques, b.name)
+}
+
+// pruneBatches runs stmt with args until it deletes nothing, for a call timeout at most.
+func (b *Backend) pruneBatches(ctx context.Context, stmt string, args ...any) {
 	cctx, cancel := b.call(ctx)
 	defer cancel()
 	for cctx.Err() == nil {
-		tag, err := b.pool.Exec(cctx, b.sql.prune, b.name, micros(b.cfg.DedupHorizon))
+		tag, err := b.pool.Exec(cctx, stmt, args...)
 		if err != nil || tag.RowsAffected() == 0 {
 			return
 		}

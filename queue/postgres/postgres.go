@@ -32,6 +32,8 @@ type Backend struct {
 	sql     statements
 	channel string // the schema's notification channel; the payload is the queue's name
 
+	rateRowMade atomic.Bool // the queue's row of the table rates exists (see TakeStart)
+
 	openMu sync.Mutex // serialises Open, held across its queries; taken before mu
 
 	// mu guards the fields below. It is held for a few instructions, never across a query.

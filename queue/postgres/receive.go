@@ -268,7 +268,7 @@ func (b *Backend) claimQuery(ctx context.Context, lease time.Duration, n int) ([
 		)
 		m := &d.Message
 		if err := rows.Scan(&got, &seq, &m.ID, &m.Key, &m.Version, &headers, &m.Body, &m.EnqueuedAt,
-			&notBefore, &startBy, &attempts, &leaseNo, &delivered, &r.more, &secs, &rescued); err != nil {
+			&notBefore, &startBy, &attempts, &leaseNo, &delivered, &m.Snoozes, &r.more, &secs, &rescued); err != nil {
 			return nil, r, err
 		}
 		switch {

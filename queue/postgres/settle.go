@@ -171,7 +171,8 @@ func (b *Backend) Ack(ctx context.Context, d *driver.Delivery) error {
 	return nil
 }
 
-// Nack implements driver.Backend.
+// Nack implements driver.Backend; a snooze also gives back the attempt of a started delivery,
+// as Release does, and counts in the job's snoozes.
 func (b *Backend) Nack(ctx context.Context, d *driver.Delivery, delay time.Duration, a driver.Attempt) error {
 	seq, err := seqOf(d)
 	if err != nil {
@@ -182,7 +183,11 @@ func (b *Backend) Nack(ctx context.Context, d *driver.Delivery, delay time.Durat
 	if err != nil {
 		return err
 	}
-	err = b.execOnLease(ctx, "nack", b.sql.nack, b.name, seq, int64(d.Seq), micros(max(delay, 0)), hist, b.channel)
+	sql := b.sql.nack
+	if a.Snoozed {
+		sql = b.sql.snooze
+	}
+	err = b.execOnLease(ctx, "nack", sql, b.name, seq, int64(d.Seq), micros(max(delay, 0)), hist, b.channel)
 	if errors.Is(err, driver.ErrLeaseLost) {
 		return b.settleCanceled(ctx, d, a)
 	}
@@ -258,11 +263,12 @@ type attemptJSON struct {
 	S   time.Time `json:"s"`
 	E   time.Time `json:"e"`
 	Err string    `json:"err"`
+	Z   bool      `json:"z,omitempty"` // snoozed
 }
 
 // historyJSON returns a one-attempt history, to append to a job's.
 func historyJSON(a driver.Attempt) (string, error) {
-	b, err := json.Marshal([]attemptJSON{{N: a.Number, S: a.Start, E: a.End, Err: a.Error}})
+	b, err := json.Marshal([]attemptJSON{{N: a.Number, S: a.Start, E: a.End, Err: a.Error, Z: a.Snoozed}})
 	if err != nil {
 		return "", fmt.Errorf("postgres: record attempt: %w", err)
 	}
@@ -277,7 +283,7 @@ func parseHistory(raw []byte) ([]driver.Attempt, error) {
 	}
 	out := make([]driver.Attempt, len(as))
 	for i, a := range as {
-		out[i] = driver.Attempt{Number: a.N, Start: a.S, End: a.E, Error: a.Err}
+		out[i] = driver.Attempt{Number: a.N, Start: a.S, End: a.E, Error: a.Err, Snoozed: a.Z}
 	}
 	return out, nil
 }

@@ -16,12 +16,14 @@ type statements struct {
 	ack, ackMany, ackOne, ackCounted, ackTx            string
 	ackTxCounted                                       string
 	txStatus                                           string
-	nack, release                                      string
+	nack, snooze, release                              string
 	bury, buryCount, evictDead                         string
 	deadPage, redriveTake, redriveCount                string
 	purge                                              string
 	stats                                              string
-	prune                                              string
+	prune, pruneUniques                                string
+	uniqueClaim, uniqueMark                            string
+	rateRow, takeStart                                 string
 	agreeInsert, agreeSelect, reconfigure, setLease    string
 	canceledOf                                         string
 	adm                                                adminStatements // admin.go
@@ -37,7 +39,7 @@ const dueSQL = `extract(epoch FROM least(
 	(SELECT min(lease_until) FROM {{schema}}.jobs WHERE queue = $1 AND lease_until IS NOT NULL)) - now())::float8`
 
 // The columns of a job as Receive returns them.
-const jobColumns = `j.seq, j.id, coalesce(j.key, ''), j.version, j.headers::text, j.body, j.enqueued_at, j.not_before, j.start_by, j.attempts, j.lease, j.deliveries`
+const jobColumns = `j.seq, j.id, coalesce(j.key, ''), j.version, j.headers::text, j.body, j.enqueued_at, j.not_before, j.start_by, j.attempts, j.lease, j.deliveries, j.snoozes`
 
 // insertSQL returns the statement that stores a job ($2 id, $3 key or NULL, $4 body, $5
 // enqueued at, $6 not before or NULL, $7 start by or NULL, $9 payload version, $10 headers as
@@ -222,7 +224,7 @@ RETURNING d.id, (d.xmax = 0)`,
 	(SELECT count(*) FROM x) AS rescued)
 SELECT * FROM (SELECT true, u.*, n.more, n.due, n.rescued FROM u, n ORDER BY u.seq) AS got
 UNION ALL
-SELECT false, 0::bigint, '', '', 0::bigint, NULL::text, ''::bytea, now(), NULL::timestamptz, NULL::timestamptz, 0, 0::bigint, 0, false, n.due, n.rescued
+SELECT false, 0::bigint, '', '', 0::bigint, NULL::text, ''::bytea, now(), NULL::timestamptz, NULL::timestamptz, 0, 0::bigint, 0, 0, false, n.due, n.rescued
 FROM n WHERE NOT EXISTS (SELECT 1 FROM u)`,
 		// A job claimed for a receiver that left before it got it: waiting again, as if
 		// never delivered, and a receiver woken for it.
@@ -288,6 +290,13 @@ SELECT (SELECT count(*) FROM d), (SELECT count(pg_notify($4, $1)) FROM d WHERE k
 	ready_at = now() + $4::float8` + usInterval + `, history = history || $5::jsonb
 WHERE seq = $2 AND lease = $3 AND NOT canceled
 RETURNING pg_notify($6, $1)::text`,
+		// Snooze (a Nack of a snoozed attempt): as nack, but the attempt of a started lease is
+		// given back, as by release, and the snooze counted.
+		snooze: `UPDATE {{schema}}.jobs SET lease = lease + 1, lease_until = NULL,
+	ready_at = now() + $4::float8` + usInterval + `, history = history || $5::jsonb,
+	attempts = attempts - CASE WHEN started = lease THEN 1 ELSE 0 END, started = 0, snoozes = snoozes + 1
+WHERE seq = $2 AND lease = $3 AND NOT canceled
+RETURNING pg_notify($6, $1)::text`,
 		// Release: ready again after $5 µs, the attempt of a started lease given back.
 		release: `UPDATE {{schema}}.jobs SET lease = lease + 1, lease_until = NULL,
 	ready_at = now() + $5::float8` + usInterval + `,
@@ -339,6 +348,34 @@ FROM {{schema}}.jobs WHERE queue = $1`,
 		prune: `DELETE FROM {{schema}}.ids WHERE ctid IN (
 	SELECT ctid FROM {{schema}}.ids WHERE queue = $1 AND at <= now() - $2::float8` + usInterval + ` LIMIT 1000)`,
 
+		// The unique keys whose period ended, forgotten a batch at a time.
+		pruneUniques: `DELETE FROM {{schema}}.uniques WHERE ctid IN (
+	SELECT ctid FROM {{schema}}.uniques WHERE queue = $1 AND until <= now() LIMIT 1000)`,
+		// Claims the unique key $2 for the job $3: a key no job holds, or held for a period
+		// that ended. It returns the holder and whether this claimed it; no row when the
+		// holder committed after the statement began (ask again).
+		uniqueClaim: `WITH c AS (INSERT INTO {{schema}}.uniques AS u (queue, key, id) VALUES ($1, $2, $3)
+	ON CONFLICT (queue, key) DO UPDATE SET id = EXCLUDED.id, until = NULL
+	WHERE u.until IS NOT NULL AND u.until <= now()
+	RETURNING u.id)
+SELECT id, true FROM c
+UNION ALL
+SELECT id, false FROM {{schema}}.uniques WHERE queue = $1 AND key = $2 AND NOT EXISTS (SELECT 1 FROM c)`,
+		// Marks the job $2, just stored, with its unique key $3 and period $4 µs.
+		uniqueMark: `UPDATE {{schema}}.jobs SET unique_key = $3, unique_for_us = $4 WHERE queue = $1 AND id = $2`,
+
+		// The rate limit's row of the queue, made if missing.
+		rateRow: `INSERT INTO {{schema}}.rates (queue) VALUES ($1) ON CONFLICT (queue) DO NOTHING`,
+		// Takes a start if fewer than $2 fall within the last $3 µs: the row, locked, keeps the
+		// starts of the window. It returns whether it took one, and else how long (in seconds)
+		// until one leaves the window.
+		takeStart: `WITH w AS (SELECT array(SELECT s FROM unnest(starts) AS s WHERE s > now() - $3::float8` + usInterval + ` ORDER BY s) AS a
+	FROM {{schema}}.rates WHERE queue = $1 FOR UPDATE),
+u AS (UPDATE {{schema}}.rates SET starts = (SELECT a FROM w) || now()
+	WHERE queue = $1 AND cardinality((SELECT a FROM w)) < $2 RETURNING 1)
+SELECT EXISTS (SELECT 1 FROM u),
+	coalesce(extract(epoch FROM (SELECT a[cardinality(a) - $2 + 1] FROM w) + $3::float8` + usInterval + ` - now())::float8, 0)`,
+
 		agreeInsert: `INSERT INTO {{schema}}.queues (name, capacity, overflow, dedup_horizon_us, dead_letter_limit)
 VALUES ($1, $2, $3, $4, $5) ON CONFLICT (name) DO NOTHING`,
 		agreeSelect: `SELECT capacity, overflow, dedup_horizon_us, dead_letter_limit, lease_us FROM {{schema}}.queues WHERE name = $1`,
@@ -353,8 +390,9 @@ WHERE name = $1`,
 	}
 	for _, p := range []*string{&s.insert, &s.insertDedup, &s.insertKeyed, &s.insertKeyedDedup, &s.insertBatch, &s.insertBatchDedup, &s.reserveBatch, &s.evictBatch,
 		&s.reserve, &s.evict, &s.claim, &s.unclaim, &s.start, &s.startMany, &s.startOne, &s.extend, &s.leaseOf, &s.ack, &s.ackMany, &s.ackOne, &s.ackCounted, &s.ackTx, &s.ackTxCounted, &s.txStatus,
-		&s.nack, &s.release, &s.bury, &s.buryCount, &s.evictDead, &s.deadPage, &s.redriveTake,
-		&s.redriveCount, &s.purge, &s.stats, &s.prune, &s.agreeInsert, &s.agreeSelect, &s.reconfigure, &s.setLease, &s.canceledOf} {
+		&s.nack, &s.snooze, &s.release, &s.bury, &s.buryCount, &s.evictDead, &s.deadPage, &s.redriveTake,
+		&s.redriveCount, &s.purge, &s.stats, &s.prune, &s.pruneUniques, &s.uniqueClaim, &s.uniqueMark, &s.rateRow,
+		&s.takeStart, &s.agreeInsert, &s.agreeSelect, &s.reconfigure, &s.setLease, &s.canceledOf} {
 		*p = render(*p, schema)
 	}
 	s.adm = newAdminStatements(schema)

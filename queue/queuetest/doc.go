@@ -18,7 +18,10 @@
 // job acked or dead-lettered exactly once), the stats gauges, and Close: the
 // queue's (which closes its consumers and the backend) and the backend's
 // (which refuses Enqueue and Receive with ErrClosed and ends a waiting
-// Receive).
+// Receive); and jobs in time: snoozes (no attempt spent, counted, in the
+// history), periodic jobs (three runners of a schedule, each tick stored
+// once), unique keys held for their period, and the rate limit of two
+// consumers together (driver.RateLimiter).
 //
 // RunAdminAcrossProcesses checks, on two backends of one queue as two processes open it, that
 // a cancel and a pause from one reach the consumer of the other.
@@ -38,8 +41,8 @@ package queuetest
 // identity, stats), delays.go (delays, the retry schedule, start-by), deadletters.go,
 // dedup.go, keys.go (ordering keys), headers.go (job headers), admin.go and admin_procs.go
 // (the operator's verbs, and across processes), overflow.go, lease.go and close.go
-// (shutdown and Close).
+// (shutdown and Close), snooze.go, periodic.go, unique.go and ratelimit.go (jobs in time).
 // The fault suite: faults.go holds Faults, Broker and RunFaults; faults_worker.go the worker
 // processes (ServeWorker's side, and the run's: start, stop, kill); faults_run.go a scenario's
 // run (producing, waiting, the events reported); faults_check.go its accounting check and
-// report; faults_scenarios.go the scenarios.
+// report; faults_scenarios.go the scenarios; faults_periodic.go PeriodicKilled.

@@ -110,8 +110,10 @@ func (f Faults) RecoveryBound() time.Duration {
 // The scenarios: WorkerKilled (SIGKILL of one of three worker processes), PoisonProcess (a
 // job whose handler exits its process, every time), BrokerCrash (SIGKILL and restart of a
 // server, over and over), BrokerPause (SIGSTOP of a server for longer than the call timeout,
-// then SIGCONT), Failover (SIGKILL of the queue's leader, with three nodes or more), and
-// SharedSettings (a second process opening the queue with other settings is refused).
+// then SIGCONT), Failover (SIGKILL of the queue's leader, with three nodes or more),
+// SharedSettings (a second process opening the queue with other settings is refused), and
+// PeriodicKilled (of three processes running one schedule, the one that enqueued the last
+// tick is killed with SIGKILL: the next ticks are enqueued once, within PeriodicBound).
 //
 // The worker processes are the test binary run again: the test's TestMain must call
 // ServeWorker first.
@@ -128,4 +130,5 @@ func RunFaults(t *testing.T, f Faults) {
 		t.Run("Failover", func(t *testing.T) { faultFailover(newFaultRun(t, f, size)) })
 	}
 	t.Run("SharedSettings", func(t *testing.T) { faultSharedSettings(t, f) })
+	t.Run("PeriodicKilled", func(t *testing.T) { faultPeriodicKilled(newFaultRun(t, f, size)) })
 }

@@ -23,6 +23,10 @@ import (
 type workerSpec struct {
 	Addr, Name string
 	Bound      time.Duration // how long opening the queue may wait for the broker
+	// Periodic, if not zero, makes the worker run the schedule "tick" every Periodic
+	// (queue.Periodic), whose payload is "w" and Index, instead of consuming.
+	Periodic time.Duration
+	Index    int
 }
 
 const workerEnv = "CORRAL_QUEUETEST_WORKER"
@@ -73,6 +77,9 @@ func serveWorker(open OpenFunc, ws workerSpec) error {
 		return err
 	}
 	defer release()
+	if ws.Periodic > 0 {
+		return servePeriodic(q, ws)
+	}
 	ctx := context.Background()
 	c, err := q.Consume(ctx, func(ctx context.Context, j queue.Job[string]) error {
 		emit("S %s %d", j.ID, j.Attempt)
@@ -100,6 +107,18 @@ func serveWorker(open OpenFunc, ws workerSpec) error {
 	return errors.Join(err, q.Close(cctx)) // closes the backend too
 }
 
+// servePeriodic runs the schedule of ws on q until the standard input closes.
+func servePeriodic(q *queue.Queue[string], ws workerSpec) error {
+	me := "w" + strconv.Itoa(ws.Index)
+	p, err := q.Periodic("tick", queue.Every(ws.Periodic), func(time.Time) string { return me })
+	if err != nil {
+		return err
+	}
+	_, _ = io.Copy(io.Discard, os.Stdin) // until the suite closes it
+	p.Stop()
+	return nil // the queue is closed by the caller's release
+}
+
 // workerProc is a worker process of one scenario.
 type workerProc struct {
 	cmd   *exec.Cmd
@@ -111,7 +130,18 @@ type workerProc struct {
 // startWorker starts a worker process and returns its index.
 func (r *faultRun) startWorker() int {
 	r.t.Helper()
-	spec, _ := json.Marshal(workerSpec{Addr: r.f.Broker.Addr(), Name: r.name, Bound: r.f.RecoveryBound()})
+	return r.startWorkerOf(0)
+}
+
+// startWorkerOf starts a worker process, running the schedule of period periodic if it is
+// not zero (see workerSpec), and returns its index.
+func (r *faultRun) startWorkerOf(periodic time.Duration) int {
+	r.t.Helper()
+	r.mu.Lock()
+	index := len(r.workers)
+	r.mu.Unlock()
+	spec, _ := json.Marshal(workerSpec{Addr: r.f.Broker.Addr(), Name: r.name, Bound: r.f.RecoveryBound(),
+		Periodic: periodic, Index: index})
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), workerEnv+"="+string(spec))
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}

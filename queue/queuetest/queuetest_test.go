@@ -29,7 +29,7 @@ type broken struct {
 }
 
 func (b broken) Enqueue(ctx context.Context, m driver.Message) (driver.EnqueueResult, error) {
-	res, err := b.Backend.Enqueue(ctx, m)
+	res, err := b.Backend.Enqueue(ctx, b.enqueueDefect(m))
 	switch {
 	case b.defect == "duplicates" && errors.Is(err, queue.ErrDuplicate):
 		err = nil // pretends to store it
@@ -39,9 +39,27 @@ func (b broken) Enqueue(ctx context.Context, m driver.Message) (driver.EnqueueRe
 	return res, err
 }
 
+// enqueueDefect applies the defects that change the message enqueued.
+func (b broken) enqueueDefect(m driver.Message) driver.Message {
+	if b.defect == "no-unique" {
+		m.Unique = ""
+	}
+	return m
+}
+
+func (b broken) TakeStart(ctx context.Context, n int, per time.Duration) (bool, time.Duration, error) {
+	if b.defect == "no-rate-limit" {
+		return true, 0, nil
+	}
+	return b.Backend.(driver.RateLimiter).TakeStart(ctx, n, per)
+}
+
 func (b broken) Nack(ctx context.Context, d *driver.Delivery, delay time.Duration, a queue.Attempt) error {
-	if b.defect == "no-delay" {
+	switch b.defect {
+	case "no-delay":
 		delay = 0
+	case "snooze-spends":
+		a.Snoozed = false
 	}
 	return b.Backend.Nack(ctx, d, delay, a)
 }
@@ -87,6 +105,9 @@ func TestSuiteCatchesDefects(t *testing.T) {
 		"no-lease-expiry": "BackendLeaseExpiry",
 		// A backend that records an entry for a job buried without a run, its attempts spent.
 		"entry-without-run": "AttemptsAreRuns",
+		"snooze-spends":     "Snooze",
+		"no-unique":         "UniqueFor",
+		"no-rate-limit":     "RateLimit",
 	} {
 		t.Run(defect, func(t *testing.T) {
 			cmd := exec.Command(os.Args[0], "-test.run=^TestBroken$", "-test.v")

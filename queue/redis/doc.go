@@ -91,6 +91,6 @@
 // Where things are: redis.go holds the Backend, its options, Open, CheckLease and Close;
 // jobs.go the Backend methods on jobs and dead letters; receivers.go Receive and how the
 // waiting receivers share their looks; admin.go the operator's verbs (driver.Admin) and
-// their scripts; scripts.go the Lua scripts and the key layout;
-// internal/redistest starts throwaway servers and clusters for the tests.
+// their scripts; ratelimit.go TakeStart, the rate limit; scripts.go the Lua scripts and the
+// key layout; internal/redistest starts throwaway servers and clusters for the tests.
 package redis

@@ -32,7 +32,7 @@ func parseNanos(s string) time.Time {
 }
 
 // Enqueue implements driver.Backend in one script: the dedup check (the stored job, and the IDs
-// within the horizon), the capacity (a counter of stored jobs, with the overflow policy) and
+// within the horizon), the unique key (held by a stored job, or for its period after), the capacity (a counter of stored jobs, with the overflow policy) and
 // the store are one atomic step. Under Block it waits for room, asking again at each local
 // settle and every poll interval.
 func (b *Backend) Enqueue(ctx context.Context, m driver.Message) (driver.EnqueueResult, error) {
@@ -50,7 +50,8 @@ func (b *Backend) Enqueue(ctx context.Context, m driver.Message) (driver.Enqueue
 		w := b.waiter()
 		v, err := b.run(ctx, "enqueue", enqueueScript, m.ID, m.Key, m.Body, nanos(m.EnqueuedAt), nb,
 			nanos(m.NotBefore), nanos(m.StartBy), b.cfg.DedupHorizon.Milliseconds(), b.cfg.Capacity,
-			b.cfg.Overflow.String(), b.cfg.DeadLetterLimit, nanos(time.Now()), m.Version, evictedJSON(), headersJSON(m.Headers))
+			b.cfg.Overflow.String(), b.cfg.DeadLetterLimit, nanos(time.Now()), m.Version, evictedJSON(),
+			headersJSON(m.Headers), m.Unique, millis(m.UniqueFor))
 		if err != nil {
 			return driver.EnqueueResult{}, err
 		}
@@ -62,6 +63,9 @@ func (b *Backend) Enqueue(ctx context.Context, m driver.Message) (driver.Enqueue
 			return driver.EnqueueResult{Evicted: nilIfEmpty(strs(r[1])), DeadEvicted: nilIfEmpty(strs(r[2]))}, nil
 		case "dup":
 			return driver.EnqueueResult{}, driver.ErrDuplicate
+		case "unique":
+			holder, _ := r[3].(string)
+			return driver.EnqueueResult{Existing: holder}, driver.ErrNotUnique
 		case "dropped":
 			return driver.EnqueueResult{}, driver.ErrDropped
 		}
@@ -82,19 +86,21 @@ func nilIfEmpty(s []string) []string {
 }
 
 // fill fills d from the receive script's reply {id, key, body, enq, nbn, sb, att, gen, dlv,
-// ver, hdr, due, more}.
+// ver, hdr, snz, due, more}.
 func fill(d *driver.Delivery, r []string) error {
-	if len(r) < 13 {
+	if len(r) < 14 {
 		return errors.New("redis: receive: short reply")
 	}
 	att, _ := strconv.Atoi(r[6])
 	gen, _ := strconv.ParseUint(r[7], 10, 64)
 	dlv, _ := strconv.Atoi(r[8])
 	ver, _ := strconv.Atoi(r[9])
+	snz, _ := strconv.Atoi(r[11])
 	*d = driver.Delivery{
 		Message: driver.Message{
 			ID: r[0], Key: r[1], Body: []byte(r[2]), EnqueuedAt: parseNanos(r[3]),
 			NotBefore: parseNanos(r[4]), StartBy: parseNanos(r[5]), Attempt: att + 1, Version: ver,
+			Snoozes: snz,
 		},
 		Seq: gen, Redelivered: dlv > 1,
 	}
@@ -200,13 +206,18 @@ func (b *Backend) Ack(ctx context.Context, d *driver.Delivery) error {
 }
 
 // Nack implements driver.Backend: the entry is acked and deleted, the attempt appended to the
-// job's history, and the job put in the delayed set (or back in the stream), in one script.
+// job's history, and the job put in the delayed set (or back in the stream), in one script. A
+// snooze also gives back the attempt, as Release does, and counts in the job's snoozes.
 func (b *Backend) Nack(ctx context.Context, d *driver.Delivery, delay time.Duration, a driver.Attempt) error {
 	aj, err := json.Marshal(a)
 	if err != nil {
 		return err
 	}
-	err = settled(b.run(ctx, "nack", requeueScript, d.ID, gen(d), millis(delay), aj, "0",
+	mode := "0"
+	if a.Snoozed {
+		mode = "2"
+	}
+	err = settled(b.run(ctx, "nack", requeueScript, d.ID, gen(d), millis(delay), aj, mode,
 		nanos(time.Now()), b.cfg.DeadLetterLimit))
 	if err == nil {
 		b.signal()

@@ -18,7 +18,10 @@ import goredis "github.com/redis/go-redis/v9"
 //	         in s, d or leased, so a failing job holds its key
 //	kw       waiting keyed jobs (not first of their key) with a NotBefore, by due time (Stats)
 //	u        IDs taken by the dedup horizon, by expiry time (ms)
+//	q:<uk>   the ID of the job holding the unique key uk: while the job is stored (its hash
+//	         has uq, the key, and uqf, its period in ms), then for its period (an expiry)
 //	x        the dead-letter stream; xi maps an ID to its entry
+//	rl       the rate limit's window: the starts taken, by the server's time (ms)
 //	cfg      the shared settings; c:<name> counters
 //
 // Times are the server's (TIME) in milliseconds, but for the times a job carries, which are
@@ -45,7 +48,7 @@ end
 local function store(id, key, body, enq, nb, nbn, sb, ver, hdr, t)
   local seq = redis.call('INCR', P .. 'seq')
   redis.call('HSET', P .. 'j:' .. id, 'key', key, 'body', body, 'enq', enq, 'nb', nb, 'nbn', nbn,
-    'sb', sb, 'ver', ver, 'hdr', hdr, 'att', 0, 'hist', '', 'gen', 0, 'sid', '', 'st', -1, 'dlv', 0, 'seq', seq)
+    'sb', sb, 'ver', ver, 'hdr', hdr, 'att', 0, 'hist', '', 'gen', 0, 'sid', '', 'st', -1, 'dlv', 0, 'seq', seq, 'snz', 0)
   redis.call('ZADD', P .. 'o', seq, id)
   redis.call('INCR', P .. 'n')
   if key ~= '' then
@@ -61,7 +64,14 @@ end
 -- true if that made a job ready (or delayed).
 local function unstore(id, t)
   local jk = P .. 'j:' .. id
-  local key, sid = unpack(redis.call('HMGET', jk, 'key', 'sid'))
+  local key, sid, uq, uqf = unpack(redis.call('HMGET', jk, 'key', 'sid', 'uq', 'uqf'))
+  if uq and uq ~= '' and redis.call('GET', P .. 'q:' .. uq) == id then
+    if tonumber(uqf) > 0 then
+      redis.call('SET', P .. 'q:' .. uq, id, 'PX', uqf)
+    else
+      redis.call('DEL', P .. 'q:' .. uq)
+    end
+  end
   if sid and sid ~= '' then
     redis.call('XACK', P .. 's', 'g', sid)
     redis.call('XDEL', P .. 's', sid)
@@ -149,8 +159,9 @@ end
 `
 
 // enqueueScript: ARGV id key body enq nb nbn sb horizon-ms capacity overflow deadlimit at ver
-// evicted-json hdr: the history entry of a job evicted by DropOldest (Number 0: no run).
-// Returns {status, evicted, deadEvicted}: status "ok", "dup", "full", "dropped".
+// evicted-json hdr unique unique-period-ms: evicted-json is the history entry of a job evicted
+// by DropOldest (Number 0: no run). Returns {status, evicted, deadEvicted, holder}: status "ok",
+// "dup", "full", "dropped", "unique" (holder holds the unique key).
 var enqueueScript = goredis.NewScript(luaCommon + `
 local id, key, body, enq, nb, nbn, sb = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7]
 local horizon, cap, overflow, limit, at, ver = tonumber(ARGV[8]), tonumber(ARGV[9]), ARGV[10], tonumber(ARGV[11]), ARGV[12], ARGV[13]
@@ -158,6 +169,11 @@ local t = now()
 redis.call('ZREMRANGEBYSCORE', P .. 'u', '-inf', t)
 if redis.call('EXISTS', P .. 'j:' .. id) == 1 or redis.call('ZSCORE', P .. 'u', id) then
   return {'dup', {}, {}}
+end
+local unique = ARGV[16]
+if unique ~= '' then
+  local holder = redis.call('GET', P .. 'q:' .. unique)
+  if holder then return {'unique', {}, {}, holder} end
 end
 local ev, dev = {}, {}
 if cap > 0 and tonumber(redis.call('GET', P .. 'n') or '0') >= cap then
@@ -192,6 +208,10 @@ if cap > 0 and tonumber(redis.call('GET', P .. 'n') or '0') >= cap then
 end
 if horizon > 0 then redis.call('ZADD', P .. 'u', t + horizon, id) end
 store(id, key, body, enq, nb, nbn, sb, ver, ARGV[15], t)
+if unique ~= '' then
+  redis.call('SET', P .. 'q:' .. unique, id)
+  redis.call('HSET', P .. 'j:' .. id, 'uq', unique, 'uqf', ARGV[17])
+end
 return {'ok', ev, dev}
 `)
 
@@ -202,7 +222,7 @@ return {'ok', ev, dev}
 // pending entry (reap). A reclaimed delivery
 // whose handler had started (its Start came, and no settle) gets the history entry of that
 // run: {Number: att, Start: sat, End: now, Error: "queue: lease expired"}. Returns {"", due, more}, or {id, key, body, enq,
-// nbn, sb, att, gen, dlv, ver, hdr, due, more}: due is the time (ms) until the first delayed job is
+// nbn, sb, att, gen, dlv, ver, hdr, snz, due, more}: due is the time (ms) until the first delayed job is
 // due ("" if none), and more is "1" if a job may be ready besides the one taken ("0" if none
 // is: no entry after it in the stream, which a new one joins at its end, and it was not a
 // reclaimed lease).
@@ -247,8 +267,8 @@ if reclaimed then
 end
 local gen = redis.call('HINCRBY', jk, 'gen', 1)
 local dlv = redis.call('HINCRBY', jk, 'dlv', 1)
-local f = redis.call('HMGET', jk, 'key', 'body', 'enq', 'nbn', 'sb', 'att', 'ver', 'hdr')
-return {id, f[1], f[2], f[3], f[4], f[5], f[6], tostring(gen), tostring(dlv), f[7] or '0', f[8] or '', due, more}
+local f = redis.call('HMGET', jk, 'key', 'body', 'enq', 'nbn', 'sb', 'att', 'ver', 'hdr', 'snz')
+return {id, f[1], f[2], f[3], f[4], f[5], f[6], tostring(gen), tostring(dlv), f[7] or '0', f[8] or '', f[9] or '0', due, more}
 `)
 
 // startScript: ARGV id gen start-json. Returns 1, or 0 if the lease is lost. The run's
@@ -284,9 +304,10 @@ if readied then return 2 end
 return 1
 `)
 
-// requeueScript (Nack and Release): ARGV id gen delay-ms attempt-json release now-ns
-// dead-limit. A job an operator cancelled (cx) is buried with reason canceled instead
-// (returns 3).
+// requeueScript (Nack and Release): ARGV id gen delay-ms attempt-json mode now-ns dead-limit:
+// mode 0 (Nack) appends the attempt to the history, 1 (Release) gives back the attempt of a
+// started delivery, 2 (a snooze: a Nack of a snoozed attempt) does both and counts the snooze
+// (snz). A job an operator cancelled (cx) is buried with reason canceled instead (returns 3).
 var requeueScript = goredis.NewScript(luaCommon + `
 local id, gen, delay, a, release = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4], ARGV[5]
 local jk = leased(id, gen)
@@ -303,11 +324,13 @@ redis.call('XACK', P .. 's', 'g', sid)
 redis.call('XDEL', P .. 's', sid)
 redis.call('HSET', jk, 'sid', '')
 redis.call('HINCRBY', jk, 'gen', 1)
-if release == '1' then
+if release ~= '0' then
   if st == gen then redis.call('HINCRBY', jk, 'att', -1) end
-else
+end
+if release ~= '1' then
   redis.call('HSET', jk, 'hist', append(hist, a))
 end
+if release == '2' then redis.call('HINCRBY', jk, 'snz', 1) end
 if delay > 0 then
   redis.call('ZADD', P .. 'd', t + delay, id)
 else
@@ -399,4 +422,22 @@ local k = P .. 'cfg'
 local l = redis.call('HGET', k, 'lease')
 if not l or l == '' then redis.call('HSET', k, 'lease', ARGV[1]); return ARGV[1] end
 return l
+`)
+
+// takeStartScript: ARGV n per-ms member. The rate limit's sliding window, the sorted set rl
+// of the starts taken (score: the server's time in ms): it takes a start if fewer than n fall
+// within the last per-ms, and returns {1, 0}; else {0, ms until one leaves the window}.
+var takeStartScript = goredis.NewScript(luaCommon + `
+local n, per = tonumber(ARGV[1]), tonumber(ARGV[2])
+local t = now()
+local rl = P .. 'rl'
+redis.call('ZREMRANGEBYSCORE', rl, '-inf', t - per)
+local c = redis.call('ZCARD', rl)
+if c < n then
+  redis.call('ZADD', rl, t, t .. ':' .. ARGV[3])
+  redis.call('PEXPIRE', rl, per)
+  return {1, 0}
+end
+local s = redis.call('ZRANGE', rl, c - n, c - n, 'WITHSCORES')
+return {0, math.max(tonumber(s[2]) + per - t, 1)}
 `)

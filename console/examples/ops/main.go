@@ -1,5 +1,6 @@
-// Command ops runs two queues with steady traffic, retries and dead letters, and serves the
-// corral console for them, so that you can see it work:
+// Command ops runs two timed queues with steady traffic, retries and dead letters, their
+// consumers sharing one Share of workers, and serves the corral console for them, so that you
+// can see it work:
 //
 //	go run ./console/examples/ops            # then open http://127.0.0.1:8080/ops/
 //	go run ./console/examples/ops -addr 127.0.0.1:9000
@@ -57,32 +58,36 @@ func main() {
 
 // run serves the console on ln, with traffic, until ctx ends.
 func run(ctx context.Context, ln net.Listener) error {
-	emails, err := queue.New[Email](ctx)
+	emails, err := queue.New[Email](ctx, queue.WithTimings())
 	if err != nil {
 		return err
 	}
 	defer emails.Close(context.Background())
-	billing, err := queue.New[Invoice](ctx)
+	billing, err := queue.New[Invoice](ctx, queue.WithTimings())
 	if err != nil {
 		return err
 	}
 	defer billing.Close(context.Background())
 
+	// Five workers shared by the two consumers, three turns to emails for one to billing.
+	sh := queue.NewShare(5, queue.Weighted)
 	// Handlers that fail now and then: a retry, or a dead letter.
 	ec, err := emails.Consume(ctx, func(ctx context.Context, j queue.Job[Email]) error {
 		return work(ctx, 50*time.Millisecond, 0.2, 0.03)
-	}, queue.WithWorkers(4), queue.WithMaxAttempts(3), queue.WithBackoff(backoff.Constant(500*time.Millisecond)))
+	}, queue.WithShare(sh, "emails", 3), queue.WithWorkers(4), queue.WithMaxAttempts(3), queue.WithBackoff(backoff.Constant(500*time.Millisecond)))
 	if err != nil {
 		return err
 	}
 	bc, err := billing.Consume(ctx, func(ctx context.Context, j queue.Job[Invoice]) error {
 		return work(ctx, 2*time.Second, 0.1, 0.05) // slow: cancel one from its page
-	}, queue.WithWorkers(2), queue.WithLease(5*time.Second))
+	}, queue.WithShare(sh, "billing", 1), queue.WithWorkers(2),
+		queue.WithLease(5*time.Second))
 	if err != nil {
 		return err
 	}
 
-	c := console.New([]console.Source{console.Of("emails", emails), console.Of("billing", billing)})
+	c := console.New([]console.Source{console.Of("emails", emails), console.Of("billing", billing)},
+		console.WithShare("workers", sh))
 	mux := http.NewServeMux()
 	mux.Handle("/ops/", http.StripPrefix("/ops", c))
 	mux.Handle("/{$}", http.RedirectHandler("/ops/", http.StatusFound))

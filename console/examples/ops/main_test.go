@@ -30,8 +30,8 @@ func TestServes(t *testing.T) {
 	res.Body.Close()
 	http.DefaultClient.CloseIdleConnections()
 	if res.StatusCode != http.StatusOK || !strings.Contains(string(page), `data-queue="emails"`) ||
-		!strings.Contains(string(page), `data-queue="billing"`) {
-		t.Errorf("overview: %s, want both queues", res.Status)
+		!strings.Contains(string(page), `data-queue="billing"`) || !strings.Contains(string(page), `data-share="workers"`) {
+		t.Errorf("overview: %s, want both queues and their Share", res.Status)
 	}
 	cancel()
 	if err := <-done; err != nil {
