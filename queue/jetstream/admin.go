@@ -17,9 +17,12 @@ import (
 // The operator's verbs (driver.Admin).
 //
 // A pause is a record at corral.<name>.mark.paused in the state stream, present while the queue
-// is paused. Every Receive, in every process, reads it before it hands out a job (one request
-// per job handed out): once SetPaused(true) has returned, no Receive that starts deciding on a
-// job afterwards hands one out, until SetPaused(false). A job a paused Receive finds is handed
+// is paused. A Receive reads it before it hands out a job, unless a Receive of the same backend
+// read it less than PauseWithin ago and found the queue running (so a busy process reads it at
+// most once per PauseWithin, not once per job): once SetPaused(true) has returned, no Receive
+// that starts deciding on a job more than PauseWithin afterwards hands one out, in any process
+// (in the backend that paused, none that starts afterwards), until SetPaused(false). A job a
+// paused Receive finds is handed
 // back to the broker, ready, for pausePoll, and the Receive then reads the record every
 // pausePoll until the queue is resumed: a resumed queue starts jobs again within about two
 // pausePolls.
@@ -44,6 +47,24 @@ import (
 // pausePoll is how often a Receive that found the queue paused reads the pause record again,
 // and how long it hands a job it found back for.
 const pausePoll = 250 * time.Millisecond
+
+// PauseWithin bounds how long after a pause (driver.Admin.SetPaused) the consumers of every
+// process may still start jobs: how long a Receive trusts a reading of the pause record that
+// found the queue running.
+const PauseWithin = 100 * time.Millisecond
+
+// pausedNow reports whether the queue is paused, reading the pause record unless a reading
+// less than PauseWithin old found the queue running.
+func (b *Backend) pausedNow(ctx context.Context) (bool, error) {
+	if time.Since(time.Unix(0, b.runningSeen.Load())) < PauseWithin {
+		return false, nil
+	}
+	p, err := b.paused(ctx)
+	if err == nil && !p {
+		b.runningSeen.Store(time.Now().UnixNano())
+	}
+	return p, err
+}
 
 func (b *Backend) pauseSubject() string { return b.markPrefix + "paused" }
 
@@ -80,6 +101,7 @@ func (b *Backend) holdWhilePaused(ctx context.Context) error {
 			return err
 		}
 		if !p {
+			b.runningSeen.Store(time.Now().UnixNano())
 			b.pauseSeen.Store(false)
 			return nil
 		}
@@ -98,6 +120,7 @@ func (b *Backend) SetPaused(ctx context.Context, paused bool) error {
 		if _, err := b.js.Publish(ctx, b.pauseSubject(), []byte("1")); err != nil {
 			return b.fail(ctx, "pause", err)
 		}
+		b.runningSeen.Store(0) // this backend's Receives read the record from now on
 		return nil
 	}
 	if err := b.state.Purge(ctx, natsjs.WithPurgeSubject(b.pauseSubject())); err != nil {

@@ -33,7 +33,7 @@ func TestAdminAcrossProcesses(t *testing.T) {
 			t.Fatal(err)
 		}
 		return jetstream.New(js, name)
-	}, 2*time.Second, time.Second+time.Second/2, time.Second)
+	}, 2*time.Second, time.Second+time.Second/2, jetstream.PauseWithin, time.Second)
 }
 
 // TestCancelOrphaned: a job cancelled while in flight in a process that then died (its delivery

@@ -233,7 +233,7 @@ func (b *Backend) holdBack(ctx context.Context, a arrival, got *driver.Delivery,
 	if got.NotBefore.After(now) {
 		return true, b.skip(ctx, got, got.NotBefore.Sub(now), markDelayed)
 	}
-	if paused, err := b.paused(ctx); err != nil || paused {
+	if paused, err := b.pausedNow(ctx); err != nil || paused {
 		if err != nil {
 			return true, err
 		}
