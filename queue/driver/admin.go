@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"iter"
 	"slices"
 	"strings"
 	"time"
@@ -221,4 +222,55 @@ func SortJobs(jobs []JobInfo) {
 		}
 		return cmp.Compare(a.ID, b.ID)
 	})
+}
+
+// Gather reads a backend's jobs into its own process, for List and Count:
+// the dead letters if dead, else every stored job. A backend whose store
+// cannot filter and order them answers Admin's List and Count with its
+// Gather's.
+type Gather func(ctx context.Context, dead bool) ([]JobInfo, error)
+
+// List answers Admin.List with what g reads: it refuses a Limit List does
+// not take (CheckPage), reads the dead letters if f.State is StateDead and
+// the stored jobs otherwise, and returns the page of them f selects (Page).
+func (g Gather) List(ctx context.Context, f Filter) ([]JobInfo, error) {
+	if err := f.CheckPage(); err != nil {
+		return nil, err
+	}
+	all, err := g(ctx, f.State == StateDead)
+	if err != nil {
+		return nil, err
+	}
+	return Page(all, &f), nil
+}
+
+// Count answers Admin.Count with what g reads, as List does but for every
+// job f selects.
+func (g Gather) Count(ctx context.Context, f Filter) (int, error) {
+	f.After, f.Limit = Cursor{}, 0
+	all, err := g(ctx, f.State == StateDead)
+	if err != nil {
+		return 0, err
+	}
+	return len(Page(all, &f)), nil
+}
+
+// DeadInfo returns the dead letter dm as Admin describes it: StateDead,
+// with its reason, history and time of death. It shares dm's slices.
+func DeadInfo(dm *DeadMessage) JobInfo {
+	return JobInfo{Message: dm.Message, State: StateDead, History: dm.History, Reason: dm.Reason, DeadAt: dm.At}
+}
+
+// DeadInfos reads every dead letter of letters (a Backend's DeadLetters)
+// as Admin describes them (DeadInfo), for a Gather: the first error ends
+// it.
+func DeadInfos(letters iter.Seq2[DeadMessage, error]) ([]JobInfo, error) {
+	var out []JobInfo
+	for dm, err := range letters {
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, DeadInfo(&dm))
+	}
+	return out, nil
 }

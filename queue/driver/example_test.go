@@ -70,3 +70,35 @@ func ExampleAgreeLease() {
 	// mybackend: lease 0s must be positive
 	// 1m0s
 }
+
+// A backend that reads its jobs into its process answers List and Count
+// with a Gather.
+func ExampleGather() {
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	g := driver.Gather(func(ctx context.Context, dead bool) ([]driver.JobInfo, error) {
+		if dead {
+			return []driver.JobInfo{driver.DeadInfo(&driver.DeadMessage{
+				Message: driver.Message{ID: "x", EnqueuedAt: at}, Reason: driver.ReasonCanceled})}, nil
+		}
+		return []driver.JobInfo{
+			{Message: driver.Message{ID: "b", EnqueuedAt: at}, State: driver.StateReady},
+			{Message: driver.Message{ID: "a", EnqueuedAt: at}, State: driver.StateDelayed},
+			{Message: driver.Message{ID: "c", EnqueuedAt: at.Add(time.Second)}, State: driver.StateReady},
+		}, nil
+	})
+	ctx := context.Background()
+	page, _ := g.List(ctx, driver.Filter{Limit: 2})
+	for _, j := range page {
+		fmt.Println(j.ID, j.State)
+	}
+	n, _ := g.Count(ctx, driver.Filter{State: driver.StateReady})
+	dead, _ := g.List(ctx, driver.Filter{State: driver.StateDead, Limit: 10})
+	fmt.Println(n, "ready;", dead[0].ID, dead[0].Reason)
+	_, err := g.List(ctx, driver.Filter{})
+	fmt.Println(err)
+	// Output:
+	// a delayed
+	// b ready
+	// 2 ready; x canceled
+	// queue: page size must be 1 to 1000
+}

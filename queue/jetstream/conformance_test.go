@@ -52,5 +52,5 @@ func newBackendFunc(t *testing.T, opts ...jetstream.Option) func(t *testing.T) d
 }
 
 func TestConformance(t *testing.T) {
-	queuetest.Run(t, newBackendFunc(t), queuetest.Capabilities{RealTime: true, Unit: 100 * time.Millisecond})
+	queuetest.Run(t, newBackendFunc(t), queuetest.Capabilities{RealTime: true, Unit: 100 * time.Millisecond, PauseWithin: jetstream.PauseWithin})
 }

@@ -83,6 +83,19 @@
 // A job with a start time (queue.WithDelay, queue.WithNotBefore) is delivered, handed back with
 // NakWithDelay until its time, and then handled; JetStream 2.9 has no scheduled messages.
 //
+// # Operating the queue
+//
+// The Backend implements driver.Admin, so queue.Queue's Jobs, Count, Inspect, Cancel, Pause,
+// Resume and the bulk verbs work on it, from any process of the queue. A pause is a record in
+// CORRAL_<name>_STATE that every Receive reads before it hands out a job: once Pause returns, no
+// consumer of any process starts a job (running ones finish), until Resume; a resumed consumer
+// starts jobs again within about half a second. A cancel is written into the job's state
+// record: a waiting job is dead-lettered at once, with queue.ReasonCanceled; a running job's
+// consumer finds the cancel at its next lease renewal (within half the lease, plus a request),
+// cancels its handler's context with queue.ErrCanceled and dead-letters it. A listing reads the
+// streams (a request per stored job, or per dead letter) and pages in this process: it suits an
+// operator, not a loop.
+//
 // # Servers
 //
 // Any nats-server from 2.9.0 with JetStream works; the tests run against Debian's 2.9.10
@@ -111,4 +124,5 @@ package jetstream
 // Layout: jetstream.go the Backend, New, options, Close; open.go and settings.go Open, streams,
 // shared settings; enqueue.go Enqueue, DropOldest; receive.go Receive, the prefetch pump; settle.go
 // Start to Bury; state.go job state, markers; unique.go the unique keys; ratelimit.go TakeStart,
-// the rate limit; dead.go, stats.go, resurrect.go, message.go, errors.go.
+// the rate limit; admin.go the operator's verbs (driver.Admin): list, get, cancel, pause; dead.go,
+// stats.go, resurrect.go, message.go, errors.go.

@@ -69,6 +69,8 @@ type Backend struct {
 	reconnSeen   atomic.Uint64
 	suspectUntil atomic.Int64
 	resurrected  atomic.Uint64 // settled jobs found back and removed
+	pauseSeen    atomic.Bool   // a Receive found the queue paused (see holdWhilePaused)
+	runningSeen  atomic.Int64  // when (UnixNano) a read of the pause record found none (see pausedNow)
 
 	// See staleRun: the last time (UnixNano) this backend saw the broker fail to answer, or
 	// the consumer change leaders.

@@ -15,7 +15,8 @@ import (
 // Receive implements driver.Backend. The consumer's AckWait is the lease, one for every process
 // of the queue (see CheckLease, which a Receive with a lease the queue does not have yet calls).
 // A job whose start time has not come, or whose ordering key has an earlier job stored, is
-// handed back to the broker with a delay and not counted as an attempt.
+// handed back to the broker with a delay and not counted as an attempt; so is every job while
+// the queue is paused (see admin.go), and a job an operator cancelled is buried.
 //
 // Jobs are prefetched (WithPrefetch). When a Receive ends because its ctx ended and no other
 // Receive is running, prefetching stops and the prefetched jobs are released to the broker.
@@ -35,6 +36,9 @@ func (b *Backend) Receive(ctx context.Context, lease time.Duration, d *driver.De
 		}
 	}()
 	for {
+		if err := b.holdWhilePaused(ctx); err != nil {
+			return err
+		}
 		p, err := b.pumpFor(ctx, lease)
 		if err != nil {
 			return err
@@ -168,8 +172,7 @@ func (b *Backend) connectionError(p *pump) error {
 }
 
 // take decides what to do with a prefetched message: hand it to the caller in d (true), or
-// give it back to the broker because its start time has not come or its ordering key is busy
-// (false). Its requests are bounded by the call timeout.
+// deal with it as holdBack says (false). Its requests are bounded by the call timeout.
 func (b *Backend) take(ctx context.Context, a arrival, lease time.Duration, d *driver.Delivery) (bool, error) {
 	if a.fresh {
 		// Counted as prefetched until it is marked or handed out.
@@ -182,30 +185,8 @@ func (b *Backend) take(ctx context.Context, a arrival, lease time.Duration, d *d
 		return false, err
 	}
 	tok := got.Token.(*delivered)
-	if b.suspect(lease) {
-		settled, err := b.settled(ctx, got.Seq, got.ID, false) // being delivered: tracked
-		if err != nil {
-			return false, err
-		}
-		if settled {
-			// Brought back by a crashed server: remove it, unhandled, and look for more.
-			b.resurrected.Add(1)
-			b.suspectUntil.Store(time.Now().Add(2 * lease).UnixNano())
-			return false, b.ack(ctx, a.msg, "+TERM")
-		}
-	}
-	now := time.Now()
-	if got.NotBefore.After(now) {
-		return false, b.skip(ctx, got, got.NotBefore.Sub(now), markDelayed)
-	}
-	if got.Key != "" {
-		free, err := b.keyFree(ctx, got)
-		if err != nil {
-			return false, err
-		}
-		if !free {
-			return false, b.skip(ctx, got, keyBusyDelays.Delay(int(tok.n), 0), markReady)
-		}
+	if held, err := b.holdBack(ctx, a, got, lease); held || err != nil {
+		return false, err
 	}
 	if tok.marked {
 		if err := b.unmark(ctx, got.ID); err != nil {
@@ -223,6 +204,52 @@ func (b *Backend) take(ctx context.Context, a arrival, lease time.Duration, d *d
 	tok.leaseEnd = localLeaseEnd(leaseStart, lease)
 	*d = *got
 	return true, nil
+}
+
+// holdBack deals with the message a, decoded in got, that take must not hand out: it buries a
+// job an operator cancelled, removes one a crashed server brought back, and hands back to the
+// broker one whose start time has not come, every job while the queue is paused, and one whose
+// ordering key is busy. It reports whether it did; ctx bounds its requests.
+func (b *Backend) holdBack(ctx context.Context, a arrival, got *driver.Delivery, lease time.Duration) (bool, error) {
+	tok := got.Token.(*delivered)
+	if tok.st.Canceled {
+		// Cancelled by an operator in flight, and its process died (see admin.go).
+		_, err := b.bury(ctx, got, driver.ReasonCanceled, driver.Attempt{})
+		return true, err
+	}
+	if b.suspect(lease) {
+		settled, err := b.settled(ctx, got.Seq, got.ID, false) // being delivered: tracked
+		if err != nil {
+			return true, err
+		}
+		if settled {
+			// Brought back by a crashed server: remove it, unhandled, and look for more.
+			b.resurrected.Add(1)
+			b.suspectUntil.Store(time.Now().Add(2 * lease).UnixNano())
+			return true, b.ack(ctx, a.msg, "+TERM")
+		}
+	}
+	now := time.Now()
+	if got.NotBefore.After(now) {
+		return true, b.skip(ctx, got, got.NotBefore.Sub(now), markDelayed)
+	}
+	if paused, err := b.pausedNow(ctx); err != nil || paused {
+		if err != nil {
+			return true, err
+		}
+		b.pauseSeen.Store(true) // see holdWhilePaused
+		return true, b.skip(ctx, got, pausePoll, markReady)
+	}
+	if got.Key != "" {
+		free, err := b.keyFree(ctx, got)
+		if err != nil {
+			return true, err
+		}
+		if !free {
+			return true, b.skip(ctx, got, keyBusyDelays.Delay(int(tok.n), 0), markReady)
+		}
+	}
+	return false, nil
 }
 
 // keyBusyDelays is how long take hands back a job whose ordering key has an earlier job stored,

@@ -57,7 +57,8 @@ func (b *Backend) leased(d *driver.Delivery) (*delivered, error) {
 
 // Extend implements driver.Backend with InProgress, which restarts the broker's lease at the
 // consumer's AckWait (the lease of Receive) whatever lease is asked for. The lease of a started
-// run in the job's state record moves on with it.
+// run in the job's state record moves on with it; that write finds an operator's cancel of the
+// job, and Extend then returns queue.ErrCanceled (see admin.go).
 func (b *Backend) Extend(ctx context.Context, d *driver.Delivery, lease time.Duration) error {
 	tok, err := b.leased(d)
 	if err != nil {
@@ -69,6 +70,9 @@ func (b *Backend) Extend(ctx context.Context, d *driver.Delivery, lease time.Dur
 	start := time.Now() // the broker restarts its lease after this
 	tok.stMu.Lock()
 	defer tok.stMu.Unlock()
+	if tok.st.Canceled { // found by an earlier call on d
+		return driver.ErrCanceled
+	}
 	if tok.started {
 		// Written before the +WPI, so that the record's lease ends before the broker's.
 		tok.st.Until = start.Add(ackWait)
@@ -90,7 +94,8 @@ func (b *Backend) Extend(ctx context.Context, d *driver.Delivery, lease time.Dur
 // dies in the handler, and a job that was only prefetched spends none. A record that another
 // delivery of the job wrote meanwhile, or a run of another delivery whose lease has not ended
 // (a crashed broker can redeliver a job that is still being handled), makes Start return
-// queue.ErrLeaseLost: the job is not started twice at once.
+// queue.ErrLeaseLost: the job is not started twice at once. A record an operator's Cancel wrote
+// makes it return queue.ErrCanceled.
 func (b *Backend) Start(ctx context.Context, d *driver.Delivery) error {
 	tok, err := b.leased(d)
 	if err != nil {
@@ -109,7 +114,9 @@ func (b *Backend) Start(ctx context.Context, d *driver.Delivery) error {
 	tok.st.Starts++
 	tok.st.Until, tok.st.Started = now.Add(ackWait), now
 	if err := b.saveState(ctx, d, tok); err != nil {
-		tok.st = st
+		if !errors.Is(err, driver.ErrCanceled) {
+			tok.st = st
+		}
 		return err
 	}
 	if b.mayHaveForgotten(ackWait) {
@@ -161,7 +168,8 @@ func (b *Backend) Ack(ctx context.Context, d *driver.Delivery) error {
 
 // Nack implements driver.Backend: the attempt is added to the job's state, then the broker
 // redelivers the job after delay (NakWithDelay). A snooze also gives back the attempt Start
-// counted, as Release does, and counts in the state's Snoozes.
+// counted, as Release does, and counts in the state's Snoozes. A job an operator cancelled is
+// buried instead, with ReasonCanceled (see admin.go).
 func (b *Backend) Nack(ctx context.Context, d *driver.Delivery, delay time.Duration, a driver.Attempt) error {
 	tok, err := b.leased(d)
 	if err != nil {
@@ -169,8 +177,16 @@ func (b *Backend) Nack(ctx context.Context, d *driver.Delivery, delay time.Durat
 	}
 	ctx, cancel := b.req(ctx)
 	defer cancel()
+	return b.buryIfCanceled(ctx, d, a, b.nack(ctx, d, tok, delay, a))
+}
+
+// nack is Nack's work, with its request context.
+func (b *Backend) nack(ctx context.Context, d *driver.Delivery, tok *delivered, delay time.Duration, a driver.Attempt) error {
 	tok.stMu.Lock()
 	defer tok.stMu.Unlock()
+	if tok.st.Canceled { // found by an earlier call on d
+		return driver.ErrCanceled
+	}
 	tok.st.History = fillHistory(tok.st.History, d.Attempt)
 	tok.st.History = append(tok.st.History, a)
 	tok.st.Until, tok.st.Started = time.Time{}, time.Time{}
@@ -183,7 +199,10 @@ func (b *Backend) Nack(ctx context.Context, d *driver.Delivery, delay time.Durat
 		tok.st.Snoozes++
 	}
 	if err := b.saveState(ctx, d, tok); err != nil {
-		tok.st, tok.started = st, started
+		if !errors.Is(err, driver.ErrCanceled) { // else tok holds the cancelled record
+			tok.st = st
+		}
+		tok.started = started
 		return err
 	}
 	kind := markReady
@@ -217,7 +236,8 @@ func fillHistory(h []driver.Attempt, attempt int) []driver.Attempt {
 }
 
 // Release implements driver.Backend: the delivery's attempt, if Start counted one, is given back,
-// the job is recorded as started in time, and it is ready again after delay (NakWithDelay).
+// the job is recorded as started in time, and it is ready again after delay (NakWithDelay). A
+// job an operator cancelled is buried instead, with ReasonCanceled (see admin.go).
 func (b *Backend) Release(ctx context.Context, d *driver.Delivery, delay time.Duration) error {
 	tok, err := b.leased(d)
 	if err != nil {
@@ -225,8 +245,16 @@ func (b *Backend) Release(ctx context.Context, d *driver.Delivery, delay time.Du
 	}
 	ctx, cancel := b.req(ctx)
 	defer cancel()
+	return b.buryIfCanceled(ctx, d, driver.Attempt{}, b.giveBack(ctx, d, tok, delay))
+}
+
+// giveBack is Release's work, with its request context.
+func (b *Backend) giveBack(ctx context.Context, d *driver.Delivery, tok *delivered, delay time.Duration) error {
 	tok.stMu.Lock()
 	defer tok.stMu.Unlock()
+	if tok.st.Canceled { // found by an earlier call on d
+		return driver.ErrCanceled
+	}
 	if tok.started {
 		tok.st.Starts--
 		tok.started = false

@@ -57,6 +57,9 @@ type jobState struct {
 	// Snoozes counts the job's snoozes (a Nack of a snoozed attempt), each of which gave back
 	// the attempt its run started.
 	Snoozes int `json:"snoozes,omitempty"`
+	// Canceled says an operator cancelled the job (see admin.go): a delivery whose write
+	// finds it returns driver.ErrCanceled, and a redelivery buries the job.
+	Canceled bool `json:"canceled,omitempty"`
 }
 
 func (b *Backend) stateSubject(seq uint64) string {
@@ -86,7 +89,8 @@ func (b *Backend) loadState(ctx context.Context, seq uint64, id string) (jobStat
 
 // saveState writes tok's state if the record is still where tok read it, and moves tok's record
 // sequence on. It returns driver.ErrLeaseLost if another delivery of the job wrote it first
-// (the record changed under this delivery).
+// (the record changed under this delivery), and driver.ErrCanceled if an operator's Cancel
+// did: then tok holds the record as Cancel left it, for the burial.
 func (b *Backend) saveState(ctx context.Context, d *driver.Delivery, tok *delivered) error {
 	tok.st.ID = d.ID
 	data, err := json.Marshal(tok.st)
@@ -97,7 +101,7 @@ func (b *Backend) saveState(ctx context.Context, d *driver.Delivery, tok *delive
 	ack, err := b.js.PublishMsg(ctx, msg, natsjs.WithExpectLastSequencePerSubject(tok.stSeq))
 	switch apiCode(err) {
 	case codeWrongLast, codeWrongLR:
-		return driver.ErrLeaseLost
+		return b.changedState(ctx, d, tok)
 	case 0:
 		if err != nil {
 			return b.fail(ctx, "save the state of "+d.ID, err)

@@ -14,7 +14,8 @@ import (
 // handed-back jobs: InFlight is the consumer's ack pending count less the jobs handed back and
 // the jobs prefetched by this process (jobs prefetched by other processes count as in flight),
 // Delayed counts jobs whose start time or retry delay has not come, Dead the dead-letter
-// stream's size and Oldest the time the oldest stored job was published.
+// stream's size, Oldest the time the oldest stored job was published, and Paused whether the
+// pause record is there (see admin.go).
 func (b *Backend) Stats(ctx context.Context) (driver.Stats, error) {
 	var s driver.Stats
 	if err := b.checkOpen(); err != nil {
@@ -53,6 +54,7 @@ func (b *Backend) Stats(ctx context.Context) (driver.Stats, error) {
 		return s, b.fail(ctx, "stats", err)
 	}
 	marks := b.countMarks(si.State.Subjects)
+	_, s.Paused = si.State.Subjects[b.pauseSubject()]
 	stored := int(wi.State.Msgs)
 	s.Delayed = min(marks.waiting+marks.delayed, stored)
 	s.InFlight = max(ci.NumAckPending-marks.delayed-marks.ready-int(b.bufFresh.Load()), 0)

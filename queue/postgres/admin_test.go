@@ -71,5 +71,5 @@ func TestCancelAcrossProcesses(t *testing.T) {
 	name := queueName(t)
 	queuetest.RunAdminAcrossProcesses(t, func(t *testing.T) driver.Backend {
 		return postgres.New(pool, name, postgres.WithPollInterval(100*time.Millisecond))
-	}, 2*time.Second, time.Second+time.Second/2, time.Second)
+	}, 2*time.Second, time.Second+time.Second/2, 0, time.Second)
 }

@@ -16,8 +16,9 @@ import (
 // backend runs a job; an operator queue on another cancels it, and the handler's context must
 // be cancelled with queue.ErrCanceled within cancelWithin (the consumer's renewal period, half
 // the lease given, plus what a backend call takes); then the operator pauses the queue, and
-// the worker must start no job for pauseQuiet, until the operator resumes it.
-func RunAdminAcrossProcesses(t *testing.T, open func(t *testing.T) driver.Backend, lease, cancelWithin, pauseQuiet time.Duration) {
+// the worker must start no job enqueued pauseWithin after the pause (the backend's bound, zero
+// for one whose pause holds when it returns) for pauseQuiet, until the operator resumes it.
+func RunAdminAcrossProcesses(t *testing.T, open func(t *testing.T) driver.Backend, lease, cancelWithin, pauseWithin, pauseQuiet time.Duration) {
 	ctx := context.Background()
 	newQueue := func() *queue.Queue[string] {
 		b := open(t)
@@ -60,17 +61,18 @@ func RunAdminAcrossProcesses(t *testing.T, open func(t *testing.T) driver.Backen
 	if d := time.Since(t0); d > cancelWithin {
 		t.Errorf("cancelled %v after Cancel in the other process, want within %v", d, cancelWithin)
 	}
-	checkPauseAcross(e, worker, operator, started, pauseQuiet)
+	checkPauseAcross(e, worker, operator, started, pauseWithin, pauseQuiet)
 }
 
 // checkPauseAcross pauses the queue from operator and checks that worker's consumer, which
 // reports the jobs it starts on started, starts none for quiet, and starts the held job once
 // operator resumes the queue.
-func checkPauseAcross(e *env, worker, operator *queue.Queue[string], started <-chan string, pauseQuiet time.Duration) {
+func checkPauseAcross(e *env, worker, operator *queue.Queue[string], started <-chan string, pauseWithin, pauseQuiet time.Duration) {
 	t, ctx := e.T, context.Background()
 	if err := operator.Pause(ctx); err != nil {
 		t.Fatal(err)
 	}
+	time.Sleep(pauseWithin) // the bound the backend states: no event to wait on
 	if _, err := operator.Enqueue(ctx, "x", queue.WithID("held")); err != nil {
 		t.Fatal(err)
 	}

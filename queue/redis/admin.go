@@ -102,21 +102,12 @@ return 1
 
 // List implements driver.Admin.
 func (b *Backend) List(ctx context.Context, f driver.Filter) ([]driver.JobInfo, error) {
-	if err := f.CheckPage(); err != nil {
-		return nil, err
-	}
-	all, err := b.gather(ctx, f.State == driver.StateDead)
-	if err != nil {
-		return nil, err
-	}
-	return driver.Page(all, &f), nil
+	return driver.Gather(b.gather).List(ctx, f)
 }
 
 // Count implements driver.Admin.
 func (b *Backend) Count(ctx context.Context, f driver.Filter) (int, error) {
-	f.After, f.Limit = driver.Cursor{}, 0
-	all, err := b.gather(ctx, f.State == driver.StateDead)
-	return len(driver.Page(all, &f)), err
+	return driver.Gather(b.gather).Count(ctx, f)
 }
 
 // gather reads the dead letters if dead, else the stored jobs.
@@ -125,7 +116,7 @@ func (b *Backend) gather(ctx context.Context, dead bool) ([]driver.JobInfo, erro
 		return nil, err
 	}
 	if dead {
-		return b.deadInfos(ctx)
+		return driver.DeadInfos(b.DeadLetters(ctx))
 	}
 	return b.jobInfos(ctx, "")
 }
@@ -172,19 +163,6 @@ func jobInfo(r []string, nowMs, leaseMs int64) driver.JobInfo {
 	return info
 }
 
-// deadInfos reads every dead letter.
-func (b *Backend) deadInfos(ctx context.Context) ([]driver.JobInfo, error) {
-	var out []driver.JobInfo
-	for dm, err := range b.DeadLetters(ctx) {
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, driver.JobInfo{Message: dm.Message, State: driver.StateDead, History: dm.History,
-			Reason: dm.Reason, DeadAt: dm.At})
-	}
-	return out, nil
-}
-
 // Get implements driver.Admin.
 func (b *Backend) Get(ctx context.Context, id string) (driver.JobInfo, error) {
 	if err := b.checkOpen(); err != nil {
@@ -210,7 +188,7 @@ func (b *Backend) Get(ctx context.Context, id string) (driver.JobInfo, error) {
 		m[fs[i]] = fs[i+1]
 	}
 	dm := deadMessage(m)
-	return driver.JobInfo{Message: dm.Message, State: driver.StateDead, History: dm.History, Reason: dm.Reason, DeadAt: dm.At}, nil
+	return driver.DeadInfo(&dm), nil
 }
 
 // Cancel implements driver.Admin.

@@ -77,5 +77,5 @@ func TestCancelAcrossProcesses(t *testing.T) {
 	name := queueName(t)
 	queuetest.RunAdminAcrossProcesses(t, func(t *testing.T) driver.Backend {
 		return redis.New(c, name, redis.WithPollInterval(20*time.Millisecond))
-	}, 2*time.Second, time.Second+time.Second/2, time.Second)
+	}, 2*time.Second, time.Second+time.Second/2, 0, time.Second)
 }
