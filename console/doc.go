@@ -37,4 +37,6 @@ package console
 // the CSRF token; source.go Source and Of (a typed queue seen without its type); pages.go the
 // pages (overview, job list, job); cells.go the overview's cells (one text for the page and the
 // live updates) and the Shares' rows; actions.go the actions; events.go the sampler and the live
-// updates; templates/ and static/ the embedded HTML, CSS and script.
+// updates; templates/ and static/ the embedded HTML, CSS and script. internal/browsertest holds
+// the browser scenarios the tests run in headless Chromium, on the in-memory backend here and on
+// JetStream, Postgres and Redis in internal/brokers (a test module of its own).

@@ -28,7 +28,7 @@ repo=$(pwd)
 # user_modules REV prints the directories of the modules users import at REV, the core first.
 user_modules() {
   git -C "$repo" ls-tree -r --name-only "$1" | grep -E '(^|/)go\.mod$' | xargs -n1 dirname |
-    grep -Ev '^(bench|scripts|examples)(/|$)|/(examples|internal)(/|$)' | sort
+    grep -Ev '^(bench|scripts|examples)(/|$)|(^|/)internal(/|$)|/examples(/|$)' | sort
 }
 
 # The released versions, oldest first, with the commit that introduced each heading.

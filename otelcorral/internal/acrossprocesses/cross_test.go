@@ -15,6 +15,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
+	"github.com/corral-go/corral/internal/brokertest"
 	"github.com/corral-go/corral/otelcorral"
 	"github.com/corral-go/corral/queue"
 )
@@ -27,7 +28,7 @@ func TestTraceAcrossProcesses(t *testing.T) {
 	for _, b := range []struct {
 		name  string
 		start func(*testing.T) string
-	}{{"jetstream", startNATS}, {"postgres", startPostgres}, {"redis", startRedis}} {
+	}{{"jetstream", brokertest.StartNATS}, {"postgres", brokertest.StartPostgres}, {"redis", brokertest.StartRedis}} {
 		t.Run(b.name, func(t *testing.T) { traceAcross(t, b.name, b.start(t)) })
 	}
 }

@@ -4,6 +4,7 @@ go 1.26.0
 
 require (
 	github.com/corral-go/corral v0.2.0
+	github.com/corral-go/corral/internal/brokertest v0.2.0
 	github.com/corral-go/corral/otelcorral v0.2.0
 	github.com/corral-go/corral/queue/jetstream v0.2.0
 	github.com/corral-go/corral/queue/postgres v0.2.0

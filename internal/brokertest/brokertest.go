@@ -1,4 +1,9 @@
-package acrossprocesses_test
+// Package brokertest starts the throwaway servers of tests that run a queue on every broker
+// backend from outside the backends' modules (whose test helpers are internal to them):
+// nats-server, postgres and redis-server, as processes on loopback ports through
+// internal/testserver, stopped when the test ends. It is a module of its own, so that the
+// clients it needs reach only the test modules that use it.
+package brokertest
 
 import (
 	"context"
@@ -16,13 +21,10 @@ import (
 	"github.com/corral-go/corral/internal/testserver"
 )
 
-// The servers of TestTraceAcrossProcesses, throwaway processes on loopback ports started
-// through internal/testserver, as each backend module's own test helpers start them (those
-// are internal to their modules). Each returns the address a backend connects to.
-
-func startNATS(t *testing.T) string {
+// StartNATS starts a nats-server with JetStream and returns its URL.
+func StartNATS(t *testing.T) string {
 	t.Helper()
-	paths, err := testserver.Binary{Pkg: "otelcorral", Names: []string{"nats-server"}, Env: "CORRAL_NATS_SERVER",
+	paths, err := testserver.Binary{Pkg: "brokertest", Names: []string{"nats-server"}, Env: "CORRAL_NATS_SERVER",
 		Package: "nats-server"}.Find()
 	if err != nil {
 		t.Fatal(err)
@@ -33,7 +35,7 @@ func startNATS(t *testing.T) string {
 	}
 	dir := t.TempDir()
 	url := "nats://127.0.0.1:" + strconv.Itoa(port)
-	s := testserver.New(testserver.Spec{Pkg: "otelcorral", Path: paths[0],
+	s := testserver.New(testserver.Spec{Pkg: "brokertest", Path: paths[0],
 		Args: []string{"-js", "-sd", filepath.Join(dir, "store"), "-a", "127.0.0.1", "-p", strconv.Itoa(port)},
 		Log:  filepath.Join(dir, "server.log"),
 		Ready: func(ctx context.Context) error {
@@ -59,9 +61,10 @@ func startNATS(t *testing.T) string {
 	return url
 }
 
-func startPostgres(t *testing.T) string {
+// StartPostgres starts a PostgreSQL server and returns a DSN of its database.
+func StartPostgres(t *testing.T) string {
 	t.Helper()
-	p, err := testserver.StartPostgres("otelcorral", func(ctx context.Context, dsn string) error {
+	p, err := testserver.StartPostgres("brokertest", func(ctx context.Context, dsn string) error {
 		c, err := pgx.Connect(ctx, dsn)
 		if err != nil {
 			return err
@@ -79,9 +82,10 @@ func startPostgres(t *testing.T) string {
 	return p.DSN()
 }
 
-func startRedis(t *testing.T) string {
+// StartRedis starts a redis-server and returns its address.
+func StartRedis(t *testing.T) string {
 	t.Helper()
-	r, err := testserver.StartRedis("otelcorral", "", func(ctx context.Context, addr string) error {
+	r, err := testserver.StartRedis("brokertest", "", func(ctx context.Context, addr string) error {
 		c := goredis.NewClient(&goredis.Options{Addr: addr})
 		defer c.Close()
 		return c.Ping(ctx).Err()
