@@ -128,6 +128,19 @@ func Browser(t *testing.T) context.Context {
 	return ctx
 }
 
+// Press clicks the element sel selects once it is visible, as the element's click() does:
+// on the element itself, wherever it is, so that a live update that moves the page between
+// finding the element and clicking it cannot make the click land beside it.
+func Press(sel string) chromedp.Action[chromedp.Void] {
+	return chromedp.Steps(
+		chromedp.WaitVisible(chromedp.CSS(sel)),
+		chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+			_, err := chromedp.Evaluate[bool](fmt.Sprintf(`(() => { document.querySelector(%q).click(); return true; })()`, sel))(ctx, t)
+			return err
+		}),
+	)
+}
+
 // Do runs actions in the browser, failing the test with what on an error.
 func Do(t *testing.T, ctx context.Context, what string, actions ...chromedp.Action[chromedp.Void]) {
 	t.Helper()
@@ -218,13 +231,13 @@ func deadLetterAndRedrive(t *testing.T, open func(*testing.T) driver.Backend) {
 	fail = false // the consumer's one worker is idle: the next run sees it
 	Do(t, ctx, "open the dead letter",
 		chromedp.Navigate(f.Srv.URL+"/ops/queues/mail?state=dead"),
-		chromedp.Click(chromedp.CSS(`tr[data-id="order-7"] a`)),
+		Press(`tr[data-id="order-7"] a`),
 		chromedp.WaitVisible(chromedp.CSS("#history")))
 	reason, hist := Text(t, ctx, "#reason"), Text(t, ctx, "#history")
 	if reason != "permanent" || !strings.Contains(hist, "card declined") {
 		t.Errorf("dead letter page: reason %q, history %q; want permanent and card declined", reason, hist)
 	}
-	Do(t, ctx, "redrive", chromedp.Click(chromedp.CSS(`button[data-verb="redrive"]`)),
+	Do(t, ctx, "redrive", Press(`button[data-verb="redrive"]`),
 		chromedp.WaitVisible(chromedp.CSS("#message")))
 	select {
 	case a := <-ran:
@@ -247,7 +260,7 @@ func pauseResume(t *testing.T, open func(*testing.T) driver.Backend) {
 	}
 	t.Cleanup(func() { _, _ = c.Close(bg) })
 	Do(t, ctx, "pause", chromedp.Navigate(f.Srv.URL+"/ops/"),
-		chromedp.Click(chromedp.CSS(`tr[data-queue="mail"] button[data-verb="pause"]`)),
+		Press(`tr[data-queue="mail"] button[data-verb="pause"]`),
 		chromedp.WaitVisible(chromedp.CSS(`tr[data-queue="mail"] button[data-verb="resume"]`)))
 	if got := Cell(t, ctx, "paused"); got != "paused" {
 		t.Errorf("overview says %q after pause", got)
@@ -260,7 +273,7 @@ func pauseResume(t *testing.T, open func(*testing.T) driver.Backend) {
 		t.Fatalf("job %s started while paused", id)
 	case <-time.After(200 * time.Millisecond):
 	}
-	Do(t, ctx, "resume", chromedp.Click(chromedp.CSS(`tr[data-queue="mail"] button[data-verb="resume"]`)),
+	Do(t, ctx, "resume", Press(`tr[data-queue="mail"] button[data-verb="resume"]`),
 		chromedp.WaitVisible(chromedp.CSS(`tr[data-queue="mail"] button[data-verb="pause"]`)))
 	select {
 	case id := <-ran:
@@ -291,7 +304,7 @@ func cancelRunning(t *testing.T, open func(*testing.T) driver.Backend) {
 	_, _ = f.Q.Enqueue(bg, "long", queue.WithID("long"))
 	<-started
 	Do(t, ctx, "cancel the running job", chromedp.Navigate(f.Srv.URL+"/ops/queues/mail/jobs/long"),
-		chromedp.Click(chromedp.CSS(`button[data-verb="cancel"]`)), chromedp.WaitVisible(chromedp.CSS("#message")))
+		Press(`button[data-verb="cancel"]`), chromedp.WaitVisible(chromedp.CSS("#message")))
 	select {
 	case err := <-cause:
 		if !errors.Is(err, queue.ErrCanceled) {
