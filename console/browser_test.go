@@ -11,17 +11,10 @@ import (
 	"github.com/corral-go/corral/console"
 	"github.com/corral-go/corral/console/internal/browsertest"
 	"github.com/corral-go/corral/queue"
-	"github.com/corral-go/corral/queue/driver"
-	"github.com/corral-go/corral/queue/memory"
 )
 
-// The browser tests drive Debian's chromium (scripts/test.sh installs it) headless against the
-// console on 127.0.0.1 (see console/internal/browsertest); console/internal/brokers runs the
-// same scenarios on JetStream, Postgres and Redis.
-
-func TestBrowser(t *testing.T) {
-	browsertest.Run(t, func(*testing.T) driver.Backend { return memory.New() })
-}
+// The operator's browser scenarios run in console/internal/browsertest's own tests (in memory)
+// and in console/internal/brokers (JetStream, Postgres, Redis); this one needs a Share.
 
 // TestBrowserOverviewTimingsAndShare: the overview shows a timed queue's wait and run time
 // percentiles and its Share's split as Stats and Share.Stats give them, once the live updates

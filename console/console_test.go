@@ -13,6 +13,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/corral-go/corral/console"
+	"github.com/corral-go/corral/console/internal/browsertest"
 	"github.com/corral-go/corral/queue"
 )
 
@@ -33,21 +34,8 @@ func newFixture(t *testing.T, opts ...console.Option) *fixture {
 // newFixtureQ is newFixture with the queue's options qopts.
 func newFixtureQ(t *testing.T, qopts []queue.Option, opts ...console.Option) *fixture {
 	t.Helper()
-	ctx := context.Background()
-	q, err := queue.New[string](ctx, qopts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := console.New([]console.Source{console.Of("mail", q)}, opts...)
-	mux := http.NewServeMux()
-	mux.Handle("/ops/", http.StripPrefix("/ops", c))
-	srv := httptest.NewServer(mux)
-	t.Cleanup(func() {
-		c.Close() // ends the event streams, which srv.Close waits for
-		srv.Close()
-		_ = q.Close(ctx)
-	})
-	return &fixture{q: q, c: c, srv: srv}
+	f := browsertest.NewFixture(t, nil, qopts, opts...)
+	return &fixture{q: f.Q, c: f.C, srv: f.Srv}
 }
 
 // get fetches path and returns the body and the CSRF cookie set.

@@ -1,9 +1,12 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	pngpkg "image/png"
 	"net"
 	"os"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -11,15 +14,16 @@ import (
 	"github.com/chromedp/chromedp"
 )
 
-// TestScreenshot makes the README's picture of the console: with CORRAL_SCREENSHOT set to a
-// file name, it runs the program for a few seconds of traffic and writes a PNG of the overview
-// there, taken by headless chromium. Without it, it is skipped.
+// TestScreenshot runs the program for a few seconds of traffic and takes a PNG of the overview
+// in headless chromium once the page has had eight live updates: the picture must decode, as
+// wide as the window. With CORRAL_SCREENSHOT set to a file name it writes the picture there,
+// which is how the README's picture is made:
 //
 //	cd console && CORRAL_SCREENSHOT=$PWD/../docs/console.png go test -run Screenshot ./examples/ops
 func TestScreenshot(t *testing.T) {
 	out := os.Getenv("CORRAL_SCREENSHOT")
 	if out == "" {
-		t.Skip("set CORRAL_SCREENSHOT to a file name to make the README's screenshot")
+		out = filepath.Join(t.TempDir(), "console.png")
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -47,6 +51,13 @@ func TestScreenshot(t *testing.T) {
 	png, err := chromedp.Run(bctx, chromedp.FullScreenshot(100))
 	if err != nil {
 		t.Fatal(err)
+	}
+	img, err := pngpkg.Decode(bytes.NewReader(png))
+	if err != nil {
+		t.Fatalf("the screenshot does not decode: %v", err)
+	}
+	if b := img.Bounds(); b.Dx() < 1000 || b.Dx() > 1100 || b.Dy() < 400 {
+		t.Errorf("screenshot %dx%d, want the 1100-pixel window's page (a scrollbar less), at least 400 high", b.Dx(), b.Dy())
 	}
 	if err := os.WriteFile(out, png, 0o644); err != nil {
 		t.Fatal(err)
