@@ -296,7 +296,7 @@ func cancelRunning(t *testing.T, open func(*testing.T) driver.Backend) {
 		<-ctx.Done()
 		cause <- context.Cause(ctx)
 		return context.Cause(ctx)
-	}, queue.WithWorkers(1), queue.WithLease(time.Second))
+	}, queue.WithWorkers(1), queue.WithLease(6*time.Second)) // the keeper renews it every 2 s; a cancel reaches the handler at the next renewal
 	if err != nil {
 		t.Fatal(err)
 	}
