@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Runs every test of every module in this repository with the race detector.
+# Runs every test of every module in this repository with the race detector, and fails after the
+# last module if any failed.
 # The backend modules' tests start servers of their own (queue/jetstream: nats-server;
 # queue/postgres: initdb and postgres, as the user postgres when run as root; queue/redis:
 # redis-server; console: Debian's chromium, driven headless): a missing
@@ -10,8 +11,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/need.sh
+failed=""
 for mod in $(find . -name go.mod -not -path "./.git/*" | sort); do
   dir=$(dirname "$mod")
   echo "== go test -race ./... in $dir"
-  (cd "$dir" && go test -race -timeout 30m "$@" ./...)
+  (cd "$dir" && go test -race -timeout 30m "$@" ./...) || failed="$failed $dir"
 done
+if [ -n "$failed" ]; then
+  echo "== tests failed in:$failed" >&2
+  exit 1
+fi
