@@ -105,10 +105,14 @@ func faultBrokerCrash(r *faultRun) {
 	// no client can tell; the outages of Enqueue are the pause's and the failover's to test.
 	// Nothing is handled while it is down, so work is left at every crash. A cluster loses
 	// nothing acknowledged with one node, and goes on serving while it is down (it may finish
-	// all the work before the node is back): there the jobs come in batches, one before each
-	// crash and one after the last, so that every crash finds work left.
+	// all the work before the node is back): there the jobs come in batches, the first before
+	// the workers start and the next one after each crash, so that an ack follows every kill
+	// even when the workers finished a batch before the kill came (a loaded machine runs the
+	// workers' processes while this one waits to see half of it settled).
 	batch := n / (crashes + 1)
-	if !cluster {
+	if cluster {
+		r.produceRange(0, batch, 0, workPayload)
+	} else {
 		r.produce(n, 0, workPayload)
 		// A server that may lose the writes it acknowledged last keeps the jobs from
 		// the workers until they are past that span: every accepted job is stored.
@@ -123,7 +127,6 @@ func faultBrokerCrash(r *faultRun) {
 	for c := range crashes {
 		want := (c + 1) * n / (crashes + 2)
 		if cluster {
-			r.produceRange(c*batch, (c+1)*batch, 0, workPayload)
 			want = c*batch + batch/2
 		}
 		r.waitFor(fmt.Sprintf("%d jobs settled before crash %d", want, c+1), func() bool { return r.settledCount() >= want })
@@ -141,14 +144,16 @@ func faultBrokerCrash(r *faultRun) {
 		from := time.Now()
 		if cluster {
 			from = killed
+			end := (c + 2) * batch
+			if c == crashes-1 {
+				end = n
+			}
+			r.produceRange((c+1)*batch, end, 0, workPayload)
 		}
 		recoveries = append(recoveries, r.recovered(fmt.Sprintf("crash %d", c+1), from))
 		if !cluster {
 			r.healthy()
 		}
-	}
-	if cluster {
-		r.produceRange(crashes*batch, n, 0, workPayload)
 	}
 	r.drained(n)
 	// On one server a job is handled twice only if its handler ran at a crash (its ack lost
