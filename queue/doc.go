@@ -116,5 +116,6 @@ package queue
 // health.go Health, version.go payload versions (WithVersion, WithUpgrade, the hand-back of
 // jobs not understood), share.go Share (workers shared by consumers, by weight or priority),
 // snooze.go Snooze and WithMaxSnoozes, periodic.go periodic jobs (Queue.Periodic, Schedule,
-// Every), ratelimit.go WithRateLimit. The backend contract is in queue/driver, the in-memory
-// backend in queue/memory.
+// Every; the scheduler's walk, catch-up, jitter and loop are queue/internal/periodic's),
+// ratelimit.go WithRateLimit. The backend contract is in queue/driver, the in-memory backend in
+// queue/memory.
