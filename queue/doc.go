@@ -108,7 +108,8 @@ package queue
 // Where things are: queue.go holds Queue (New, Enqueue, the dead letters, Close), stats.go
 // Stats, id.go generated IDs, codec.go payload encoding and Codec, options.go every option
 // (and Overflow's names), admin.go the operator's verbs (Jobs, Count, Inspect, Cancel, Pause,
-// Resume, the bulk verbs; Filter, JobInfo, Page), hooks.go Hooks, Event and PanicError,
+// Resume, the bulk verbs; Filter, JobInfo, Page; cursors, page sizes and batches are
+// queue/internal/admin's), hooks.go Hooks, Event and PanicError,
 // observe.go WithName, WithLogger and the pprof labels, job.go Job, DeadLetter and the names
 // of Attempt and Reason, headers.go WithHeaders and the bounds of job headers, errors.go the
 // sentinel errors; consumer.go the Consumer, worker.go its worker loops, settle.go how a job
