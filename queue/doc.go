@@ -111,7 +111,8 @@ package queue
 // Resume, the bulk verbs; Filter, JobInfo, Page; cursors, page sizes and batches are
 // queue/internal/admin's), hooks.go Hooks, Event and PanicError,
 // observe.go WithName, WithLogger and the pprof labels, job.go Job, DeadLetter and the names
-// of Attempt and Reason, headers.go WithHeaders and the bounds of job headers, errors.go the
+// of Attempt and Reason, headers.go WithHeaders (the bounds of IDs, keys and headers are
+// queue/internal/storable's), errors.go the
 // sentinel errors; consumer.go the Consumer, worker.go its worker loops, settle.go how a job
 // is settled, lease.go the keeper (lease timing and renewal), drain.go Consumer.Drain,
 // health.go Health, version.go payload versions (WithVersion, WithUpgrade, the hand-back of

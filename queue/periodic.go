@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/corral-go/corral/queue/internal/periodic"
+	"github.com/corral-go/corral/queue/internal/storable"
 )
 
 // Schedule says when the ticks of a periodic job fall: Next returns the
@@ -160,7 +161,7 @@ func (q *Queue[T]) Periodic(name string, s Schedule, payload func(tick time.Time
 		opt(&o)
 	}
 	now := q.clk.Now()
-	if err := periodic.Check(name, s, now, q.horizon, o.jitter, func(id string) error { return checkStorable("job ID", id) }); err != nil {
+	if err := periodic.Check(name, s, now, q.horizon, o.jitter, func(id string) error { return storable.Check("job ID", id) }); err != nil {
 		return nil, err
 	}
 	p := &Periodic{}

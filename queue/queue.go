@@ -15,6 +15,7 @@ import (
 	"github.com/corral-go/corral/internal/clock"
 	"github.com/corral-go/corral/internal/panics"
 	"github.com/corral-go/corral/queue/driver"
+	"github.com/corral-go/corral/queue/internal/storable"
 	"github.com/corral-go/corral/queue/memory"
 )
 
@@ -287,16 +288,16 @@ func (q *Queue[T]) message(m *driver.Message, payload T, opts []EnqueueOption) (
 			o.applyJob(mp)
 		}
 		*m = *mp
-		if err := checkStorable("job ID", m.ID); err != nil {
+		if err := storable.Check("job ID", m.ID); err != nil {
 			return false, err
 		}
-		if err := checkStorable("ordering key", m.Key); err != nil {
+		if err := storable.Check("ordering key", m.Key); err != nil {
 			return false, err
 		}
-		if err := checkHeaders(m.Headers); err != nil {
+		if err := storable.Headers(m.Headers); err != nil {
 			return false, err
 		}
-		if err := checkStorable("unique key", m.Unique); err != nil {
+		if err := storable.Check("unique key", m.Unique); err != nil {
 			return false, err
 		}
 		if q.ahead(m.ID) {
