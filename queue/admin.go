@@ -260,7 +260,7 @@ func (q *Queue[T]) driverFilter(f Filter, now time.Time) (driver.Filter, error) 
 	switch f.State {
 	case "", StateReady, StateDelayed, StateInFlight, StateDead:
 	case StateAwaitingVersion:
-		df.State, df.MinVersion = "", q.vers.current+1
+		df.State, df.MinVersion = "", q.vers.Current+1
 	default:
 		return df, fmt.Errorf("queue: unknown job state %q", f.State)
 	}
@@ -273,7 +273,7 @@ func (q *Queue[T]) jobInfo(info *driver.JobInfo, ji *JobInfo[T]) {
 	ji.State, ji.Size, ji.History = info.State, len(info.Body), info.History
 	ji.NextRun, ji.LeaseHolder, ji.LeaseEnd = info.NextRun, info.LeaseHolder, info.LeaseEnd
 	ji.Canceling, ji.Reason, ji.DeadAt = info.Canceling, info.Reason, info.DeadAt
-	if info.State != StateDead && info.Version > q.vers.current {
+	if info.State != StateDead && info.Version > q.vers.Current {
 		ji.State = StateAwaitingVersion
 	}
 }

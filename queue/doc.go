@@ -115,8 +115,8 @@ package queue
 // queue/internal/storable's), errors.go the
 // sentinel errors; consumer.go the Consumer, worker.go its worker loops, settle.go how a job
 // is settled, lease.go the keeper (lease timing and renewal), drain.go Consumer.Drain,
-// health.go Health, version.go payload versions (WithVersion, WithUpgrade, the hand-back of
-// jobs not understood), share.go Share (workers shared by consumers, by weight or priority;
+// health.go Health, version.go payload versions (WithVersion, WithUpgrade, WithVersionWait; the upgrades and
+// the hand-back record of jobs not understood are queue/internal/version's), share.go Share (workers shared by consumers, by weight or priority;
 // the slot scheduler is queue/internal/share's),
 // snooze.go Snooze and WithMaxSnoozes, periodic.go periodic jobs (Queue.Periodic, Schedule,
 // Every; the scheduler's walk, catch-up, jitter and loop are queue/internal/periodic's),

@@ -8,6 +8,7 @@ import (
 
 	"github.com/corral-go/corral/backoff"
 	"github.com/corral-go/corral/queue/driver"
+	"github.com/corral-go/corral/queue/internal/version"
 )
 
 // Option configures a Queue in [New]. Every option is named With<Setting>;
@@ -28,7 +29,7 @@ type options struct {
 	logger  *slog.Logger // WithLogger
 
 	version     int
-	upgrades    []upgradeOption
+	upgrades    []version.Upgrade
 	versionWait time.Duration
 }
 
