@@ -229,6 +229,10 @@ func (p *Periodic) Stop() { p.r.Stop() }
 func (p *Periodic) Stats() PeriodicStats {
 	s := p.r.Stats()
 	return PeriodicStats{Name: s.Name, Next: s.Next, NextAt: s.NextAt, Last: s.Last, LastID: s.LastID,
-		LastOutcome: PeriodicOutcome(s.LastOutcome), Err: s.Err,
+		LastOutcome: tickOutcomes[s.LastOutcome], Err: s.Err,
 		Enqueued: s.Enqueued, Duplicates: s.Duplicates, Missed: s.Missed, Failed: s.Failed}
 }
+
+// tickOutcomes names the outcomes of periodic.Outcome.
+var tickOutcomes = [...]PeriodicOutcome{periodic.None: "", periodic.Enqueued: TickEnqueued,
+	periodic.Duplicate: TickDuplicate, periodic.Missed: TickMissed, periodic.Failed: TickFailed}

@@ -26,16 +26,17 @@ type Schedule interface {
 	Next(t time.Time) time.Time
 }
 
-// Outcome is what became of a tick (queue.PeriodicOutcome has the same
-// values).
-type Outcome string
+// Outcome is what became of a tick (see queue.PeriodicOutcome): None
+// before the first, then Enqueued, Duplicate, Missed or Failed.
+type Outcome uint8
 
 // The outcomes of a tick.
 const (
-	Enqueued  Outcome = "enqueued"
-	Duplicate Outcome = "duplicate"
-	Missed    Outcome = "missed"
-	Failed    Outcome = "failed"
+	None Outcome = iota
+	Enqueued
+	Duplicate
+	Missed
+	Failed
 )
 
 // Stats is a Runner's state (queue.PeriodicStats, field for field).
