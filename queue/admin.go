@@ -115,11 +115,7 @@ func (q *Queue[T]) admin() (driver.Admin, error) {
 // cursor or page size. A payload that cannot be decoded is listed with its
 // error in JobInfo.Err.
 func (q *Queue[T]) Jobs(ctx context.Context, f Filter) (Page[T], error) {
-	a, err := q.admin()
-	if err != nil {
-		return Page[T]{}, err
-	}
-	df, err := q.driverFilter(f, time.Now())
+	a, df, err := q.selection(f)
 	if err != nil {
 		return Page[T]{}, err
 	}
@@ -140,12 +136,8 @@ func (q *Queue[T]) Jobs(ctx context.Context, f Filter) (Page[T], error) {
 
 // Count returns how many jobs f selects (its Cursor and Limit aside).
 func (q *Queue[T]) Count(ctx context.Context, f Filter) (int, error) {
-	a, err := q.admin()
-	if err != nil {
-		return 0, err
-	}
 	f.Cursor = ""
-	df, err := q.driverFilter(f, time.Now())
+	a, df, err := q.selection(f)
 	if err != nil {
 		return 0, err
 	}
@@ -240,31 +232,32 @@ func (q *Queue[T]) CancelAll(ctx context.Context, f Filter) (int, error) {
 // bulk applies verb to every job f selects, dead letters if dead, page by
 // page, and counts those it applied to.
 func (q *Queue[T]) bulk(ctx context.Context, f Filter, dead bool, verb func(context.Context, string) error) (int, error) {
-	a, err := q.admin()
+	a, df, err := q.selection(f)
 	if err != nil {
 		return 0, err
 	}
-	if f.State, err = admin.CheckBulkState(f.State, dead); err != nil {
-		return 0, err
-	}
-	df, err := q.driverFilter(f, time.Now())
-	if err != nil {
+	if err := admin.CheckBulk(&df, f.State, dead); err != nil {
 		return 0, err
 	}
 	return admin.Bulk(ctx, a, df, verb, q.observe)
 }
 
-// driverFilter returns the backend's filter for f at now.
-func (q *Queue[T]) driverFilter(f Filter, now time.Time) (driver.Filter, error) {
+// selection returns the backend's driver.Admin and its filter for f, now;
+// or an error if q is closed, the backend has no Admin, or f is not one.
+func (q *Queue[T]) selection(f Filter) (driver.Admin, driver.Filter, error) {
 	df := driver.Filter{State: f.State, IDPrefix: f.IDPrefix, Key: f.Key, Reason: f.Reason, Limit: f.Limit}
+	a, err := q.admin()
+	if err != nil {
+		return nil, df, err
+	}
 	switch f.State {
 	case "", StateReady, StateDelayed, StateInFlight, StateDead:
 	case StateAwaitingVersion:
 		df.State, df.MinVersion = "", q.vers.Current+1
 	default:
-		return df, fmt.Errorf("queue: unknown job state %q", f.State)
+		return nil, df, fmt.Errorf("queue: unknown job state %q", f.State)
 	}
-	return df, admin.Prepare(&df, f.OlderThan, f.Cursor, now)
+	return a, df, admin.Prepare(&df, f.OlderThan, f.Cursor, time.Now())
 }
 
 // jobInfo fills ji from the backend's info.

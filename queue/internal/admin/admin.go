@@ -78,17 +78,18 @@ func Bulk(ctx context.Context, a driver.Admin, f driver.Filter, verb func(contex
 	}
 }
 
-// CheckBulkState returns the error of a bulk verb on jobs in state: dead
-// says the verb takes dead letters (redrive, purge), else stored jobs
-// (cancel). It returns the state to list: StateDead for "" if dead.
-func CheckBulkState(state driver.JobState, dead bool) (driver.JobState, error) {
+// CheckBulk checks f, the filter of a bulk verb on the jobs in state (as
+// the user named it), and completes it: dead says the verb takes dead
+// letters (redrive, purge), which f selects if it names no state; else
+// the verb takes stored jobs (cancel).
+func CheckBulk(f *driver.Filter, state driver.JobState, dead bool) error {
 	switch {
 	case dead && state == "":
-		return driver.StateDead, nil
+		f.State = driver.StateDead
 	case dead != (state == driver.StateDead):
-		return state, fmt.Errorf("queue: a bulk verb on state %q: redrive and purge take dead letters, cancel stored jobs", state)
+		return fmt.Errorf("queue: a bulk verb on state %q: redrive and purge take dead letters, cancel stored jobs", state)
 	}
-	return state, nil
+	return nil
 }
 
 // EncodeCursor returns c as text: its enqueue time in Unix nanoseconds and

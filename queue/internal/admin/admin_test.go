@@ -44,17 +44,22 @@ func TestPrepare(t *testing.T) {
 	}
 }
 
-func TestCheckBulkState(t *testing.T) {
-	if s, err := admin.CheckBulkState("", true); s != driver.StateDead || err != nil {
-		t.Errorf("dead verb on \"\" = %q, %v; want dead, nil", s, err)
+func TestCheckBulk(t *testing.T) {
+	var f driver.Filter
+	if err := admin.CheckBulk(&f, "", true); f.State != driver.StateDead || err != nil {
+		t.Errorf("dead verb on \"\": state %q, %v; want dead, nil", f.State, err)
 	}
-	if _, err := admin.CheckBulkState(driver.StateReady, true); err == nil {
-		t.Error("dead verb on ready = nil error; want one")
+	for _, c := range []struct {
+		state driver.JobState
+		dead  bool
+	}{{driver.StateReady, true}, {"awaiting_version", true}, {driver.StateDead, false}} {
+		f := driver.Filter{State: c.state}
+		if err := admin.CheckBulk(&f, c.state, c.dead); err == nil {
+			t.Errorf("CheckBulk(%q, dead %v) = nil error; want one", c.state, c.dead)
+		}
 	}
-	if _, err := admin.CheckBulkState(driver.StateDead, false); err == nil {
-		t.Error("cancel on dead = nil error; want one")
-	}
-	if s, err := admin.CheckBulkState("", false); s != "" || err != nil {
-		t.Errorf("cancel on \"\" = %q, %v; want \"\", nil", s, err)
+	f = driver.Filter{}
+	if err := admin.CheckBulk(&f, "", false); f.State != "" || err != nil {
+		t.Errorf("cancel on \"\": state %q, %v; want \"\", nil", f.State, err)
 	}
 }
