@@ -111,7 +111,9 @@ func (b *Backend) Count(ctx context.Context, f driver.Filter) (int, error) {
 }
 
 // storedJobs reads every stored job.
-func (b *Backend) storedJobs(ctx context.Context) ([]driver.JobInfo, error) { return b.jobInfos(ctx, "") }
+func (b *Backend) storedJobs(ctx context.Context) ([]driver.JobInfo, error) {
+	return b.jobInfos(ctx, "")
+}
 
 // jobInfos reads the stored job id, or every stored job if id is "".
 func (b *Backend) jobInfos(ctx context.Context, id string) ([]driver.JobInfo, error) {
