@@ -2,14 +2,12 @@ package queue
 
 import (
 	"context"
-	"encoding/base64"
 	"errors"
 	"fmt"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/corral-go/corral/queue/driver"
+	"github.com/corral-go/corral/queue/internal/admin"
 )
 
 // State is where a job is in its life, as [Queue.Jobs] lists it.
@@ -53,9 +51,6 @@ type Filter struct {
 	// verbs: 1 to 1000, 100 if zero.
 	Limit int
 }
-
-// defaultPage is the page size of a Filter with no Limit.
-const defaultPage = 100
 
 // JobInfo is a job as an operator sees it ([Queue.Jobs], [Queue.Inspect]).
 type JobInfo[T any] struct {
@@ -120,11 +115,7 @@ func (q *Queue[T]) admin() (driver.Admin, error) {
 // cursor or page size. A payload that cannot be decoded is listed with its
 // error in JobInfo.Err.
 func (q *Queue[T]) Jobs(ctx context.Context, f Filter) (Page[T], error) {
-	a, err := q.admin()
-	if err != nil {
-		return Page[T]{}, err
-	}
-	df, err := q.driverFilter(f, time.Now())
+	a, df, err := q.selection(f)
 	if err != nil {
 		return Page[T]{}, err
 	}
@@ -138,19 +129,15 @@ func (q *Queue[T]) Jobs(ctx context.Context, f Filter) (Page[T], error) {
 		q.jobInfo(&infos[i], &p.Jobs[i])
 	}
 	if len(infos) == df.Limit {
-		p.Next = encodeCursor(infos[len(infos)-1].Cursor())
+		p.Next = admin.EncodeCursor(infos[len(infos)-1].Cursor())
 	}
 	return p, nil
 }
 
 // Count returns how many jobs f selects (its Cursor and Limit aside).
 func (q *Queue[T]) Count(ctx context.Context, f Filter) (int, error) {
-	a, err := q.admin()
-	if err != nil {
-		return 0, err
-	}
 	f.Cursor = ""
-	df, err := q.driverFilter(f, time.Now())
+	a, df, err := q.selection(f)
 	if err != nil {
 		return 0, err
 	}
@@ -245,76 +232,32 @@ func (q *Queue[T]) CancelAll(ctx context.Context, f Filter) (int, error) {
 // bulk applies verb to every job f selects, dead letters if dead, page by
 // page, and counts those it applied to.
 func (q *Queue[T]) bulk(ctx context.Context, f Filter, dead bool, verb func(context.Context, string) error) (int, error) {
-	a, err := q.admin()
+	a, df, err := q.selection(f)
 	if err != nil {
 		return 0, err
 	}
-	switch {
-	case dead && f.State == "":
-		f.State = StateDead
-	case dead != (f.State == StateDead):
-		return 0, fmt.Errorf("queue: a bulk verb on state %q: redrive and purge take dead letters, cancel stored jobs", f.State)
-	}
-	df, err := q.driverFilter(f, time.Now())
-	if err != nil {
+	if err := admin.CheckBulk(&df, f.State, dead); err != nil {
 		return 0, err
 	}
-	// The jobs enqueued up to the call (a second of slack for a backend's
-	// reading of the clock), so that it ends while producers run.
-	if end := time.Now().Add(time.Second); df.EnqueuedBefore.IsZero() || df.EnqueuedBefore.After(end) {
-		df.EnqueuedBefore = end
-	}
-	n := 0
-	for {
-		infos, err := a.List(ctx, df)
-		q.observe(ctx, err)
-		if err != nil {
-			return n, err
-		}
-		for i := range infos {
-			switch err := verb(ctx, infos[i].ID); {
-			case err == nil:
-				n++
-			case errors.Is(err, ErrNotFound), errors.Is(err, ErrNoJob), errors.Is(err, ErrDuplicate):
-				// settled, redriven or purged meanwhile, or its ID taken
-			default:
-				return n, err
-			}
-		}
-		if len(infos) < df.Limit {
-			return n, nil
-		}
-		df.After = infos[len(infos)-1].Cursor()
-	}
+	return admin.Bulk(ctx, a, df, verb, q.observe)
 }
 
-// driverFilter returns the backend's filter for f at now.
-func (q *Queue[T]) driverFilter(f Filter, now time.Time) (driver.Filter, error) {
+// selection returns the backend's driver.Admin and its filter for f, now;
+// or an error if q is closed, the backend has no Admin, or f is not one.
+func (q *Queue[T]) selection(f Filter) (driver.Admin, driver.Filter, error) {
 	df := driver.Filter{State: f.State, IDPrefix: f.IDPrefix, Key: f.Key, Reason: f.Reason, Limit: f.Limit}
-	if df.Limit == 0 {
-		df.Limit = defaultPage
-	}
-	if err := df.CheckPage(); err != nil {
-		return df, err
+	a, err := q.admin()
+	if err != nil {
+		return nil, df, err
 	}
 	switch f.State {
 	case "", StateReady, StateDelayed, StateInFlight, StateDead:
 	case StateAwaitingVersion:
-		df.State, df.MinVersion = "", q.vers.current+1
+		df.State, df.MinVersion = "", q.vers.Current+1
 	default:
-		return df, fmt.Errorf("queue: unknown job state %q", f.State)
+		return nil, df, fmt.Errorf("queue: unknown job state %q", f.State)
 	}
-	if f.OlderThan > 0 {
-		df.EnqueuedBefore = now.Add(-f.OlderThan)
-	}
-	if f.Cursor != "" {
-		c, err := decodeCursor(f.Cursor)
-		if err != nil {
-			return df, err
-		}
-		df.After = c
-	}
-	return df, nil
+	return a, df, admin.Prepare(&df, f.OlderThan, f.Cursor, time.Now())
 }
 
 // jobInfo fills ji from the backend's info.
@@ -323,30 +266,7 @@ func (q *Queue[T]) jobInfo(info *driver.JobInfo, ji *JobInfo[T]) {
 	ji.State, ji.Size, ji.History = info.State, len(info.Body), info.History
 	ji.NextRun, ji.LeaseHolder, ji.LeaseEnd = info.NextRun, info.LeaseHolder, info.LeaseEnd
 	ji.Canceling, ji.Reason, ji.DeadAt = info.Canceling, info.Reason, info.DeadAt
-	if info.State != StateDead && info.Version > q.vers.current {
+	if info.State != StateDead && info.Version > q.vers.Current {
 		ji.State = StateAwaitingVersion
 	}
-}
-
-// A cursor is its place's enqueue time in Unix nanoseconds and its ID,
-// joined by a dot and encoded in URL-safe base64, so that it goes into a
-// URL as it is.
-func encodeCursor(c driver.Cursor) string {
-	s := strconv.FormatInt(c.EnqueuedAt.UnixNano(), 10) + "." + c.ID
-	return base64.RawURLEncoding.EncodeToString([]byte(s))
-}
-
-var errCursor = errors.New("queue: malformed cursor (pass a Page's Next)")
-
-func decodeCursor(s string) (driver.Cursor, error) {
-	b, err := base64.RawURLEncoding.DecodeString(s)
-	if err != nil {
-		return driver.Cursor{}, errCursor
-	}
-	ns, id, ok := strings.Cut(string(b), ".")
-	n, err := strconv.ParseInt(ns, 10, 64)
-	if !ok || err != nil {
-		return driver.Cursor{}, errCursor
-	}
-	return driver.Cursor{EnqueuedAt: time.Unix(0, n), ID: id}, nil
 }

@@ -62,12 +62,12 @@ func (q *Queue[T]) job(m *driver.Message, j *Job[T]) error {
 		err error
 	)
 	switch {
-	case m.Version == q.vers.current:
+	case m.Version == q.vers.Current:
 		p, err = q.decode(m)
-	case q.vers.understands(m.Version):
-		p, err = q.vers.upgrade(m.Version, m)
+	case q.vers.Understands(m.Version):
+		p, err = q.vers.Upgrade(m.Version, m)
 	default:
-		err = q.vers.notUnderstood(m.Version)
+		err = q.vers.NotUnderstood(m.Version)
 	}
 	// Field by field, every field of Job: a composite literal is built on
 	// the stack and then copied to *j, which measured on every job's path.

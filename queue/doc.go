@@ -110,11 +110,16 @@ package queue
 // (and Overflow's names), admin.go the operator's verbs (Jobs, Count, Inspect, Cancel, Pause,
 // Resume, the bulk verbs; Filter, JobInfo, Page), hooks.go Hooks, Event and PanicError,
 // observe.go WithName, WithLogger and the pprof labels, job.go Job, DeadLetter and the names
-// of Attempt and Reason, headers.go WithHeaders and the bounds of job headers, errors.go the
-// sentinel errors; consumer.go the Consumer, worker.go its worker loops, settle.go how a job
-// is settled, lease.go the keeper (lease timing and renewal), drain.go Consumer.Drain,
-// health.go Health, version.go payload versions (WithVersion, WithUpgrade, the hand-back of
-// jobs not understood), share.go Share (workers shared by consumers, by weight or priority),
-// snooze.go Snooze and WithMaxSnoozes, periodic.go periodic jobs (Queue.Periodic, Schedule,
-// Every), ratelimit.go WithRateLimit. The backend contract is in queue/driver, the in-memory
-// backend in queue/memory.
+// of Attempt and Reason, headers.go WithHeaders, errors.go the sentinel errors; consumer.go
+// the Consumer, worker.go its worker loops, settle.go how a job is settled, lease.go the
+// keeper (lease timing and renewal), drain.go Consumer.Drain, health.go Health, version.go
+// payload versions (WithVersion, WithUpgrade, WithVersionWait), share.go Share (workers shared
+// by consumers, by weight or priority), snooze.go Snooze and WithMaxSnoozes, periodic.go
+// periodic jobs (Queue.Periodic, Schedule, Every), ratelimit.go WithRateLimit.
+//
+// The mechanisms behind them are in packages of their own under queue/internal: admin (a
+// page's cursor, a filter's page size and age, the batches of the bulk verbs), periodic (the
+// walk of a schedule's ticks, catch-up, jitter and the enqueue loop), share (the slot
+// scheduler of a Share), storable (the bounds of IDs, keys and headers that every backend can
+// store) and version (the upgrades and the hand-back record of jobs not understood). The
+// backend contract is in queue/driver, the in-memory backend in queue/memory.

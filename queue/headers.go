@@ -1,19 +1,6 @@
 package queue
 
-import (
-	"fmt"
-	"strings"
-	"unicode/utf8"
-
-	"github.com/corral-go/corral/queue/driver"
-)
-
-// The bounds of a job's headers ([WithHeaders]).
-const (
-	maxHeaders      = 64    // pairs per job
-	maxHeaderKeyLen = 256   // bytes per key
-	maxHeaderBytes  = 16384 // bytes of every key and value together
-)
+import "github.com/corral-go/corral/queue/driver"
 
 type headersOption map[string]string
 
@@ -46,33 +33,4 @@ func WithHeaders(h map[string]string) EnqueueOption {
 		c[k] = v
 	}
 	return c
-}
-
-// checkHeaders returns the error of headers that break the bounds of
-// WithHeaders.
-func checkHeaders(h map[string]string) error {
-	if len(h) > maxHeaders {
-		return fmt.Errorf("queue: headers: %d pairs, more than %d", len(h), maxHeaders)
-	}
-	size := 0
-	for k, v := range h {
-		switch {
-		case k == "":
-			return fmt.Errorf("queue: header key is empty")
-		case len(k) > maxHeaderKeyLen:
-			return fmt.Errorf("queue: header key of %d bytes is longer than %d", len(k), maxHeaderKeyLen)
-		case !utf8.ValidString(v):
-			return fmt.Errorf("queue: header %q: value is not valid UTF-8", k)
-		case strings.IndexByte(v, 0) >= 0:
-			return fmt.Errorf("queue: header %q: value contains a NUL byte", k)
-		}
-		if err := checkStorable("header key", k); err != nil {
-			return err
-		}
-		size += len(k) + len(v)
-	}
-	if size > maxHeaderBytes {
-		return fmt.Errorf("queue: headers of %d bytes are longer than %d", size, maxHeaderBytes)
-	}
-	return nil
 }

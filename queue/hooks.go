@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/corral-go/corral/internal/hooks"
 	"github.com/corral-go/corral/internal/panics"
 )
 
@@ -98,29 +99,9 @@ type Event struct {
 // LogValue returns a group of the event's non-zero fields: id, key,
 // attempt, err, delay, reason and duration.
 func (e Event) LogValue() slog.Value {
-	attrs := make([]slog.Attr, 0, 7)
-	if e.ID != "" {
-		attrs = append(attrs, slog.String("id", e.ID))
-	}
-	if e.Key != "" {
-		attrs = append(attrs, slog.String("key", e.Key))
-	}
-	if e.Attempt != 0 {
-		attrs = append(attrs, slog.Int("attempt", e.Attempt))
-	}
-	if e.Err != nil {
-		attrs = append(attrs, slog.Any("err", e.Err))
-	}
-	if e.Delay != 0 {
-		attrs = append(attrs, slog.Duration("delay", e.Delay))
-	}
-	if e.Reason != "" {
-		attrs = append(attrs, slog.String("reason", string(e.Reason)))
-	}
-	if e.Duration != 0 {
-		attrs = append(attrs, slog.Duration("duration", e.Duration))
-	}
-	return slog.GroupValue(attrs...)
+	return hooks.NonZero(slog.String("id", e.ID), slog.String("key", e.Key), slog.Int("attempt", e.Attempt),
+		slog.Any("err", e.Err), slog.Duration("delay", e.Delay), slog.String("reason", string(e.Reason)),
+		slog.Duration("duration", e.Duration))
 }
 
 // PanicError is a panic the queue recovered: its value, the stack of the

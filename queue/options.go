@@ -4,12 +4,11 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
-	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/corral-go/corral/backoff"
 	"github.com/corral-go/corral/queue/driver"
+	"github.com/corral-go/corral/queue/internal/version"
 )
 
 // Option configures a Queue in [New]. Every option is named With<Setting>;
@@ -30,7 +29,7 @@ type options struct {
 	logger  *slog.Logger // WithLogger
 
 	version     int
-	upgrades    []upgradeOption
+	upgrades    []version.Upgrade
 	versionWait time.Duration
 }
 
@@ -189,32 +188,6 @@ func (o keyOption) applyJob(m *driver.Message) { m.Key = string(o) }
 // [Queue.Message] refuse any other key with an error that starts
 // "queue: ordering key", whatever the backend.
 func WithKey(key string) EnqueueOption { return keyOption(key) }
-
-// maxIDLen is the length in bytes that a job ID ([WithID]) or an ordering
-// key ([WithKey]) may have at most.
-const maxIDLen = 1024
-
-// checkStorable returns the error of an ID or key (what names the field)
-// that some backend cannot store and give back unchanged: the Postgres
-// backend's text columns take neither NUL nor invalid UTF-8 and index a
-// bounded length; the JetStream backend's headers trim spaces and tabs at
-// the ends and turn CR and LF into spaces, and its subjects, which encode
-// the ID and the key, are bounded.
-func checkStorable(what, s string) error {
-	switch {
-	case len(s) > maxIDLen:
-		return fmt.Errorf("queue: %s of %d bytes is longer than %d", what, len(s), maxIDLen)
-	case !utf8.ValidString(s):
-		return fmt.Errorf("queue: %s %q is not valid UTF-8", what, s)
-	case strings.IndexByte(s, 0) >= 0:
-		return fmt.Errorf("queue: %s %q contains a NUL byte", what, s)
-	case strings.ContainsAny(s, "\r\n"):
-		return fmt.Errorf("queue: %s %q contains a carriage return or line feed", what, s)
-	case s != strings.Trim(s, " \t"):
-		return fmt.Errorf("queue: %s %q begins or ends with a space or tab", what, s)
-	}
-	return nil
-}
 
 type uniqueOption struct {
 	key    string

@@ -2,16 +2,14 @@ package queue
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"hash/fnv"
 	"runtime/debug"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
-	"github.com/corral-go/corral/backoff"
+	"github.com/corral-go/corral/queue/internal/periodic"
+	"github.com/corral-go/corral/queue/internal/storable"
 )
 
 // Schedule says when the ticks of a periodic job fall: Next returns the
@@ -120,12 +118,7 @@ type PeriodicStats struct {
 // Periodic is a periodic job of a queue, made by [Queue.Periodic]. It runs
 // until Stop or the queue's Close.
 type Periodic struct {
-	name   string
-	cancel context.CancelFunc
-	done   chan struct{}
-
-	mu sync.Mutex
-	st PeriodicStats
+	r *periodic.Runner
 }
 
 // Periodic runs a periodic job on q: at each tick of s, it enqueues
@@ -168,20 +161,20 @@ func (q *Queue[T]) Periodic(name string, s Schedule, payload func(tick time.Time
 		opt(&o)
 	}
 	now := q.clk.Now()
-	if err := q.checkPeriodic(name, s, now, o.jitter); err != nil {
+	if err := periodic.Check(name, s, now, q.horizon, o.jitter, func(id string) error { return storable.Check("job ID", id) }); err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	p := &Periodic{name: name, cancel: cancel, done: make(chan struct{})}
-	p.st.Name = name
-	r := &periodicRun[T]{q: q, p: p, s: s, payload: payload, o: o}
-	if t := s.Next(now); !t.IsZero() { // what run announces first, known now
-		p.st.Next, p.st.NextAt = t, t.Add(r.jitter(t))
+	p := &Periodic{}
+	forget := func() { // on p's goroutine as it ends
+		q.mu.Lock()
+		delete(q.periodics, p)
+		q.mu.Unlock()
 	}
+	p.r = periodic.New(periodic.Config{Name: name, Schedule: s, Horizon: q.horizon, CatchUp: o.catchUp,
+		Jitter: o.jitter, Now: q.clk.Now, Enqueue: q.tickEnqueuer(payload), Done: forget}, now)
 	q.mu.Lock()
 	if q.closed.Load() {
 		q.mu.Unlock()
-		cancel()
 		return nil, ErrClosed
 	}
 	if q.periodics == nil {
@@ -189,40 +182,22 @@ func (q *Queue[T]) Periodic(name string, s Schedule, payload func(tick time.Time
 	}
 	q.periodics[p] = struct{}{}
 	q.mu.Unlock()
-	go r.run(ctx, now)
+	p.r.Start(now)
 	return p, nil
 }
 
-// checkPeriodic checks a periodic job's name, and its schedule s at now
-// against q's dedup horizon and its jitter (see Periodic).
-func (q *Queue[T]) checkPeriodic(name string, s Schedule, now time.Time, jitter time.Duration) error {
-	if name == "" {
-		return errors.New("queue: Periodic: empty name")
+// tickEnqueuer returns the function that enqueues a tick's job, made by
+// payload. A panic in payload fails the tick with a *PanicError.
+func (q *Queue[T]) tickEnqueuer(payload func(time.Time) T) func(context.Context, time.Time, string) error {
+	return func(ctx context.Context, t time.Time, id string) (err error) {
+		defer func() {
+			if v := recover(); v != nil {
+				err = &PanicError{Where: "Periodic payload", Value: v, Stack: debug.Stack()}
+			}
+		}()
+		_, err = q.Enqueue(ctx, payload(t), WithID(id))
+		return err
 	}
-	t := s.Next(now)
-	if err := checkStorable("job ID", tickID(name, t)); err != nil {
-		return fmt.Errorf("queue: Periodic %q: %w", name, err)
-	}
-	var period time.Duration
-	for range 4 {
-		if t.IsZero() {
-			break
-		}
-		n := s.Next(t)
-		if !n.IsZero() && n.Sub(t) > period {
-			period = n.Sub(t)
-		}
-		t = n
-	}
-	if jitter > 0 && jitter >= period {
-		return fmt.Errorf("queue: Periodic %q: a jitter of %v is not shorter than the schedule's period %v: ticks would be enqueued out of order",
-			name, jitter, period)
-	}
-	if q.horizon <= period {
-		return fmt.Errorf("queue: Periodic %q: the dedup horizon %v is not longer than the schedule's period %v: each tick's ID must stay taken for longer (see WithDedupHorizon)",
-			name, q.horizon, period)
-	}
-	return nil
 }
 
 // periodicStats returns the stats of q's running periodic jobs, by name.
@@ -244,205 +219,20 @@ func (q *Queue[T]) periodicStats() []PeriodicStats {
 	return out
 }
 
-// tickID is the job ID of the tick t of the schedule name.
-func tickID(name string, t time.Time) string {
-	return name + "@" + t.UTC().Format(time.RFC3339Nano)
-}
-
 // Stop stops the periodic job and returns once its goroutine has ended: an
 // enqueue in progress completes first (a broker backend bounds it by its
 // call timeout), and a retry waiting is abandoned, its tick counted as
 // failed. It is idempotent.
-func (p *Periodic) Stop() {
-	p.cancel()
-	<-p.done
-}
+func (p *Periodic) Stop() { p.r.Stop() }
 
 // Stats returns the periodic job's state in this process.
 func (p *Periodic) Stats() PeriodicStats {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.st
+	s := p.r.Stats()
+	return PeriodicStats{Name: s.Name, Next: s.Next, NextAt: s.NextAt, Last: s.Last, LastID: s.LastID,
+		LastOutcome: tickOutcomes[s.LastOutcome], Err: s.Err,
+		Enqueued: s.Enqueued, Duplicates: s.Duplicates, Missed: s.Missed, Failed: s.Failed}
 }
 
-// periodicRun is the goroutine of a Periodic.
-type periodicRun[T any] struct {
-	q       *Queue[T]
-	p       *Periodic
-	s       Schedule
-	payload func(time.Time) T
-	o       periodicOptions
-}
-
-// run runs the schedule from start until ctx ends or the schedule does.
-func (r *periodicRun[T]) run(ctx context.Context, start time.Time) {
-	defer func() {
-		r.p.mu.Lock()
-		r.p.st.Next, r.p.st.NextAt = time.Time{}, time.Time{}
-		r.p.mu.Unlock()
-		r.q.mu.Lock()
-		delete(r.q.periodics, r.p)
-		r.q.mu.Unlock()
-		close(r.p.done)
-	}()
-	// The ticks that fell before start, within the horizon: the catch-up
-	// policy's to enqueue (another process may have).
-	caught, _ := r.ticks(start.Add(-r.q.horizon), start, r.o.catchUp)
-	last := r.settle(ctx, caught, 0, time.Time{})
-	if last.IsZero() {
-		last = start
-	}
-	for {
-		t := r.s.Next(last)
-		if t.IsZero() {
-			return
-		}
-		at := t.Add(r.jitter(t))
-		r.p.mu.Lock()
-		r.p.st.Next, r.p.st.NextAt = t, at
-		r.p.mu.Unlock()
-		timer := time.NewTimer(at.Sub(r.q.clk.Now()))
-		select {
-		case <-ctx.Done():
-			timer.Stop()
-			return
-		case <-timer.C:
-		}
-		// Normally the one tick t; more if this process stalled or its
-		// clock jumped: the last is current, the others were missed.
-		due, skipped := r.ticks(last, r.q.clk.Now(), r.o.catchUp+1)
-		if len(due) == 0 { // the clock went back: wait again
-			continue
-		}
-		last = r.settle(ctx, due[:len(due)-1], skipped, due[len(due)-1])
-	}
-}
-
-// ticks returns the last keep ticks after from whose enqueue time (the tick
-// and its jitter) is at or before now, in order, and how many such ticks
-// came before them.
-func (r *periodicRun[T]) ticks(from, now time.Time, keep int) (ts []time.Time, skipped uint64) {
-	if keep == 0 {
-		return nil, 0
-	}
-	for t := r.s.Next(from); !t.IsZero() && !t.Add(r.jitter(t)).After(now); t = r.s.Next(t) {
-		if len(ts) == keep {
-			ts = append(ts[:0], ts[1:]...)
-			skipped++
-		}
-		ts = append(ts, t)
-	}
-	return ts, skipped
-}
-
-// settle deals with the ticks missed that the catch-up policy enqueues
-// (oldest first, after skipped ones it skips), then with the tick current
-// if it is not zero, and returns the last tick it dealt with (zero if
-// none).
-func (r *periodicRun[T]) settle(ctx context.Context, missed []time.Time, skipped uint64, current time.Time) time.Time {
-	if skipped > 0 {
-		r.p.mu.Lock()
-		r.p.st.Missed += skipped
-		r.p.mu.Unlock()
-	}
-	var last time.Time
-	for _, t := range missed {
-		r.tick(ctx, t)
-		last = t
-	}
-	if !current.IsZero() {
-		r.tick(ctx, current)
-		last = current
-	}
-	return last
-}
-
-// tick enqueues the job of tick t, retrying an unavailable backend until
-// the tick after t is due, and records the outcome.
-func (r *periodicRun[T]) tick(ctx context.Context, t time.Time) {
-	until := t.Add(r.q.horizon)
-	if n := r.s.Next(t); !n.IsZero() && n.Add(r.jitter(n)).Before(until) {
-		until = n.Add(r.jitter(n))
-	}
-	id := tickID(r.p.name, t)
-	delays := periodicBackoff.Sequence()
-	for {
-		if !r.q.clk.Now().Before(t.Add(r.q.horizon)) {
-			r.record(t, TickMissed, nil) // too late to tell it from a tick handled since
-			return
-		}
-		err := r.enqueue(ctx, t, id)
-		switch {
-		case err == nil:
-			r.record(t, TickEnqueued, nil)
-			return
-		case errors.Is(err, ErrDuplicate):
-			r.record(t, TickDuplicate, nil)
-			return
-		case !errors.Is(err, ErrUnavailable):
-			r.record(t, TickFailed, err)
-			return
-		}
-		wait := delays.Next()
-		if !r.q.clk.Now().Add(wait).Before(until) {
-			r.record(t, TickFailed, err)
-			return
-		}
-		timer := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			timer.Stop()
-			r.record(t, TickFailed, err)
-			return
-		case <-timer.C:
-		}
-	}
-}
-
-// enqueue enqueues the job of tick t with id. A panic in the payload
-// function fails the tick with a *PanicError.
-func (r *periodicRun[T]) enqueue(ctx context.Context, t time.Time, id string) (err error) {
-	defer func() {
-		if v := recover(); v != nil {
-			err = &PanicError{Where: "Periodic payload", Value: v, Stack: debug.Stack()}
-		}
-	}()
-	// Not abandoned at Stop: a tick being enqueued is, or is not, and says
-	// which in the stats. (The backend bounds its call.)
-	_, err = r.q.Enqueue(context.WithoutCancel(ctx), r.payload(t), WithID(id))
-	return err
-}
-
-// periodicBackoff spaces the retries of a tick's enqueue.
-var periodicBackoff = backoff.Exponential(50*time.Millisecond, 2, 5*time.Second,
-	backoff.WithJitter(backoff.EqualJitter))
-
-// record records the outcome o of tick t (err if it failed).
-func (r *periodicRun[T]) record(t time.Time, o PeriodicOutcome, err error) {
-	p := r.p
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.st.Last, p.st.LastID, p.st.LastOutcome = t, tickID(p.name, t), o
-	switch o {
-	case TickEnqueued:
-		p.st.Enqueued++
-	case TickDuplicate:
-		p.st.Duplicates++
-	case TickMissed:
-		p.st.Missed++
-	default:
-		p.st.Failed++
-		p.st.Err = err
-	}
-}
-
-// jitter is the delay of tick t's enqueue (see WithJitter): a hash of the
-// schedule's name and t, the same in every process.
-func (r *periodicRun[T]) jitter(t time.Time) time.Duration {
-	if r.o.jitter <= 0 {
-		return 0
-	}
-	h := fnv.New64a()
-	_, _ = h.Write([]byte(tickID(r.p.name, t)))
-	return time.Duration(h.Sum64() % uint64(r.o.jitter))
-}
+// tickOutcomes names the outcomes of periodic.Outcome.
+var tickOutcomes = [...]PeriodicOutcome{periodic.None: "", periodic.Enqueued: TickEnqueued,
+	periodic.Duplicate: TickDuplicate, periodic.Missed: TickMissed, periodic.Failed: TickFailed}

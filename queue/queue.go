@@ -1,6 +1,7 @@
 package queue
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -15,6 +16,8 @@ import (
 	"github.com/corral-go/corral/internal/clock"
 	"github.com/corral-go/corral/internal/panics"
 	"github.com/corral-go/corral/queue/driver"
+	"github.com/corral-go/corral/queue/internal/storable"
+	"github.com/corral-go/corral/queue/internal/version"
 	"github.com/corral-go/corral/queue/memory"
 )
 
@@ -31,7 +34,7 @@ type Queue[T any] struct {
 	fast    driver.InProcess // the backend, if it is one of its own (see New)
 	values  bool             // fast != nil: payloads cross as values, no codec
 	codec   Codec[T]
-	vers    versions[T] // set once by New
+	vers    version.Set[T] // set once by New
 	hooks   Hooks
 	maxWait time.Duration
 	closed  atomic.Bool // set once by Close, never reset
@@ -84,7 +87,7 @@ func New[T any](ctx context.Context, opts ...Option) (*Queue[T], error) {
 	}
 	q := &Queue[T]{backend: o.backend, hooks: o.hooks, maxWait: o.maxWait, codec: codecFor[T](&o),
 		consumers: make(map[*Consumer[T]]struct{}), horizon: o.cfg.DedupHorizon}
-	q.vers.init(&o)
+	q.vers.Init(o.version, cmp.Or(o.versionWait, DefaultVersionWait), o.upgrades)
 	q.timed = o.timed || o.hooks.OnSuccess != nil || o.hooks.OnRetry != nil || o.hooks.OnDead != nil
 	q.hooks = o.logHooks() // after timed: logging does not time handler runs
 	if o.name != "" {
@@ -222,7 +225,7 @@ func (q *Queue[T]) Enqueue(ctx context.Context, payload T, opts ...EnqueueOption
 		// values and no start-by deadline, written out here: every job of
 		// the default queue takes this path, and a frame less on it shows
 		// in BenchmarkQueueInMemory.
-		m.ID, m.Version, m.EnqueuedAt, m.Value = q.newID(), q.vers.current, q.clk.Now(), payload
+		m.ID, m.Version, m.EnqueuedAt, m.Value = q.newID(), q.vers.Current, q.clk.Now(), payload
 	} else if fresh, err = q.message(&m, payload, opts); err != nil {
 		return m.ID, err
 	}
@@ -287,16 +290,16 @@ func (q *Queue[T]) message(m *driver.Message, payload T, opts []EnqueueOption) (
 			o.applyJob(mp)
 		}
 		*m = *mp
-		if err := checkStorable("job ID", m.ID); err != nil {
+		if err := storable.Check("job ID", m.ID); err != nil {
 			return false, err
 		}
-		if err := checkStorable("ordering key", m.Key); err != nil {
+		if err := storable.Check("ordering key", m.Key); err != nil {
 			return false, err
 		}
-		if err := checkHeaders(m.Headers); err != nil {
+		if err := storable.Headers(m.Headers); err != nil {
 			return false, err
 		}
-		if err := checkStorable("unique key", m.Unique); err != nil {
+		if err := storable.Check("unique key", m.Unique); err != nil {
 			return false, err
 		}
 		if q.ahead(m.ID) {
@@ -304,7 +307,7 @@ func (q *Queue[T]) message(m *driver.Message, payload T, opts []EnqueueOption) (
 		}
 	}
 	m.EnqueuedAt = q.clk.Now()
-	m.Version = q.vers.current
+	m.Version = q.vers.Current
 	if m.ID == "" {
 		m.ID = q.newID()
 		fresh = true

@@ -3,10 +3,10 @@ package queue
 import (
 	"context"
 	"errors"
-	"slices"
 	"strconv"
-	"sync"
 	"time"
+
+	"github.com/corral-go/corral/queue/internal/share"
 )
 
 // Share is a budget of workers that several consumers share, of one queue
@@ -34,14 +34,9 @@ import (
 // workers. It is safe for concurrent use. Make one with [NewShare]: a zero
 // Share panics when a consumer uses it.
 type Share struct {
-	size int
+	size int // 0 in a zero Share
 	mode Sharing
-
-	mu      sync.Mutex // guards the fields below
-	free    int        // slots not held
-	waiting int        // workers waiting for a slot, over every lane
-	pass    uint64     // the pass of the last turn given (see lane.pass)
-	lanes   []*lane    // the consumers, in the order they joined
+	set  *share.Set[func(context.Context) (Stats, error)] // a lane keeps its queue's Stats
 }
 
 // Sharing is how a [Share] gives its free slots to the consumers waiting
@@ -83,7 +78,7 @@ func NewShare(workers int, s Sharing) *Share {
 	case s != Weighted && s != Strict:
 		panic("queue: NewShare: unknown sharing " + s.String())
 	}
-	return &Share{size: workers, mode: s, free: workers}
+	return &Share{size: workers, mode: s, set: share.New[func(context.Context) (Stats, error)](workers, s == Strict)}
 }
 
 // WithShare runs the consumer's handlers on the slots of sh, under the name
@@ -95,7 +90,7 @@ func WithShare(sh *Share, name string, weight int) ConsumerOption {
 	switch {
 	case sh == nil:
 		panic("queue: WithShare(nil): nil share")
-	case weight < 1 || weight > maxWeight:
+	case weight < 1 || weight > share.MaxWeight:
 		panic("queue: WithShare(" + strconv.Quote(name) + ", " + strconv.Itoa(weight) + "): need a weight from 1 to 1000000")
 	}
 	return consumerOptionFunc(func(o *consumerOptions) { o.share, o.shareName, o.shareWeight = sh, name, weight })
@@ -132,23 +127,20 @@ type ShareStats struct {
 // reading one is returned, joined to the others, and leaves its Depth and
 // Lag zero.
 func (sh *Share) Stats(ctx context.Context) ([]ShareStats, error) {
-	sh.mu.Lock()
-	out := make([]ShareStats, len(sh.lanes))
-	queues := make([]func(context.Context) (Stats, error), len(sh.lanes))
+	lanes := sh.set.Snapshot()
+	out := make([]ShareStats, len(lanes))
 	var total time.Duration
-	for i, l := range sh.lanes {
-		out[i] = ShareStats{Name: l.name, Weight: l.weight, Cap: l.cap, Running: l.running,
-			Waiting: len(l.waiters), Turns: l.turns, Busy: l.busy}
-		queues[i] = l.stats
-		total += l.busy
+	for _, l := range lanes {
+		total += l.Busy
 	}
-	sh.mu.Unlock()
 	var errs []error
-	for i := range out {
+	for i, l := range lanes {
+		out[i] = ShareStats{Name: l.Name, Weight: l.Weight, Cap: l.Cap, Running: l.Running,
+			Waiting: l.Waiting, Turns: l.Turns, Busy: l.Busy}
 		if total > 0 {
-			out[i].Share = float64(out[i].Busy) / float64(total)
+			out[i].Share = float64(l.Busy) / float64(total)
 		}
-		s, err := queues[i](ctx)
+		s, err := l.X(ctx)
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -159,164 +151,24 @@ func (sh *Share) Stats(ctx context.Context) ([]ShareStats, error) {
 }
 
 // lane is one consumer's place in a Share.
-type lane struct {
-	name   string
-	weight int
-	cap    int
-	stride uint64                               // the pass a turn costs: strideOne / weight
-	stats  func(context.Context) (Stats, error) // the consumer's queue's Stats
+type lane = share.Lane[func(context.Context) (Stats, error)]
 
-	// Guarded by the Share's mu.
-	pass    uint64          // stride scheduling's pass: the lowest pass waiting goes first
-	waiters []chan struct{} // the workers waiting for a slot, oldest first
-	running int
-	turns   uint64
-	busy    time.Duration
-}
-
-// strideOne is the pass of a turn at weight 1; maxWeight keeps a stride of
-// at least 4,294 (a rounding error under 0.03%).
-const (
-	strideOne = 1 << 32
-	maxWeight = 1_000_000
-)
-
-// rebaseAt is the pass past which giveLocked moves every pass down, so
-// that passes never wrap around.
-const rebaseAt = 1 << 62
-
-// join adds a consumer's lane to sh.
+// join adds a consumer's lane to sh: its name and weight (WithShare), its
+// cap (WithWorkers) and its queue's Stats.
 func (sh *Share) join(name string, weight, limit int, stats func(context.Context) (Stats, error)) *lane {
-	l := &lane{name: name, weight: weight, cap: min(limit, sh.size), stride: strideOne / uint64(weight), stats: stats}
-	sh.mu.Lock()
-	sh.lanes = append(sh.lanes, l)
-	sh.mu.Unlock()
-	return l
+	return sh.set.Join(name, weight, limit, stats)
 }
 
 // leave takes l out of sh, once its consumer's workers have returned.
-func (sh *Share) leave(l *lane) {
-	sh.mu.Lock()
-	sh.lanes = slices.DeleteFunc(sh.lanes, func(x *lane) bool { return x == l })
-	sh.mu.Unlock()
-}
+func (sh *Share) leave(l *lane) { sh.set.Leave(l) }
 
 // acquire waits for a slot for l, and reports whether it got one; false if
 // ctx ended first. grant is the worker's own channel (capacity 1), through
 // which a slot is handed over. While it waits, renew is called every
 // renewEvery; if renew reports false, acquire gives up and returns false.
 func (sh *Share) acquire(ctx context.Context, l *lane, grant chan struct{}, renewEvery time.Duration, renew func() bool) bool {
-	sh.mu.Lock()
-	if sh.free > 0 && sh.waiting == 0 && l.running < l.cap {
-		sh.giveLocked(l)
-		sh.mu.Unlock()
-		return true
-	}
-	if len(l.waiters) == 0 && l.running == 0 {
-		// Back from idle: no credit for the turns it did not take.
-		l.pass = max(l.pass, sh.pass)
-	}
-	l.waiters = append(l.waiters, grant)
-	sh.waiting++
-	sh.dispatchLocked()
-	sh.mu.Unlock()
-
-	t := time.NewTimer(renewEvery)
-	defer t.Stop()
-	for {
-		select {
-		case <-grant:
-			return true
-		case <-ctx.Done():
-		case <-t.C:
-			if renew() {
-				t.Reset(renewEvery)
-				continue
-			}
-		}
-		return sh.withdraw(l, grant)
-	}
-}
-
-// withdraw takes the waiting worker with grant off l's waiters, and
-// reports false; if the slot was given to it meanwhile, it gives the slot
-// back.
-func (sh *Share) withdraw(l *lane, grant chan struct{}) bool {
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	if i := slices.Index(l.waiters, grant); i >= 0 {
-		l.waiters = slices.Delete(l.waiters, i, i+1)
-		sh.waiting--
-		return false
-	}
-	<-grant // given meanwhile: the send happened under mu
-	sh.releaseLocked(l, 0)
-	return false
+	return sh.set.Acquire(ctx, l, grant, renewEvery, renew)
 }
 
 // release gives back the slot l held for busy.
-func (sh *Share) release(l *lane, busy time.Duration) {
-	sh.mu.Lock()
-	sh.releaseLocked(l, busy)
-	sh.mu.Unlock()
-}
-
-// releaseLocked is release, with sh.mu held.
-func (sh *Share) releaseLocked(l *lane, busy time.Duration) {
-	sh.free++
-	l.running--
-	l.busy += busy
-	sh.dispatchLocked()
-}
-
-// giveLocked gives l a slot. sh.mu held.
-func (sh *Share) giveLocked(l *lane) {
-	sh.free--
-	l.running++
-	l.turns++
-	sh.pass = l.pass
-	l.pass += l.stride
-	if sh.pass > rebaseAt {
-		// Every lane waiting has a pass at or above sh.pass, less a stride;
-		// a lower one (idle, or held back by its cap) goes first anyway.
-		base := sh.pass - strideOne
-		for _, x := range sh.lanes {
-			x.pass = max(x.pass, base) - base
-		}
-		sh.pass -= base
-	}
-}
-
-// dispatchLocked hands the free slots to the waiting workers, as the
-// Sharing says. sh.mu held.
-func (sh *Share) dispatchLocked() {
-	for sh.free > 0 && sh.waiting > 0 {
-		l := sh.nextLocked()
-		if l == nil {
-			return // every lane waiting is at its cap
-		}
-		grant := l.waiters[0]
-		l.waiters = slices.Delete(l.waiters, 0, 1)
-		sh.waiting--
-		sh.giveLocked(l)
-		grant <- struct{}{} // capacity 1, and its worker waits on nothing else
-	}
-}
-
-// nextLocked returns the lane whose waiting worker goes next: the lowest
-// pass (Weighted), or the highest weight and then the lowest pass
-// (Strict); ties go to the lane that joined first. Lanes at their cap wait.
-// It returns nil if every lane waiting is at its cap. sh.mu held.
-func (sh *Share) nextLocked() *lane {
-	var best *lane
-	for _, l := range sh.lanes {
-		if len(l.waiters) == 0 || l.running >= l.cap {
-			continue
-		}
-		if best == nil || sh.mode == Strict && l.weight > best.weight ||
-			(sh.mode == Weighted || l.weight == best.weight) && l.pass < best.pass {
-			best = l
-		}
-	}
-	return best
-}
+func (sh *Share) release(l *lane, busy time.Duration) { sh.set.Release(l, busy) }

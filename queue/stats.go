@@ -187,7 +187,7 @@ func (q *Queue[T]) Stats(ctx context.Context) (Stats, error) {
 	s := Stats{
 		Ready: bs.Ready, InFlight: bs.InFlight, Delayed: bs.Delayed, Dead: bs.Dead, Paused: bs.Paused,
 		DeadEvicted:     q.c.deadEvicted.Load(),
-		AwaitingVersion: q.vers.waits.count(q.clk.Now()),
+		AwaitingVersion: q.vers.Waits.Count(q.clk.Now()),
 		Enqueued:        q.c.enqueued.Load(),
 		Duplicates:      q.c.duplicates.Load(),
 		Rejected:        q.c.rejected.Load(),

@@ -388,11 +388,11 @@ func (w *worker[T]) refuse(err error, now time.Time, startBy bool) {
 	case startBy && now.After(d.StartBy):
 		err = errors.New("queue: not started by " + d.StartBy.Format(time.RFC3339Nano))
 		reason = ReasonExpired
-	case !c.q.vers.understands(d.Version):
+	case !c.q.vers.Understands(d.Version):
 		if w.handBack(now) {
 			return
 		}
-		err = fmt.Errorf("%w: no consumer that does took the job within %v", err, c.q.vers.waits.wait)
+		err = fmt.Errorf("%w: no consumer that does took the job within %v", err, c.q.vers.Waits.Wait())
 		reason = ReasonVersion
 	default:
 		reason = ReasonDecode
@@ -408,7 +408,7 @@ func (w *worker[T]) refuse(err error, now time.Time, startBy bool) {
 // WithVersionWait): refuse then dead-letters it with ReasonVersion.
 func (w *worker[T]) handBack(now time.Time) bool {
 	c := w.c
-	delay, over := c.q.vers.waits.handBack(w.d.ID, now)
+	delay, over := c.q.vers.Waits.HandBack(w.d.ID, now)
 	if over {
 		return false
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/corral-go/corral/backoff"
+	"github.com/corral-go/corral/internal/hooks"
 )
 
 // Defaults of a Policy built without the corresponding option.
@@ -162,20 +163,8 @@ type RetryEvent struct {
 
 // LogValue returns a group of the event's non-zero fields: attempt, err, delay and duration.
 func (e RetryEvent) LogValue() slog.Value {
-	attrs := make([]slog.Attr, 0, 4)
-	if e.Attempt != 0 {
-		attrs = append(attrs, slog.Int("attempt", e.Attempt))
-	}
-	if e.Err != nil {
-		attrs = append(attrs, slog.Any("err", e.Err))
-	}
-	if e.Delay != 0 {
-		attrs = append(attrs, slog.Duration("delay", e.Delay))
-	}
-	if e.Duration != 0 {
-		attrs = append(attrs, slog.Duration("duration", e.Duration))
-	}
-	return slog.GroupValue(attrs...)
+	return hooks.NonZero(slog.Int("attempt", e.Attempt), slog.Any("err", e.Err), slog.Duration("delay", e.Delay),
+		slog.Duration("duration", e.Duration))
 }
 
 // Policy is a reusable retry configuration: build it once with [New] and pass it to [Do] or

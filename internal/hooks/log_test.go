@@ -3,8 +3,11 @@ package hooks_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"log/slog"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/corral-go/corral/internal/hooks"
 )
@@ -46,5 +49,19 @@ func TestNamed(t *testing.T) {
 	named.Info("m")
 	if got, want := buf.String(), "level=INFO msg=m pool=p\n"; got != want {
 		t.Fatalf("record = %q, want %q", got, want)
+	}
+}
+
+func TestNonZeroKeepsWhatIsSet(t *testing.T) {
+	v := hooks.NonZero(slog.String("id", ""), slog.String("key", "k"), slog.Int("attempt", 0), slog.Int("n", 2),
+		slog.Uint64("u", 0), slog.Float64("f", 0), slog.Duration("d", 0), slog.Duration("delay", 3),
+		slog.Time("at", time.Time{}), slog.Bool("paused", false), slog.Bool("on", true),
+		slog.Any("err", nil), slog.Any("cause", errors.New("x")))
+	var got []string
+	for _, a := range v.Group() {
+		got = append(got, a.Key)
+	}
+	if strings.Join(got, " ") != "key n delay on cause" {
+		t.Fatalf("NonZero kept %v; want key n delay on cause", got)
 	}
 }

@@ -230,6 +230,22 @@ func SortJobs(jobs []JobInfo) {
 // Gather's.
 type Gather func(ctx context.Context, dead bool) ([]JobInfo, error)
 
+// NewGather returns the Gather of a backend that checks it is open with
+// open, reads its stored jobs with stored, and its dead letters with dead
+// (its Backend.DeadLetters, read by DeadInfos). An error from open is
+// returned before anything is read.
+func NewGather(open func() error, dead func(context.Context) iter.Seq2[DeadMessage, error], stored func(context.Context) ([]JobInfo, error)) Gather {
+	return func(ctx context.Context, isDead bool) ([]JobInfo, error) {
+		if err := open(); err != nil {
+			return nil, err
+		}
+		if isDead {
+			return DeadInfos(dead(ctx))
+		}
+		return stored(ctx)
+	}
+}
+
 // List answers Admin.List with what g reads: it refuses a Limit List does
 // not take (CheckPage), reads the dead letters if f.State is StateDead and
 // the stored jobs otherwise, and returns the page of them f selects (Page).

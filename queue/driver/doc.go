@@ -40,8 +40,8 @@ package driver
 // Where things are: backend.go holds the Backend interface and what crosses
 // it (Message, Delivery, DeadMessage, the results, Stats, SharedLease,
 // Reconnecter, RateLimiter); admin.go Admin, the operator's verbs, with
-// Filter, Cursor and JobInfo, and Gather, List and Count read in a
-// backend's process; call.go Call, how a broker backend bounds, reports and
+// Filter, Cursor and JobInfo, and Gather (and NewGather), List and Count
+// read in a backend's process; call.go Call, how a broker backend bounds, reports and
 // waits for its calls; settings.go Shared, SettingsError, CompareSettings
 // and AgreeLease, the shared settings; config.go Config and Overflow;
 // attempt.go Attempt and Reason;

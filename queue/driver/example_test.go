@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"sync"
 	"time"
 
@@ -101,4 +102,30 @@ func ExampleGather() {
 	// b ready
 	// 2 ready; x canceled
 	// queue: page size must be 1 to 1000
+}
+
+// A backend that can read its stored jobs, and whose DeadLetters lists its
+// dead letters, gets its Gather from NewGather; the open check comes first.
+func ExampleNewGather() {
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	open := error(nil)
+	stored := func(context.Context) ([]driver.JobInfo, error) {
+		return []driver.JobInfo{{Message: driver.Message{ID: "a", EnqueuedAt: at}, State: driver.StateReady}}, nil
+	}
+	dead := func(context.Context) iter.Seq2[driver.DeadMessage, error] {
+		return func(yield func(driver.DeadMessage, error) bool) {
+			yield(driver.DeadMessage{Message: driver.Message{ID: "x", EnqueuedAt: at}, Reason: driver.ReasonPanic}, nil)
+		}
+	}
+	g := driver.NewGather(func() error { return open }, dead, stored)
+	ctx := context.Background()
+	n, _ := g.Count(ctx, driver.Filter{})
+	page, _ := g.List(ctx, driver.Filter{State: driver.StateDead, Limit: 10})
+	fmt.Println(n, "stored;", page[0].ID, page[0].State, page[0].Reason)
+	open = driver.ErrClosed
+	_, err := g.Count(ctx, driver.Filter{})
+	fmt.Println(err)
+	// Output:
+	// 1 stored; x dead panic
+	// queue: closed
 }

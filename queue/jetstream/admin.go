@@ -295,23 +295,12 @@ func (b *Backend) marks(ctx context.Context, filter string) (map[string]map[stri
 
 // List implements driver.Admin (see above for its cost).
 func (b *Backend) List(ctx context.Context, f driver.Filter) ([]driver.JobInfo, error) {
-	return driver.Gather(b.gather).List(ctx, f)
+	return driver.NewGather(b.checkOpen, b.DeadLetters, b.storedJobs).List(ctx, f)
 }
 
 // Count implements driver.Admin (see above for its cost).
 func (b *Backend) Count(ctx context.Context, f driver.Filter) (int, error) {
-	return driver.Gather(b.gather).Count(ctx, f)
-}
-
-// gather reads the dead letters if dead, else the stored jobs.
-func (b *Backend) gather(ctx context.Context, dead bool) ([]driver.JobInfo, error) {
-	if err := b.checkOpen(); err != nil {
-		return nil, err
-	}
-	if dead {
-		return driver.DeadInfos(b.DeadLetters(ctx))
-	}
-	return b.storedJobs(ctx)
+	return driver.NewGather(b.checkOpen, b.DeadLetters, b.storedJobs).Count(ctx, f)
 }
 
 // storedJobs reads every stored job, with its state.

@@ -133,12 +133,12 @@ func (b *Backend) List(ctx context.Context, f driver.Filter) ([]driver.JobInfo, 
 
 // Count implements driver.Admin.
 func (b *Backend) Count(ctx context.Context, f driver.Filter) (int, error) {
-	if err := b.checkOpen(); err != nil {
+	cctx, cancel, err := b.openCall(ctx)
+	if err != nil {
 		return 0, err
 	}
-	w, args := where(&f, "", false)
-	cctx, cancel := b.call(ctx)
 	defer cancel()
+	w, args := where(&f, "", false)
 	var n int
 	if err := b.pool.QueryRow(cctx, "SELECT count(*) FROM ("+b.sql.adm.jobs+w+") AS c", append([]any{b.name}, args...)...).Scan(&n); err != nil {
 		return 0, calls.Fail(cctx, "count jobs", err)
@@ -207,13 +207,13 @@ func (b *Backend) queryJobs(ctx context.Context, what, q string, args []any) ([]
 
 // Cancel implements driver.Admin.
 func (b *Backend) Cancel(ctx context.Context, id string) error {
-	if err := b.checkOpen(); err != nil {
+	cctx, cancel, err := b.openCall(ctx)
+	if err != nil {
 		return err
 	}
-	cctx, cancel := b.call(ctx)
 	defer cancel()
 	var inFlight *bool
-	err := b.pool.QueryRow(cctx, b.sql.adm.mark, b.name, id).Scan(&inFlight)
+	err = b.pool.QueryRow(cctx, b.sql.adm.mark, b.name, id).Scan(&inFlight)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 		var dead bool
@@ -296,10 +296,10 @@ func (b *Backend) settleCanceled(ctx context.Context, d *driver.Delivery, a driv
 
 // SetPaused implements driver.Admin.
 func (b *Backend) SetPaused(ctx context.Context, paused bool) error {
-	if err := b.checkOpen(); err != nil {
+	cctx, cancel, err := b.openCall(ctx)
+	if err != nil {
 		return err
 	}
-	cctx, cancel := b.call(ctx)
 	defer cancel()
 	var notified *string
 	if err := b.pool.QueryRow(cctx, b.sql.adm.pause, b.name, paused, b.channel).Scan(&notified); err != nil {

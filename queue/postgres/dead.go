@@ -155,13 +155,13 @@ func (b *Backend) redriveOnce(ctx context.Context, id string) error {
 
 // Purge implements driver.Backend.
 func (b *Backend) Purge(ctx context.Context, id string) error {
-	if err := b.checkOpen(); err != nil {
+	cctx, cancel, err := b.openCall(ctx)
+	if err != nil {
 		return err
 	}
-	cctx, cancel := b.call(ctx)
 	defer cancel()
 	var dead int64
-	err := b.pool.QueryRow(cctx, b.sql.purge, b.name, id).Scan(&dead)
+	err = b.pool.QueryRow(cctx, b.sql.purge, b.name, id).Scan(&dead)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return driver.ErrNotFound
 	}
@@ -176,10 +176,10 @@ func (b *Backend) Purge(ctx context.Context, id string) error {
 // dead letters' count and the oldest enqueue time.
 func (b *Backend) Stats(ctx context.Context) (driver.Stats, error) {
 	var s driver.Stats
-	if err := b.checkOpen(); err != nil {
+	cctx, cancel, err := b.openCall(ctx)
+	if err != nil {
 		return s, err
 	}
-	cctx, cancel := b.call(ctx)
 	defer cancel()
 	var (
 		oldest *time.Time

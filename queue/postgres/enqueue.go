@@ -104,6 +104,20 @@ type span struct {
 // savepoint names the savepoint of a span in the caller's transaction.
 const savepoint = "corral_enqueue"
 
+// beginTry begins the span of one try of an enqueue (see begin) in a call of its own: cctx bounds
+// the try by the call timeout, and end rolls the span back (a no-op once it is committed) and
+// ends the call. An error is the enqueue's, as calls.Fail reports it.
+func (b *Backend) beginTry(ctx context.Context, tx Tx) (cctx context.Context, s *span, end func(), err error) {
+	cctx, cancel := b.call(ctx)
+	s, err = b.begin(cctx, tx)
+	if err != nil {
+		err = calls.Fail(cctx, "enqueue", err) // before cancel: Fail reads cctx
+		cancel()
+		return nil, nil, nil, err
+	}
+	return cctx, s, func() { s.rollback(context.WithoutCancel(cctx)); cancel() }, nil
+}
+
 // begin starts a span: a transaction of the backend's own if tx is nil, else a savepoint in tx.
 func (b *Backend) begin(ctx context.Context, tx Tx) (*span, error) {
 	if tx == nil {
@@ -219,13 +233,11 @@ func (b *Backend) insert(ctx context.Context, q Tx, m driver.Message, dedup bool
 // overflow policy decides. It reports again (and no error) when Block must wait for room, or
 // another transaction holds the job's key.
 func (b *Backend) enqueueCounted(ctx context.Context, caller Tx, m driver.Message) (res driver.EnqueueResult, again bool, err error) {
-	cctx, cancel := b.call(ctx)
-	defer cancel()
-	tx, err := b.begin(cctx, caller)
+	cctx, tx, end, err := b.beginTry(ctx, caller)
 	if err != nil {
-		return res, false, calls.Fail(cctx, "enqueue", err)
+		return res, false, err
 	}
-	defer tx.rollback(context.WithoutCancel(cctx)) // a no-op once committed
+	defer end()
 	seq, err := b.insert(cctx, tx, m, true)
 	if errors.Is(err, errKeyBusy) {
 		return res, true, nil

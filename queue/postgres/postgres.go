@@ -283,6 +283,16 @@ func (b *Backend) call(ctx context.Context) (context.Context, context.CancelFunc
 	return calls.Context(ctx, b.o.callTimeout)
 }
 
+// openCall is call for a call of the backend's API: the error of checkOpen if the backend is not
+// open (and no context), else the context of the call, which the caller cancels.
+func (b *Backend) openCall(ctx context.Context) (context.Context, context.CancelFunc, error) {
+	if err := b.checkOpen(); err != nil {
+		return nil, nil, err
+	}
+	cctx, cancel := b.call(ctx)
+	return cctx, cancel, nil
+}
+
 // micros returns d in microseconds, for the SQL's durations.
 func micros(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
 

@@ -10,10 +10,10 @@ import (
 // of the table rates keeps the starts within the window, dated by the server's clock, and the
 // statement that takes a start locks it, so the limit is exact across processes.
 func (b *Backend) TakeStart(ctx context.Context, n int, per time.Duration) (bool, time.Duration, error) {
-	if err := b.checkOpen(); err != nil {
+	cctx, cancel, err := b.openCall(ctx)
+	if err != nil {
 		return false, 0, err
 	}
-	cctx, cancel := b.call(ctx)
 	defer cancel()
 	if !b.rateRowMade.Load() {
 		if _, err := b.pool.Exec(cctx, b.sql.rateRow, b.name); err != nil {

@@ -70,10 +70,10 @@ func (b *Backend) agree(ctx context.Context, mine settings) (settings, error) {
 // asking for another fails with an error naming both, unless the backend was created
 // WithReconfigure, which sets the queue's lease to this one.
 func (b *Backend) CheckLease(ctx context.Context, lease time.Duration) error {
-	if err := b.checkOpen(); err != nil {
+	ctx, cancel, err := b.openCall(ctx)
+	if err != nil {
 		return err
 	}
-	ctx, cancel := b.call(ctx)
 	defer cancel()
 	return driver.AgreeLease(ctx, "postgres", lease, &b.mu, &b.set, func(ctx context.Context, mine settings) (settings, error) {
 		mine.Lease = lease.Truncate(time.Microsecond)

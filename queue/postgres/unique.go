@@ -16,13 +16,11 @@ import (
 // by a job of the same ID is the ID's duplicate. It reports again as the enqueue it makes
 // does, and when the holder of the key committed while the claim ran.
 func (b *Backend) enqueueUnique(ctx context.Context, tx Tx, m driver.Message) (res driver.EnqueueResult, again bool, err error) {
-	cctx, cancel := b.call(ctx)
-	defer cancel()
-	s, err := b.begin(cctx, tx)
+	cctx, s, end, err := b.beginTry(ctx, tx)
 	if err != nil {
-		return res, false, calls.Fail(cctx, "enqueue", err)
+		return res, false, err
 	}
-	defer s.rollback(context.WithoutCancel(cctx)) // a no-op once committed
+	defer end()
 	var (
 		holder  string
 		claimed bool

@@ -102,22 +102,16 @@ return 1
 
 // List implements driver.Admin.
 func (b *Backend) List(ctx context.Context, f driver.Filter) ([]driver.JobInfo, error) {
-	return driver.Gather(b.gather).List(ctx, f)
+	return driver.NewGather(b.checkOpen, b.DeadLetters, b.storedJobs).List(ctx, f)
 }
 
 // Count implements driver.Admin.
 func (b *Backend) Count(ctx context.Context, f driver.Filter) (int, error) {
-	return driver.Gather(b.gather).Count(ctx, f)
+	return driver.NewGather(b.checkOpen, b.DeadLetters, b.storedJobs).Count(ctx, f)
 }
 
-// gather reads the dead letters if dead, else the stored jobs.
-func (b *Backend) gather(ctx context.Context, dead bool) ([]driver.JobInfo, error) {
-	if err := b.checkOpen(); err != nil {
-		return nil, err
-	}
-	if dead {
-		return driver.DeadInfos(b.DeadLetters(ctx))
-	}
+// storedJobs reads every stored job.
+func (b *Backend) storedJobs(ctx context.Context) ([]driver.JobInfo, error) {
 	return b.jobInfos(ctx, "")
 }
 
