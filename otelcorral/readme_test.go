@@ -16,7 +16,7 @@ import (
 	"github.com/corral-go/corral/retry"
 )
 
-// The README's OpenTelemetry snippet, as written there, with stubs for what it calls: it
+// The snippet of otelcorral/README.md, as written there, with stubs for what it calls: it
 // reports to the global providers, which the test sets and then restores.
 func TestREADMESnippet(t *testing.T) {
 	type Email struct{ To string }

@@ -16,7 +16,7 @@ import (
 	"github.com/corral-go/corral/retry"
 )
 
-// The README's Prometheus snippet, as written there; /metrics then serves every source.
+// The snippet of promcorral/README.md, as written there; /metrics then serves every source.
 func TestREADMESnippet(t *testing.T) {
 	ctx := context.Background()
 	mux := http.NewServeMux()

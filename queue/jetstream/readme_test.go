@@ -13,8 +13,8 @@ import (
 	"github.com/corral-go/corral/queue/jetstream/internal/natstest"
 )
 
-// The README's "Scaling out" snippet, as written there, against a test server (one node, so one
-// replica instead of three).
+// The snippet of queue/jetstream/README.md, as written there, against a test server (one node,
+// so one replica instead of three).
 func TestREADMESnippet(t *testing.T) {
 	type Order struct{ ID string }
 	srv := natstest.Start(t)

@@ -15,7 +15,7 @@ import (
 	"github.com/corral-go/corral/queue/postgres"
 )
 
-// The README's snippets, as written there, against a throwaway server.
+// The snippets of queue/postgres/README.md, as written there, against a throwaway server.
 func TestREADMESnippets(t *testing.T) {
 	type Email struct{ To string }
 	srv, _ := startDB(t)
