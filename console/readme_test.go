@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/corral-go/corral/console"
+	"github.com/corral-go/corral/internal/readmetest"
 	"github.com/corral-go/corral/queue"
 )
 
@@ -54,4 +55,9 @@ func TestREADMESnippet(t *testing.T) {
 				rec.Code, authenticated, strings.Contains(page, `data-share="workers"`), strings.Contains(page, "billing"))
 		}
 	}()
+}
+
+// README.md's snippets are the ones the tests above run (see internal/readmetest).
+func TestREADMEInStep(t *testing.T) {
+	readmetest.Check(t, "README.md", []string{"readme_test.go"})
 }

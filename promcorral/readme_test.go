@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/corral-go/corral/internal/readmetest"
 	"github.com/corral-go/corral/pool"
 	"github.com/corral-go/corral/promcorral"
 	"github.com/corral-go/corral/queue"
@@ -51,4 +52,9 @@ func TestREADMESnippet(t *testing.T) {
 			t.Errorf("/metrics lacks %s:\n%s", want, body)
 		}
 	}
+}
+
+// README.md's snippets are the ones the tests above run (see internal/readmetest).
+func TestREADMEInStep(t *testing.T) {
+	readmetest.Check(t, "README.md", []string{"readme_test.go"})
 }

@@ -7,6 +7,7 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 
+	"github.com/corral-go/corral/internal/readmetest"
 	"github.com/corral-go/corral/queue"
 	corralredis "github.com/corral-go/corral/queue/redis"
 	"github.com/corral-go/corral/queue/redis/internal/redistest"
@@ -39,4 +40,13 @@ func TestREADMESnippet(t *testing.T) {
 	if err != nil || s.Enqueued != 1 || s.Ready != 1 {
 		t.Errorf("stats %+v, %v; want one job enqueued and ready", s, err)
 	}
+}
+
+// README.md's snippets are the ones the tests above run (see internal/readmetest).
+func TestREADMEInStep(t *testing.T) {
+	readmetest.Check(t, "README.md", []string{"readme_test.go"},
+		// The test runs on a throwaway server, under a queue name of its own.
+		`client := goredis.NewClient(&goredis.Options{Addr: "localhost:6379"})`,
+		`q, err := queue.New[Order](ctx, queue.WithBackend(corralredis.New(client, "orders")))`,
+	)
 }
