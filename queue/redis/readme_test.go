@@ -22,7 +22,7 @@ func TestREADMESnippet(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 
-	var s queue.Stats
+	var job queue.JobInfo[Order]
 	err := func() error {
 		client := goredis.NewClient(&goredis.Options{Addr: srv.Addr()})
 		defer client.Close()
@@ -31,14 +31,15 @@ func TestREADMESnippet(t *testing.T) {
 			return err
 		}
 		defer q.Close(ctx)
-		if _, err := q.Enqueue(ctx, Order{"o-1"}, queue.WithID("o-1")); err != nil {
+		id, err := q.Enqueue(ctx, Order{"o-1"})
+		if err != nil {
 			return err
 		}
-		s, err = q.Stats(ctx)
+		job, err = q.Inspect(ctx, id)
 		return err
 	}()
-	if err != nil || s.Enqueued != 1 || s.Ready != 1 {
-		t.Errorf("stats %+v, %v; want one job enqueued and ready", s, err)
+	if err != nil || job.State != queue.StateReady || job.Job.Payload != (Order{"o-1"}) {
+		t.Errorf("the enqueued job: %+v, %v; want it ready, with its payload", job, err)
 	}
 }
 
