@@ -1,6 +1,6 @@
 module github.com/corral-go/corral
 
-go 1.25
+go 1.26.0
 
 require go.uber.org/goleak v1.3.0
 

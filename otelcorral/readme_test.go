@@ -2,6 +2,7 @@ package otelcorral_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 
 	"go.opentelemetry.io/otel"
@@ -10,13 +11,15 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
+	"github.com/corral-go/corral/internal/readmetest"
 	"github.com/corral-go/corral/otelcorral"
 	"github.com/corral-go/corral/pool"
 	"github.com/corral-go/corral/queue"
+	"github.com/corral-go/corral/queue/memory"
 	"github.com/corral-go/corral/retry"
 )
 
-// The README's OpenTelemetry snippet, as written there, with stubs for what it calls: it
+// The snippet of otelcorral/README.md, as written there, with stubs for what it calls: it
 // reports to the global providers, which the test sets and then restores.
 func TestREADMESnippet(t *testing.T) {
 	type Email struct{ To string }
@@ -36,7 +39,10 @@ func TestREADMESnippet(t *testing.T) {
 	p := pool.New(1, 1)
 	defer p.Close(ctx)
 
+	b := memory.New()
+
 	err := func() error {
+		// Once, at start-up, with the providers your program exports through (OTLP, stdout, ...).
 		otel.SetTracerProvider(tp)
 		otel.SetMeterProvider(mp)
 		otel.SetTextMapPropagator(propagation.TraceContext{}) // the same in every process
@@ -46,7 +52,7 @@ func TestREADMESnippet(t *testing.T) {
 			return err
 		}
 		emails := tel.Queue("emails")
-		q, err := queue.New[Email](ctx, queue.WithHooks(emails.Hooks()))
+		q, err := queue.New[Email](ctx, queue.WithBackend(b), queue.WithHooks(emails.Hooks()))
 		if err != nil {
 			return err
 		}
@@ -58,8 +64,12 @@ func TestREADMESnippet(t *testing.T) {
 		defer reg.Unregister()
 
 		// Producer: a "send emails" span, whose context goes into the job's headers.
-		if _, err := otelcorral.Enqueue(ctx, emails, q, Email{To: "ada@example.com"}); err != nil {
+		id, err := otelcorral.Enqueue(ctx, emails, q, Email{To: "ada@example.com"})
+		if err != nil {
 			return err
+		}
+		if id == "" {
+			return errors.New("enqueue: no job ID")
 		}
 
 		// Consumer, in any process: a "process emails" span per handler run, child of the producer's.
@@ -93,4 +103,9 @@ func TestREADMESnippet(t *testing.T) {
 		"corral.queue.enqueued{queue=emails}": 1, "corral.queue.succeeded{queue=emails}": 1,
 		"corral.pool.submitted{corral.name=thumbnails}": 0,
 	})
+}
+
+// README.md's snippets are the ones the tests above run (see internal/readmetest).
+func TestREADMEInStep(t *testing.T) {
+	readmetest.Check(t, "README.md", []string{"readme_test.go"})
 }

@@ -35,7 +35,8 @@ func TestREADMESnippet(t *testing.T) {
 			return Thumb{}, err
 		}
 		h, _ := pool.Call(ctx, p, func(ctx context.Context) (Thumb, error) { return render(ctx, img) })
-		return h.Wait(ctx)
+		thumb, err := h.Wait(ctx)
+		return thumb, err
 	}()
 	if err != nil || thumb != (Thumb{32}) || resized.Load() != 1 || dropped.Load() != 0 {
 		t.Errorf("thumb %v, err %v, resized %d, dropped %d", thumb, err, resized.Load(), dropped.Load())
@@ -53,6 +54,7 @@ func TestREADMETimingsSnippet(t *testing.T) {
 
 		p := pool.New(8, 1024, pool.WithTimings())
 		defer p.Close(shutdownCtx)
+		// ... submit tasks ...
 		for range 80 {
 			mustSubmit(t, p, bg, func(context.Context) error { time.Sleep(10 * time.Millisecond); return nil })
 		}

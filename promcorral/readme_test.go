@@ -10,13 +10,14 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/corral-go/corral/internal/readmetest"
 	"github.com/corral-go/corral/pool"
 	"github.com/corral-go/corral/promcorral"
 	"github.com/corral-go/corral/queue"
 	"github.com/corral-go/corral/retry"
 )
 
-// The README's Prometheus snippet, as written there; /metrics then serves every source.
+// The snippet of promcorral/README.md, as written there; /metrics then serves every source.
 func TestREADMESnippet(t *testing.T) {
 	ctx := context.Background()
 	mux := http.NewServeMux()
@@ -51,4 +52,9 @@ func TestREADMESnippet(t *testing.T) {
 			t.Errorf("/metrics lacks %s:\n%s", want, body)
 		}
 	}
+}
+
+// README.md's snippets are the ones the tests above run (see internal/readmetest).
+func TestREADMEInStep(t *testing.T) {
+	readmetest.Check(t, "README.md", []string{"readme_test.go"})
 }

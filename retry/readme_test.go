@@ -34,6 +34,7 @@ func TestREADMESnippet(t *testing.T) {
 	body, err := retry.DoValue(ctx, policy, func(ctx context.Context) ([]byte, error) {
 		return get(ctx, url) // return retry.Permanent(err) for a 4xx, retry.After(err, d) for Retry-After
 	})
+	// errors.Is(err, retry.ErrBudgetExhausted), retry.ErrMaxAttempts, ...; every attempt's error is kept
 	equal(t, nil, err)
 	equal(t, "ok", string(body))
 	err = retry.Do(ctx, policy, func(ctx context.Context) error { return ping(ctx) }) // nil policy: defaults

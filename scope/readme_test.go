@@ -21,6 +21,7 @@ func TestREADMESnippets(t *testing.T) {
 		}
 		return nil
 	}
+	// github.com/corral-go/corral/scope
 	err := scope.Run(ctx, func(s *scope.Scope) error {
 		for _, url := range urls {
 			s.GoNamed(url, func(ctx context.Context) error { return fetch(ctx, url) })

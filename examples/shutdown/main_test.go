@@ -12,7 +12,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -305,11 +304,7 @@ func normalize(t *testing.T, out string, accepted int) string {
 }
 
 // signalCause is what context.Cause says for the NotifyContext context once
-// sig arrived: Go 1.26 names the signal, Go 1.25 (the go.mod minimum) says
-// "context canceled".
+// sig arrived: since Go 1.26 (the go.mod minimum), it names the signal.
 func signalCause(sig string) string {
-	if strings.HasPrefix(runtime.Version(), "go1.25") {
-		return "context canceled"
-	}
 	return sig + " signal received"
 }

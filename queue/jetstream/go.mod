@@ -1,6 +1,6 @@
 module github.com/corral-go/corral/queue/jetstream
 
-go 1.25.0
+go 1.26.0
 
 require (
 	github.com/corral-go/corral v0.2.0

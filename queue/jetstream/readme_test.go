@@ -8,13 +8,14 @@ import (
 	"github.com/nats-io/nats.go"
 	natsjs "github.com/nats-io/nats.go/jetstream"
 
+	"github.com/corral-go/corral/internal/readmetest"
 	"github.com/corral-go/corral/queue"
 	corraljs "github.com/corral-go/corral/queue/jetstream"
 	"github.com/corral-go/corral/queue/jetstream/internal/natstest"
 )
 
-// The README's "Scaling out" snippet, as written there, against a test server (one node, so one
-// replica instead of three).
+// The snippet of queue/jetstream/README.md, as written there, against a test server (one node,
+// so one replica instead of three).
 func TestREADMESnippet(t *testing.T) {
 	type Order struct{ ID string }
 	srv := natstest.Start(t)
@@ -50,4 +51,13 @@ func TestREADMESnippet(t *testing.T) {
 	if err != nil || s.Enqueued != 1 || s.Ready != 1 {
 		t.Errorf("stats %+v, %v; want one job enqueued and ready", s, err)
 	}
+}
+
+// README.md's snippets are the ones the tests above run (see internal/readmetest).
+func TestREADMEInStep(t *testing.T) {
+	readmetest.Check(t, "README.md", []string{"readme_test.go"},
+		// The test runs on one throwaway server (one replica), under a queue name of its own.
+		`nc, err := nats.Connect("nats://a:4222,nats://b:4222,nats://c:4222") // a cluster: list its servers`,
+		`b := corraljs.New(js, "orders", corraljs.WithReplicas(3)) // no I/O: queue.New opens it`,
+	)
 }

@@ -11,11 +11,12 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/corral-go/corral/internal/readmetest"
 	"github.com/corral-go/corral/queue"
 	"github.com/corral-go/corral/queue/postgres"
 )
 
-// The README's snippets, as written there, against a throwaway server.
+// The snippets of queue/postgres/README.md, as written there, against a throwaway server.
 func TestREADMESnippets(t *testing.T) {
 	type Email struct{ To string }
 	srv, _ := startDB(t)
@@ -130,4 +131,9 @@ func TestREADMESnippets(t *testing.T) {
 	if err != nil || stats.Acked != 1 || stats.Ready != 1 || stats.InFlight != 0 || sent != 1 || users != 2 {
 		t.Errorf("stats %+v, %d sent, %d users, %v; want one job acked and one ready, one email recorded, two users", stats, sent, users, err)
 	}
+}
+
+// README.md's snippets are the ones the tests above run (see internal/readmetest).
+func TestREADMEInStep(t *testing.T) {
+	readmetest.Check(t, "README.md", []string{"readme_test.go"})
 }
