@@ -92,9 +92,10 @@
 // worker's path, the record's removal (a purge of its subject), made in the background after the
 // ack (Close waits for it). On a server older than 2.10 the background work writes the job's
 // tombstone first (see above), a fifth request. A redelivered job reads its record as it is
-// delivered, and a job with an ordering key reads the head of its key. For four leases after a
-// reconnection, Ack waits for the removal, and Start and Ack check the work stream (a request
-// each), so that a server that lost its consumer's state cannot make a job run twice.
+// delivered, and a job with an ordering key reads the head of its key. On a queue of one replica,
+// for four leases after a reconnection, Ack waits for the removal, and Start and Ack check the
+// work stream (a request each), so that a server that lost its consumer's state cannot make a job
+// run twice.
 //
 // # Operating the queue
 //

@@ -138,8 +138,8 @@ func (b *Backend) Start(ctx context.Context, d *driver.Delivery) error {
 // Ack implements driver.Backend: the broker removes the job, and confirms it, before Ack returns.
 // The removal of the job's state record (and, on a server older than 2.10, its tombstone)
 // follows in the background, a few requests at a time, and Close waits for it (see
-// aftermath.go); for four leases after a reconnection, and when 4096 acked jobs already wait
-// for it, Ack makes them itself before it returns.
+// aftermath.go). Ack makes them itself, before it returns, when 4096 acked jobs already wait for
+// them, and, on a queue of one replica, for four leases after a reconnection.
 func (b *Backend) Ack(ctx context.Context, d *driver.Delivery) error {
 	tok, err := b.leased(d)
 	if err != nil {
