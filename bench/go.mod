@@ -8,6 +8,7 @@ require (
 	github.com/avast/retry-go/v4 v4.7.0
 	github.com/cenkalti/backoff/v5 v5.0.3
 	github.com/corral-go/corral v0.2.0
+	github.com/corral-go/corral/internal/brokertest v0.2.0
 	github.com/corral-go/corral/queue/jetstream v0.2.0
 	github.com/corral-go/corral/queue/postgres v0.2.0
 	github.com/corral-go/corral/queue/redis v0.2.0

@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"os"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -13,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go"
 	natsjs "github.com/nats-io/nats.go/jetstream"
 
+	"github.com/corral-go/corral/internal/brokertest"
 	"github.com/corral-go/corral/queue"
 	"github.com/corral-go/corral/queue/jetstream"
 )
@@ -141,10 +143,30 @@ func benchProduce(b *testing.B, publish func(i int) error) {
 	}
 }
 
-// benchJetStream starts an embedded JetStream server, shut down when b ends, and returns a
-// client on it.
+// benchJetStream starts a JetStream server, shut down when b ends, and returns a client on it:
+// an embedded one (the nats-server of this module's go.mod), or, when CORRAL_NATS_SERVER names
+// a nats-server binary, a process of it on a random loopback port, so that the rows can be
+// measured on another server version.
 func benchJetStream(b *testing.B) natsjs.JetStream {
 	b.Helper()
+	url := benchNATSServer(b)
+	nc, err := nats.Connect(url)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(nc.Close)
+	js, err := natsjs.New(nc)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return js
+}
+
+// benchNATSServer starts the server of benchJetStream and returns its URL.
+func benchNATSServer(b *testing.B) string {
+	if os.Getenv("CORRAL_NATS_SERVER") != "" {
+		return brokertest.StartNATSFor(b)
+	}
 	srv, err := server.NewServer(&server.Options{
 		Host: "127.0.0.1", Port: server.RANDOM_PORT, NoLog: true, NoSigs: true,
 		JetStream: true, StoreDir: b.TempDir(),
@@ -157,14 +179,5 @@ func benchJetStream(b *testing.B) natsjs.JetStream {
 		b.Fatal("nats server not ready")
 	}
 	b.Cleanup(func() { srv.Shutdown(); srv.WaitForShutdown() })
-	nc, err := nats.Connect(srv.ClientURL())
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(nc.Close)
-	js, err := natsjs.New(nc)
-	if err != nil {
-		b.Fatal(err)
-	}
-	return js
+	return srv.ClientURL()
 }

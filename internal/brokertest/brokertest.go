@@ -24,6 +24,12 @@ import (
 // StartNATS starts a nats-server with JetStream and returns its URL.
 func StartNATS(t *testing.T) string {
 	t.Helper()
+	return StartNATSFor(t)
+}
+
+// StartNATSFor is StartNATS for a benchmark, or any testing.TB.
+func StartNATSFor(t testing.TB) string {
+	t.Helper()
 	paths, err := testserver.Binary{Pkg: "brokertest", Names: []string{"nats-server"}, Env: "CORRAL_NATS_SERVER",
 		Package: "nats-server"}.Find()
 	if err != nil {

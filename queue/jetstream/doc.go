@@ -83,6 +83,21 @@
 // A job with a start time (queue.WithDelay, queue.WithNotBefore) is delivered, handed back with
 // NakWithDelay until its time, and then handled; JetStream 2.9 has no scheduled messages.
 //
+// # What a job costs
+//
+// A job handled at its first delivery costs four requests to the broker (besides the pulls that
+// fetch jobs in batches, and a read of the pause record at most once per PauseWithin), on every
+// server version: its publish (Enqueue), and, on the worker's path, the state record written
+// compare-and-set as its handler starts (Start) and the confirmed ack (Ack); then, off the
+// worker's path, the record's removal (a purge of its subject), made in the background after the
+// ack (Close waits for it; a process that dies first leaves the records of its last acked jobs
+// in CORRAL_<name>_STATE, where nothing reads them, until Delete). On a server older than 2.10
+// the background work writes the job's tombstone first (see above), a fifth request. A
+// redelivered job reads its record as it is delivered, and a job with an ordering key reads the
+// head of its key. On a queue of one replica, for four leases after a reconnection, Ack waits
+// for the removal, and Start and Ack check the work stream (a request each), so that a server
+// that lost its consumer's state cannot make a job run twice.
+//
 // # Operating the queue
 //
 // The Backend implements driver.Admin, so queue.Queue's Jobs, Count, Inspect, Cancel, Pause,
@@ -123,6 +138,7 @@ package jetstream
 
 // Layout: jetstream.go the Backend, New, options, Close; open.go and settings.go Open, streams,
 // shared settings; enqueue.go Enqueue, DropOldest; receive.go Receive, the prefetch pump; settle.go
-// Start to Bury; state.go job state, markers; unique.go the unique keys; ratelimit.go TakeStart,
-// the rate limit; admin.go the operator's verbs (driver.Admin): list, get, cancel, pause; dead.go,
-// stats.go, resurrect.go, message.go, errors.go.
+// Start to Bury; aftermath.go what follows an ack, in the background; state.go job state,
+// markers; unique.go the unique keys; ratelimit.go TakeStart, the rate limit; admin.go the
+// operator's verbs (driver.Admin): list, get, cancel, pause; dead.go, stats.go, resurrect.go,
+// message.go, errors.go.

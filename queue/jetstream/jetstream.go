@@ -21,9 +21,10 @@ import (
 //
 // One Backend serves one queue.Queue in one process; several processes (each with its own
 // Backend and Queue of the same name) share the queue's jobs. A Backend is safe for concurrent
-// use. It starts no goroutine of its own, but the NATS client pulls messages in the background
-// once a consumer receives: the queue's Close closes the Backend (the queue owns it), which
-// stops that. Make one with New: the methods of a zero Backend panic.
+// use. Its own goroutines make only what follows an ack (see Ack), and end when that is done;
+// the NATS client pulls messages in the background once a consumer receives. The queue's Close
+// closes the Backend (the queue owns it), which stops the pulls and waits for what follows the
+// acks. Make one with New: the methods of a zero Backend panic.
 type Backend struct {
 	js   natsjs.JetStream
 	nc   *nats.Conn
@@ -81,6 +82,8 @@ type Backend struct {
 	statsMu                       sync.Mutex
 	statWork, statDead, statState natsjs.Stream
 	statCons                      natsjs.Consumer
+
+	after aftermath // the work that follows acks (see aftermath.go)
 }
 
 // Option configures a Backend in New. Every option is named With<Setting>; an option given a
@@ -258,6 +261,7 @@ func (b *Backend) Close(ctx context.Context) error {
 	if p != nil {
 		b.stopPump(ctx, p)
 	}
+	b.after.close(ctx)
 	if ctx.Err() != nil {
 		return context.Cause(ctx)
 	}

@@ -21,7 +21,8 @@ import (
 //   - a job at or below the consumer's ack floor was acked (Open and Stats purge those);
 //   - a job with a dead letter written from its stream sequence was dead-lettered;
 //   - on a server older than 2.10, a job with a tombstone was acked: Ack writes one per job,
-//     at corral.<name>.done.<sequence> in CORRAL_<name>_DONE after the ack, which keeps them
+//     at corral.<name>.done.<sequence> in CORRAL_<name>_DONE after the ack (in the background,
+//     see aftermath.go, but before the job's state record is removed), which keeps them
 //     tombstoneAge (well past the two minutes after which 2.9 has written its removals to
 //     disk). Written before the ack, a tombstone would make every ack wait for that stream's
 //     leader too.

@@ -136,6 +136,10 @@ func (b *Backend) Start(ctx context.Context, d *driver.Delivery) error {
 }
 
 // Ack implements driver.Backend: the broker removes the job, and confirms it, before Ack returns.
+// The removal of the job's state record (and, on a server older than 2.10, its tombstone)
+// follows in the background, a few requests at a time, and Close waits for it (see
+// aftermath.go). Ack makes them itself, before it returns, when 4096 acked jobs already wait for
+// them, and, on a queue of one replica, for four leases after a reconnection.
 func (b *Backend) Ack(ctx context.Context, d *driver.Delivery) error {
 	tok, err := b.leased(d)
 	if err != nil {
@@ -159,11 +163,16 @@ func (b *Backend) Ack(ctx context.Context, d *driver.Delivery) error {
 	} else if ackErr != nil {
 		return b.fail(rctx, "ack "+d.ID, ackErr)
 	}
-	b.tombstone(rctx, d)
 	b.leaveUnique(rctx, &d.Message)
-	tok.stMu.Lock()
-	defer tok.stMu.Unlock()
-	return b.dropState(rctx, d, tok)
+	if b.mayHaveForgotten(ackWait) {
+		// Another delivery's Start must find this record until the job is surely gone
+		// (see resurrect.go): no aftermath.
+		b.tombstone(rctx, d)
+		tok.stMu.Lock()
+		defer tok.stMu.Unlock()
+		return b.dropState(rctx, d, tok)
+	}
+	return b.afterAck(rctx, d, tok)
 }
 
 // Nack implements driver.Backend: the attempt is added to the job's state, then the broker

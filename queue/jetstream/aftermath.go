@@ -1,0 +1,113 @@
+package jetstream
+
+import (
+	"context"
+	"sync"
+
+	"github.com/corral-go/corral/queue/driver"
+)
+
+// An acked job's tombstone (on a 2.9 server) and the removal of its state record are not the
+// ack's: the job is settled once the broker confirmed the ack. So Ack returns then, and leaves
+// them to the aftermath, which makes them in the background, a few at a time, in the order of
+// the acks. A process that dies before they are made leaves a state record that nothing reads
+// again (it belongs to a job no longer stored; a 2.9 server that gives its sequence to another
+// job gives another ID too, and such a record is ignored), and a job without its tombstone, as
+// a process that died between the ack and the tombstone always did. Close waits for them.
+
+// aftermathWorkers bounds the aftermath's requests in flight; aftermathQueue bounds the acked
+// jobs waiting for them, beyond which Ack makes them itself, before it returns.
+const (
+	aftermathWorkers = 4
+	aftermathQueue   = 4096
+)
+
+// aftermath runs the work that follows acks, on goroutines that end when it has none.
+type aftermath struct {
+	mu      sync.Mutex
+	todo    []func(context.Context) // guarded by mu
+	workers int                     // goroutines running, guarded by mu
+	closed  bool                    // guarded by mu: later work runs in its caller
+	idle    chan struct{}           // guarded by mu: closed when the running goroutines end
+}
+
+// add hands work to the aftermath, or returns false (and the caller runs it) if the queue is
+// full or the aftermath closed.
+func (a *aftermath) add(b *Backend, work func(context.Context)) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.closed || len(a.todo) >= aftermathQueue {
+		return false
+	}
+	a.todo = append(a.todo, work)
+	if a.workers < aftermathWorkers {
+		if a.workers == 0 {
+			a.idle = make(chan struct{})
+		}
+		a.workers++
+		go a.run(b)
+	}
+	return true
+}
+
+// run does the queued work until there is none.
+func (a *aftermath) run(b *Backend) {
+	for {
+		a.mu.Lock()
+		if len(a.todo) == 0 {
+			a.workers--
+			if a.workers == 0 {
+				a.todo = nil // let the backing array go
+				close(a.idle)
+			}
+			a.mu.Unlock()
+			return
+		}
+		work := a.todo[0]
+		a.todo[0] = nil
+		a.todo = a.todo[1:]
+		a.mu.Unlock()
+		ctx, cancel := b.req(context.Background())
+		work(ctx)
+		cancel()
+	}
+}
+
+// close makes later work run in its callers, and waits until the queued work is done or ctx
+// ends.
+func (a *aftermath) close(ctx context.Context) {
+	a.mu.Lock()
+	a.closed = true
+	idle := a.idle
+	if a.workers == 0 {
+		idle = nil
+	}
+	a.mu.Unlock()
+	if idle == nil {
+		return
+	}
+	select {
+	case <-idle:
+	case <-ctx.Done():
+	}
+}
+
+// afterAck writes the tombstone of the job of d, acked, and drops its state record: in the
+// aftermath, or else (the aftermath full or closed) at once, with ctx bounding the requests,
+// and then it returns the error of the record's removal.
+func (b *Backend) afterAck(ctx context.Context, d *driver.Delivery, tok *delivered) error {
+	// The caller may reuse *d once Ack returns: the work keeps what it needs.
+	d = &driver.Delivery{Message: driver.Message{ID: d.ID}, Seq: d.Seq}
+	var err error
+	work := func(ctx context.Context) {
+		b.tombstone(ctx, d)
+		tok.stMu.Lock()
+		defer tok.stMu.Unlock()
+		err = b.dropState(ctx, d, tok) // in the aftermath, a record left is never read again
+	}
+	if b.after.add(b, work) {
+		return nil
+	}
+	work(ctx)
+	return err
+}
