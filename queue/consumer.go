@@ -80,7 +80,12 @@ type Consumer[T any] struct {
 	loops   sync.WaitGroup     // the worker goroutines (see worker.run)
 	fast    driver.InProcess   // the queue's (see Queue.fast), nil if none
 	rate    driver.RateLimiter // the backend's, with WithRateLimit; nil if none
-	keepers sync.WaitGroup     // keep and renewLoop
+	// startRecv is the backend's, if it has one and nothing waits between
+	// taking a job and its handler (no rate limit, no Share, not InProcess):
+	// its workers receive with ReceiveStart, and call no Start.
+	startRecv driver.ReceiveStarter
+
+	keepers sync.WaitGroup // keep and renewLoop
 
 	// The keeper's clock (see keep): its last reading while it samples the
 	// running handlers, nil while it is parked. A worker dates the job it
@@ -162,6 +167,7 @@ func (q *Queue[T]) Consume(ctx context.Context, h Handler[T], opts ...ConsumerOp
 	}
 	c.healthHook = c.healthChanged
 	c.fast, c.rate = q.fast, rate
+	c.startRecv = q.receiveStarter(rate, &o)
 	c.bg, c.bgCancel = context.WithCancelCause(context.WithoutCancel(ctx))
 	c.base, c.baseCancel = context.WithCancelCause(ctx)
 	c.recv, c.recvCancel = context.WithCancelCause(c.base)
@@ -213,6 +219,18 @@ func (q *Queue[T]) checkConsumer(ctx context.Context, o *consumerOptions) (drive
 		}
 	}
 	return rate, nil
+}
+
+// receiveStarter returns the backend's ReceiveStarter for a consumer with
+// options o and rate limiter rate, if the backend has one and nothing waits
+// between the consumer's jobs and their handlers (no rate limit, no Share;
+// an InProcess backend answers Start at once): nil otherwise.
+func (q *Queue[T]) receiveStarter(rate driver.RateLimiter, o *consumerOptions) driver.ReceiveStarter {
+	if q.fast != nil || rate != nil || o.share != nil {
+		return nil
+	}
+	rs, _ := q.backend.(driver.ReceiveStarter)
+	return rs
 }
 
 // newConsumerOptions returns the defaults with opts applied; a nil option

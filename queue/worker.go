@@ -281,10 +281,14 @@ func (w *worker[T]) renewWaiting() bool {
 }
 
 // receive receives a job into d, and returns when the backend leased it if
-// the backend is InProcess (zero otherwise).
+// the backend is InProcess (zero otherwise); with the backend's ReceiveStart
+// if the consumer has it (startRecv).
 func (c *Consumer[T]) receive(d *driver.Delivery) (time.Time, error) {
 	if c.fast != nil {
 		return c.fast.ReceiveAt(c.recv, c.backendLease(), d)
+	}
+	if c.startRecv != nil {
+		return time.Time{}, c.startRecv.ReceiveStart(c.recv, c.backendLease(), d)
 	}
 	return time.Time{}, c.q.backend.Receive(c.recv, c.backendLease(), d)
 }
@@ -419,9 +423,13 @@ func (w *worker[T]) handBack(now time.Time) bool {
 // start records in the backend that the handler starts on the job in w.d
 // (Backend.Start), and reports whether it may run. If the backend fails,
 // the job goes back unattempted, or to its lease if the backend cannot
-// take it back either.
+// take it back either. A job received with ReceiveStart was started as it
+// was received.
 func (w *worker[T]) start() bool {
 	c := w.c
+	if c.startRecv != nil {
+		return true
+	}
 	w.in = callStart
 	err := c.q.backend.Start(c.bg, &w.d)
 	w.in = callNone

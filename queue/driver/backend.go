@@ -122,7 +122,8 @@ type Backend interface {
 	// entry (the consumer buries so a job delivered with every attempt
 	// spent), and one with an Error records that entry, with Number 0. The
 	// dead letter's Attempt is the handler runs the job had: d.Attempt if
-	// Start succeeded on d, d.Attempt-1 if not. When the dead letters are
+	// Start succeeded on d, d.Attempt-1 if not (for a delivery of
+	// [ReceiveStarter.ReceiveStart], if a has Number 0). When the dead letters are
 	// at cfg.DeadLetterLimit, the oldest are deleted to make room and
 	// their IDs reported in the result.
 	Bury(ctx context.Context, d *Delivery, reason Reason, a Attempt) (BuryResult, error)
@@ -318,4 +319,25 @@ type Stats struct {
 // exact its count is across processes.
 type RateLimiter interface {
 	TakeStart(ctx context.Context, n int, per time.Duration) (ok bool, wait time.Duration, err error)
+}
+
+// ReceiveStarter is implemented by a Backend that can record the start of a
+// delivery's handler (Start) in the step that receives it, saving a round
+// trip per job. A consumer with nothing to wait for between taking a job
+// and starting its handler (no rate limit, no Share) calls ReceiveStart in
+// place of Receive, and then never Start: the delivery it fills is started,
+// its attempt d.Attempt spent, as if Start had succeeded on it.
+//
+// A consumer that then does not run the handler (a payload that does not
+// decode, no attempt left, a start-by deadline passed, a payload version it
+// does not understand, Close) settles the delivery as one never started:
+// with Release, which gives the attempt back as always, or with Bury and an
+// Attempt of Number 0 (no run on d), after which the dead letter's Attempt
+// is d.Attempt-1. Attempts stay handler runs, but for a consumer that dies
+// between ReceiveStart and its handler: its attempt counts as a run whose
+// lease expired, as one that dies between Start and its handler does.
+type ReceiveStarter interface {
+	// ReceiveStart is Receive and Start of the delivery it fills, in one
+	// step. It returns what Receive returns.
+	ReceiveStart(ctx context.Context, lease time.Duration, d *Delivery) error
 }

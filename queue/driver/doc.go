@@ -13,7 +13,8 @@
 // returns results, [Stats] and the errors below. The queue looks once, at
 // queue.New, for the optional interfaces a backend may implement:
 // [SharedLease], [Reconnecter] and [InProcess]; at Consume with a rate
-// limit, for [RateLimiter]; the queue's operator verbs (Jobs, Inspect,
+// limit, for [RateLimiter]; at Consume without a rate limit or a Share, for
+// [ReceiveStarter]; the queue's operator verbs (Jobs, Inspect,
 // Cancel, Pause, ...) look for [Admin], and fail with errors.ErrUnsupported
 // without it.
 //
@@ -39,7 +40,7 @@ package driver
 
 // Where things are: backend.go holds the Backend interface and what crosses
 // it (Message, Delivery, DeadMessage, the results, Stats, SharedLease,
-// Reconnecter, RateLimiter); admin.go Admin, the operator's verbs, with
+// Reconnecter, RateLimiter, ReceiveStarter); admin.go Admin, the operator's verbs, with
 // Filter, Cursor and JobInfo, and Gather (and NewGather), List and Count
 // read in a backend's process; call.go Call, how a broker backend bounds, reports and
 // waits for its calls; settings.go Shared, SettingsError, CompareSettings

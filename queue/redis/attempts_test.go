@@ -18,13 +18,8 @@ import (
 // history entries, Number 1, 2, 3, each "queue: lease expired", started at its Start and
 // ended when Receive took the job back.
 func TestLeaseExpiredRunsInHistory(t *testing.T) {
-	srv := redistest.Start(t, "always")
 	ctx := context.Background()
-	b := redis.New(newClient(t, srv.Addr()), queueName(t), redis.WithPollInterval(10*time.Millisecond))
-	if err := b.Open(ctx, driver.Config{}); err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close(ctx)
+	b := openBackend(t, driver.Config{})
 	const lease = 200 * time.Millisecond
 	if _, err := b.Enqueue(ctx, driver.Message{ID: "poison", Body: []byte("x")}); err != nil {
 		t.Fatal(err)
@@ -127,5 +122,72 @@ func TestEvictedEntryHasNoRun(t *testing.T) {
 			h[1].Error != "queue: evicted by overflow (drop oldest)" || h[1].Start.IsZero() {
 			t.Errorf("evicted: %s attempt %d history %+v; want old, attempt 1, entries of Number 1 and 0 (evicted)", dm.ID, dm.Attempt, h)
 		}
+	}
+}
+
+// TestReceiveStartCountsTheRun pins ReceiveStart's attempts: its delivery is started as it is
+// received (a lease that expires on it spends the attempt, with a history entry), a Release
+// or a Bury with no run (Number 0) gives the attempt back, and a Nack keeps it.
+func TestReceiveStartCountsTheRun(t *testing.T) {
+	ctx := context.Background()
+	b := openBackend(t, driver.Config{})
+	const lease = 200 * time.Millisecond
+	enqueue := func(id string) {
+		t.Helper()
+		if _, err := b.Enqueue(ctx, driver.Message{ID: id, Body: []byte("x")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	enqueue("a")
+	receive := func(start bool, id string, attempt int) driver.Delivery {
+		t.Helper()
+		rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		var d driver.Delivery
+		recv := b.Receive
+		if start {
+			recv = b.ReceiveStart
+		}
+		if err := recv(rctx, lease, &d); err != nil {
+			t.Fatal(err)
+		}
+		if d.ID != id || d.Attempt != attempt {
+			t.Fatalf("received %s, Attempt %d; want %s, %d", d.ID, d.Attempt, id, attempt)
+		}
+		return d
+	}
+	receive(true, "a", 1)                         // its process dies: the lease expires on a started run
+	d := receive(false, "a", 2)                   // taken back, the run counted
+	if err := b.Release(ctx, &d, 0); err != nil { // not started: nothing to give back
+		t.Fatal(err)
+	}
+	d = receive(true, "a", 2)
+	if err := b.Release(ctx, &d, 0); err != nil { // started on receive: given back
+		t.Fatal(err)
+	}
+	d = receive(true, "a", 2)
+	if _, err := b.Bury(ctx, &d, queue.ReasonDecode, queue.Attempt{}); err != nil { // no run
+		t.Fatal(err)
+	}
+	enqueue("b")
+	d = receive(true, "b", 1)
+	now := time.Now()
+	if err := b.Nack(ctx, &d, 0, queue.Attempt{Number: 1, Start: now, End: now, Error: "boom"}); err != nil {
+		t.Fatal(err)
+	}
+	d = receive(true, "b", 2)
+	if err := b.Ack(ctx, &d); err != nil {
+		t.Fatal(err)
+	}
+	var dead []driver.DeadMessage
+	for dm, err := range b.DeadLetters(ctx) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		dead = append(dead, dm)
+	}
+	if len(dead) != 1 || dead[0].ID != "a" || dead[0].Attempt != 1 || len(dead[0].History) != 1 ||
+		dead[0].History[0].Number != 1 || dead[0].History[0].Error != queue.ErrLeaseExpired.Error() {
+		t.Fatalf("dead letters %+v; want a with Attempt 1 and one entry, Number 1, lease expired", dead)
 	}
 }

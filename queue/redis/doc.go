@@ -17,6 +17,10 @@
 //     counted in that hash when a handler starts (Start), never from the stream's delivery
 //     counter, and Release gives back an attempt that Start counted. A run whose lease
 //     expired gets its history entry (queue.ErrLeaseExpired) when a Receive takes it back.
+//     A consumer with no rate limit and no Share receives with ReceiveStart
+//     (driver.ReceiveStarter): the receive script counts the attempt as Start would, one
+//     round trip for both, and a delivery it does not run (Release, or Bury with no run)
+//     gets the attempt back.
 //   - Each Backend that receives is one consumer of the group; Close removes it (unless it
 //     still holds an entry), and Receive deletes consumers idle for longer than twice the
 //     lease (at least ten poll intervals) with no pending entry: a dead process's consumer

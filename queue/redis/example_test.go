@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/corral-go/corral/queue"
+	"github.com/corral-go/corral/queue/driver"
 	"github.com/corral-go/corral/queue/redis"
 	"github.com/corral-go/corral/queue/redis/internal/redistest"
 )
@@ -61,4 +63,40 @@ func Example() {
 	// Output:
 	// greeting-1 hello attempt 1
 	// stored: 0 dead: 0
+}
+
+// ReceiveStart takes a job and starts its run in one script: the queue's consumers use it
+// (driver.ReceiveStarter) when nothing waits between a job and its handler. A delivery not
+// run after all, released here, gets its attempt back.
+func ExampleBackend_ReceiveStart() {
+	ctx := context.Background()
+	client := goredis.NewClient(&goredis.Options{Addr: exampleAddr()})
+	defer client.Close()
+	b := redis.New(client, "receive-start")
+	if err := b.Open(ctx, driver.Config{}); err != nil {
+		panic(err)
+	}
+	defer b.Close(ctx)
+	if _, err := b.Enqueue(ctx, driver.Message{ID: "job-1", Body: []byte("hello")}); err != nil {
+		panic(err)
+	}
+	var d driver.Delivery
+	for range 2 {
+		if err := b.ReceiveStart(ctx, time.Minute, &d); err != nil {
+			panic(err)
+		}
+		fmt.Println(d.ID, "attempt", d.Attempt, "redelivered", d.Redelivered)
+		if err := b.Release(ctx, &d, 0); err != nil { // not run: the attempt comes back
+			panic(err)
+		}
+	}
+	if err := b.ReceiveStart(ctx, time.Minute, &d); err != nil {
+		panic(err)
+	}
+	if err := b.Ack(ctx, &d); err != nil { // the handler ran and succeeded
+		panic(err)
+	}
+	// Output:
+	// job-1 attempt 1 redelivered false
+	// job-1 attempt 1 redelivered true
 }

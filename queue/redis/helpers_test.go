@@ -54,6 +54,19 @@ func newClient(t testing.TB, addr string) *goredis.Client {
 	return c
 }
 
+// openBackend opens a Backend, polling every 10ms, of a fresh queue with cfg on a throwaway
+// server (appendfsync always); both end with the test.
+func openBackend(t *testing.T, cfg driver.Config) *redis.Backend {
+	t.Helper()
+	srv := redistest.Start(t, "always")
+	b := redis.New(newClient(t, srv.Addr()), queueName(t), redis.WithPollInterval(10*time.Millisecond))
+	if err := b.Open(context.Background(), cfg); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Close(context.Background()) })
+	return b
+}
+
 // queueName returns a fresh queue name.
 func queueName(t testing.TB) string {
 	var b [6]byte

@@ -159,6 +159,10 @@ func parseHeaders(s string) (map[string]string, error) {
 // leaseExpiredJSON is queue.ErrLeaseExpired's text as a JSON string.
 var leaseExpiredJSON = func() string { j, _ := json.Marshal(driver.ErrLeaseExpired.Error()); return string(j) }()
 
+// startedOnReceive is the Token of a delivery of ReceiveStart: its start was recorded as it
+// was received.
+type startedOnReceive struct{}
+
 // Start implements driver.Backend: it counts the attempt in the job's hash (not the stream's
 // delivery counter, which counts deliveries that never reached a handler), and records when
 // the run started: a Receive that takes the job back after its lease expired, with no settle
@@ -247,7 +251,9 @@ func (b *Backend) Release(ctx context.Context, d *driver.Delivery, delay time.Du
 
 // Bury implements driver.Backend: the job moves to the dead-letter stream with its reason and
 // history, the oldest dead letters beyond the limit are deleted, in one script. An Attempt
-// of Number 0 with no Error (nothing ran) adds no history entry.
+// of Number 0 with no Error (nothing ran) adds no history entry. A delivery of ReceiveStart
+// buried with an Attempt of Number 0 (no run on it) gives back the attempt its receive
+// counted (see ReceiveStart).
 func (b *Backend) Bury(ctx context.Context, d *driver.Delivery, reason driver.Reason, a driver.Attempt) (driver.BuryResult, error) {
 	aj, err := json.Marshal(a)
 	if err != nil {
@@ -256,7 +262,11 @@ func (b *Backend) Bury(ctx context.Context, d *driver.Delivery, reason driver.Re
 	if a.Number == 0 && a.Error == "" {
 		aj = nil // nothing ran: no history entry
 	}
-	v, err := b.run(ctx, "bury", buryScript, d.ID, gen(d), string(reason), aj, nanos(time.Now()), b.cfg.DeadLetterLimit)
+	unstart := "0"
+	if _, ok := d.Token.(startedOnReceive); ok && a.Number == 0 {
+		unstart = "1" // no run on d: give back the attempt ReceiveStart counted
+	}
+	v, err := b.run(ctx, "bury", buryScript, d.ID, gen(d), string(reason), aj, nanos(time.Now()), b.cfg.DeadLetterLimit, unstart)
 	if err != nil {
 		return driver.BuryResult{}, err
 	}

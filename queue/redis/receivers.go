@@ -68,6 +68,25 @@ func (b *Backend) reapAfter(lease time.Duration) time.Duration {
 // more ready tells another receiver, if it was a poll or was told by such a look (the first
 // look of a Receive, a worker back for more, does not: the other jobs have their own).
 func (b *Backend) Receive(ctx context.Context, lease time.Duration, d *driver.Delivery) error {
+	return b.receive(ctx, lease, d, false)
+}
+
+// ReceiveStart implements driver.ReceiveStarter: Receive and Start in one script, a round
+// trip less a job. The receive script counts the attempt and records the run's start as
+// Start does, and the delivery's Token marks it, so that a Bury of it with no run (an
+// Attempt of Number 0) gives the attempt back, as Release does; a consumer that dies before
+// it runs the handler spends the attempt, whose run gets its history entry when the job is
+// taken back (queue.ErrLeaseExpired).
+func (b *Backend) ReceiveStart(ctx context.Context, lease time.Duration, d *driver.Delivery) error {
+	err := b.receive(ctx, lease, d, true)
+	if err == nil {
+		d.Token = startedOnReceive{}
+	}
+	return err
+}
+
+// receive is Receive, and with start ReceiveStart.
+func (b *Backend) receive(ctx context.Context, lease time.Duration, d *driver.Delivery, start bool) error {
 	w := b.idleJoin()
 	defer b.idleLeave(w)
 	look, pass := !b.mayWait(), false
@@ -81,7 +100,7 @@ func (b *Backend) Receive(ctx context.Context, lease time.Duration, d *driver.De
 				pass = pass || t == more
 			default:
 			}
-			found, err := b.look(ctx, lease, d, pass)
+			found, err := b.look(ctx, lease, d, pass, start)
 			if found || err != nil {
 				return err
 			}
@@ -94,8 +113,9 @@ func (b *Backend) Receive(ctx context.Context, lease time.Duration, d *driver.De
 }
 
 // look runs the receive script once, filling d if it took a job, and records what it saw;
-// pass says whether to tell another receiver if it saw more jobs ready.
-func (b *Backend) look(ctx context.Context, lease time.Duration, d *driver.Delivery, pass bool) (bool, error) {
+// pass says whether to tell another receiver if it saw more jobs ready; start whether to
+// start the delivery too (ReceiveStart).
+func (b *Backend) look(ctx context.Context, lease time.Duration, d *driver.Delivery, pass, start bool) (bool, error) {
 	reapAfter := b.reapAfter(lease)
 	b.mu.Lock()
 	asked := time.Now()
@@ -105,8 +125,12 @@ func (b *Backend) look(ctx context.Context, lease time.Duration, d *driver.Deliv
 		reap, b.rcv.lastReap = reapAfter.Milliseconds(), asked
 	}
 	b.mu.Unlock()
+	st := "0"
+	if start {
+		st = "1"
+	}
 	v, err := b.run(ctx, "receive", receiveScript, b.consumer, max(lease.Milliseconds(), 1), jsonNow(),
-		leaseExpiredJSON, reap, nanos(time.Now()), b.cfg.DeadLetterLimit)
+		leaseExpiredJSON, reap, nanos(time.Now()), b.cfg.DeadLetterLimit, st)
 	if err != nil {
 		return false, err
 	}

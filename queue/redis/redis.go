@@ -136,8 +136,9 @@ func New(client goredis.UniversalClient, name string, opts ...Option) *Backend {
 const zeroBackend = "redis: zero Backend: use redis.New"
 
 var (
-	_ driver.Backend     = (*Backend)(nil)
-	_ driver.SharedLease = (*Backend)(nil)
+	_ driver.Backend        = (*Backend)(nil)
+	_ driver.SharedLease    = (*Backend)(nil)
+	_ driver.ReceiveStarter = (*Backend)(nil)
 )
 
 // calls bounds and classifies the backend's commands by driver.Call's rule; the backend's own

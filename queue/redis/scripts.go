@@ -44,24 +44,28 @@ local function ready(id, t)
     redis.call('HSET', P .. 'j:' .. id, 'sid', sid)
   end
 end
--- store stores a new job and makes it ready unless its key is busy.
+-- store stores a new job and makes it ready unless its key is busy (as ready does, but with
+-- the stream entry's ID written in the job's one HSET).
 local function store(id, key, body, enq, nb, nbn, sb, ver, hdr, t)
   local seq = redis.call('INCR', P .. 'seq')
+  local first, due, sid = true, tonumber(nb) > t, ''
+  if key ~= '' then first = redis.call('RPUSH', P .. 'k:' .. key, id) == 1 end
+  if first and due then
+    redis.call('ZADD', P .. 'd', nb, id)
+  elseif first then
+    sid = redis.call('XADD', P .. 's', '*', 'id', id)
+  elseif due then
+    redis.call('ZADD', P .. 'kw', nb, id)
+  end
   redis.call('HSET', P .. 'j:' .. id, 'key', key, 'body', body, 'enq', enq, 'nb', nb, 'nbn', nbn,
-    'sb', sb, 'ver', ver, 'hdr', hdr, 'att', 0, 'hist', '', 'gen', 0, 'sid', '', 'st', -1, 'dlv', 0, 'seq', seq, 'snz', 0)
+    'sb', sb, 'ver', ver, 'hdr', hdr, 'att', 0, 'hist', '', 'gen', 0, 'sid', sid, 'st', -1, 'dlv', 0, 'seq', seq, 'snz', 0)
   redis.call('ZADD', P .. 'o', seq, id)
   redis.call('INCR', P .. 'n')
-  if key ~= '' then
-    local n = redis.call('RPUSH', P .. 'k:' .. key, id)
-    if n > 1 then
-      if tonumber(nb) > t then redis.call('ZADD', P .. 'kw', nb, id) end
-      return
-    end
-  end
-  ready(id, t)
 end
 -- unstore removes job id from every structure and hands its key to the next job; it returns
--- true if that made a job ready (or delayed).
+-- true if that made a job ready (or delayed). t is the time now, or nil to read it if needed.
+-- (A job with a stream entry is in neither d nor kw: only the first job of a key is ever in
+-- the stream or d, and never in both.)
 local function unstore(id, t)
   local jk = P .. 'j:' .. id
   local key, sid, uq, uqf = unpack(redis.call('HMGET', jk, 'key', 'sid', 'uq', 'uqf'))
@@ -75,10 +79,11 @@ local function unstore(id, t)
   if sid and sid ~= '' then
     redis.call('XACK', P .. 's', 'g', sid)
     redis.call('XDEL', P .. 's', sid)
+  else
+    redis.call('ZREM', P .. 'd', id)
+    redis.call('ZREM', P .. 'kw', id)
   end
-  redis.call('ZREM', P .. 'd', id)
   redis.call('ZREM', P .. 'o', id)
-  redis.call('ZREM', P .. 'kw', id)
   redis.call('DEL', jk)
   redis.call('DECR', P .. 'n')
   if key and key ~= '' then
@@ -89,7 +94,7 @@ local function unstore(id, t)
       local nxt = redis.call('LINDEX', kk, 0)
       if nxt then
         redis.call('ZREM', P .. 'kw', nxt)
-        ready(nxt, t)
+        ready(nxt, t or now())
         return true
       end
     end
@@ -152,8 +157,8 @@ end
 -- leased returns the job's hash key if delivery gen of job id is current, else false.
 local function leased(id, gen)
   local jk = P .. 'j:' .. id
-  local g = redis.call('HGET', jk, 'gen')
-  if not g or g ~= gen or redis.call('HGET', jk, 'sid') == '' then return false end
+  local g, sid = unpack(redis.call('HMGET', jk, 'gen', 'sid'))
+  if not g or g ~= gen or sid == '' then return false end
   return jk
 end
 `
@@ -216,22 +221,29 @@ return {'ok', ev, dev}
 `)
 
 // receiveScript: ARGV consumer lease-ms now-json lease-expired-json reap-ms now-ns
-// dead-limit. A paused queue (the key paused) delivers nothing. A reclaimed delivery of a job
-// an operator cancelled (cx, see admin.go) is buried with reason canceled. With reap-ms
+// dead-limit start. A paused queue (the key paused) delivers nothing. A reclaimed delivery of
+// a job an operator cancelled (cx, see admin.go) is buried with reason canceled. With reap-ms
 // positive, it first deletes every consumer of the group idle for longer than reap-ms with no
-// pending entry (reap). A reclaimed delivery
-// whose handler had started (its Start came, and no settle) gets the history entry of that
-// run: {Number: att, Start: sat, End: now, Error: "queue: lease expired"}. Returns {"", due, more}, or {id, key, body, enq,
-// nbn, sb, att, gen, dlv, ver, hdr, snz, due, more}: due is the time (ms) until the first delayed job is
-// due ("" if none), and more is "1" if a job may be ready besides the one taken ("0" if none
-// is: no entry after it in the stream, which a new one joins at its end, and it was not a
-// reclaimed lease).
+// pending entry (reap). A reclaimed delivery whose handler had started (its Start came, and no
+// settle) gets the history entry of that run: {Number: att, Start: sat, End: now, Error:
+// "queue: lease expired"}. With start "1" (ReceiveStart) the delivery is started too, as
+// startScript does, in the same step. Returns {"", due, more}, or {id, key, body, enq, nbn,
+// sb, att, gen, dlv, ver, hdr, snz, due, more}: att the attempts before this delivery's, due
+// the time (ms) until the first delayed job is due ("" if none), and more "1" if a job may be
+// ready besides the one taken ("0" if none is: no entry after it in the stream, which a new
+// one joins at its end, and it was not a reclaimed lease).
 var receiveScript = goredis.NewScript(luaCommon + `
 local consumer, lease, reapAfter = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[5])
 local t = now()
 if reapAfter > 0 then reap(reapAfter) end
 if redis.call('EXISTS', P .. 'paused') == 1 then return {'', '', '0'} end
-promote(t)
+local nxt = redis.call('ZRANGE', P .. 'd', 0, 0, 'WITHSCORES')
+if nxt[2] and tonumber(nxt[2]) <= t then
+  promote(t)
+  nxt = redis.call('ZRANGE', P .. 'd', 0, 0, 'WITHSCORES')
+end
+local due = ''
+if nxt[2] then due = tostring(tonumber(nxt[2]) - t) end
 local sid, id, more, reclaimed = nil, nil, '1', false
 local r = redis.call('XAUTOCLAIM', P .. 's', 'g', consumer, lease, '0-0', 'COUNT', 1)
 if r[2][1] then
@@ -243,32 +255,33 @@ else
     if #redis.call('XRANGE', P .. 's', '(' .. sid, '+', 'COUNT', 1) == 0 then more = '0' end
   end
 end
-local due = ''
-local nxt = redis.call('ZRANGE', P .. 'd', 0, 0, 'WITHSCORES')
-if nxt[2] then due = tostring(tonumber(nxt[2]) - t) end
 if not sid then return {'', due, '0'} end
 local jk = P .. 'j:' .. id
-if redis.call('EXISTS', jk) == 0 then
+local f = redis.call('HMGET', jk, 'key', 'body', 'enq', 'nbn', 'sb', 'att', 'ver', 'hdr', 'snz', 'gen', 'dlv', 'st', 'sat', 'cx')
+local g = f[10]
+if not g then
   redis.call('XACK', P .. 's', 'g', sid)
   redis.call('XDEL', P .. 's', sid)
   return {'', due, '1'}
 end
 if reclaimed then
-  local g, st, att, sat, hist = unpack(redis.call('HMGET', jk, 'gen', 'st', 'att', 'sat', 'hist'))
-  if st == g then
-    local a = '{"Number":' .. att .. ',"Start":' .. (sat or ARGV[3]) .. ',"End":' .. ARGV[3] .. ',"Error":' .. ARGV[4] .. '}'
-    redis.call('HSET', jk, 'hist', append(hist, a))
+  if f[12] == g then
+    local a = '{"Number":' .. f[6] .. ',"Start":' .. (f[13] or ARGV[3]) .. ',"End":' .. ARGV[3] .. ',"Error":' .. ARGV[4] .. '}'
+    redis.call('HSET', jk, 'hist', append(redis.call('HGET', jk, 'hist'), a))
   end
-  if redis.call('HGET', jk, 'cx') == g then
+  if f[14] == g then
     redis.call('INCR', P .. 'c:dead')
     bury(id, 'canceled', ARGV[6], tonumber(ARGV[7]), t)
     return {'', due, '1'}
   end
 end
-local gen = redis.call('HINCRBY', jk, 'gen', 1)
-local dlv = redis.call('HINCRBY', jk, 'dlv', 1)
-local f = redis.call('HMGET', jk, 'key', 'body', 'enq', 'nbn', 'sb', 'att', 'ver', 'hdr', 'snz')
-return {id, f[1], f[2], f[3], f[4], f[5], f[6], tostring(gen), tostring(dlv), f[7] or '0', f[8] or '', f[9] or '0', due, more}
+local gen, dlv = tostring(tonumber(g) + 1), tostring(tonumber(f[11] or '0') + 1)
+if ARGV[8] == '1' then
+  redis.call('HSET', jk, 'gen', gen, 'dlv', dlv, 'att', tonumber(f[6] or '0') + 1, 'st', gen, 'sat', ARGV[3])
+else
+  redis.call('HSET', jk, 'gen', gen, 'dlv', dlv)
+end
+return {id, f[1], f[2], f[3], f[4], f[5], f[6], gen, dlv, f[7] or '0', f[8] or '', f[9] or '0', due, more}
 `)
 
 // startScript: ARGV id gen start-json. Returns 1, or 0 if the lease is lost. The run's
@@ -298,7 +311,7 @@ return 1
 var ackScript = goredis.NewScript(luaCommon + `
 local jk = leased(ARGV[1], ARGV[2])
 if not jk then return 0 end
-local readied = unstore(ARGV[1], now())
+local readied = unstore(ARGV[1], nil)
 redis.call('INCR', P .. 'c:acked')
 if readied then return 2 end
 return 1
@@ -340,13 +353,18 @@ end
 return 1
 `)
 
-// buryScript: ARGV id gen reason attempt-json at limit; an empty attempt-json (an attempt
-// of Number 0 and no error: nothing ran) adds no history entry. Returns false if the lease
-// is lost, else the dead letters evicted.
+// buryScript: ARGV id gen reason attempt-json at limit unstart; an empty attempt-json (an
+// attempt of Number 0 and no error: nothing ran) adds no history entry. With unstart "1" (a
+// delivery of ReceiveStart buried with no run) the attempt its receive counted is given back.
+// Returns false if the lease is lost, else the dead letters evicted.
 var buryScript = goredis.NewScript(luaCommon + `
 local id, gen, reason, a, at, limit = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], tonumber(ARGV[6])
 local jk = leased(id, gen)
 if not jk then return false end
+if ARGV[7] == '1' and redis.call('HGET', jk, 'st') == gen then
+  redis.call('HINCRBY', jk, 'att', -1)
+  redis.call('HSET', jk, 'st', -1)
+end
 if a ~= '' then
   redis.call('HSET', jk, 'hist', append(redis.call('HGET', jk, 'hist'), a))
 end
