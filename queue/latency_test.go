@@ -201,17 +201,20 @@ func TestStatsLatencyChained(t *testing.T) {
 		opts    []Option
 		copts   []ConsumerOption
 		onStart time.Duration // how long OnStart takes
+		eopts   []EnqueueOption
 	}{
-		{"chained", nil, nil, 0},
-		{"OnStart", []Option{WithHooks(Hooks{OnStart: func(context.Context, Event) { time.Sleep(time.Second) }})}, nil, time.Second},
-		{"Share", nil, []ConsumerOption{WithShare(NewShare(1, Weighted), "c", 1)}, 0},
+		{"chained", nil, nil, 0, nil},
+		{"OnStart", []Option{WithHooks(Hooks{OnStart: func(context.Context, Event) { time.Sleep(time.Second) }})}, nil, time.Second, nil},
+		// A consumer of a Share has a second loop per worker, waiting for a slot with a job in
+		// hand, so the order of its jobs is the ordering key's.
+		{"Share", nil, []ConsumerOption{WithShare(NewShare(1, Weighted), "c", 1)}, 0, []EnqueueOption{WithKey("k")}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				ctx := context.Background()
 				q, _ := New[time.Duration](ctx, append(tc.opts, WithTimings())...)
 				for _, d := range []time.Duration{time.Second, 2 * time.Second, 3 * time.Second} {
-					if _, err := q.Enqueue(ctx, d); err != nil {
+					if _, err := q.Enqueue(ctx, d, tc.eopts...); err != nil {
 						t.Fatal(err)
 					}
 				}
