@@ -301,15 +301,10 @@ func (m *Backend) Ack(ctx context.Context, d *driver.Delivery) error {
 func (m *Backend) Nack(ctx context.Context, d *driver.Delivery, delay time.Duration, a driver.Attempt) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	e, err := m.leasedEntry(d)
-	if err != nil {
+	e, err := m.takeBack(d, a)
+	if e == nil {
 		return err
 	}
-	if e.isCanceled() { // see Cancel
-		m.bury(e, driver.ReasonCanceled, a, m.clk.Now(), nil)
-		return nil
-	}
-	m.dropLease(e)
 	e.history = append(e.history, a)
 	if a.Snoozed {
 		e.attempt-- // a snooze spends no attempt
@@ -323,18 +318,31 @@ func (m *Backend) Nack(ctx context.Context, d *driver.Delivery, delay time.Durat
 func (m *Backend) Release(ctx context.Context, d *driver.Delivery, delay time.Duration) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	e, err := m.leasedEntry(d)
-	if err != nil {
+	e, err := m.takeBack(d, driver.Attempt{})
+	if e == nil {
 		return err
 	}
-	if e.isCanceled() { // see Cancel
-		m.bury(e, driver.ReasonCanceled, driver.Attempt{}, m.clk.Now(), nil)
-		return nil
-	}
-	m.dropLease(e)
 	e.attempt--
 	m.requeue(e, delay)
 	return nil
+}
+
+// takeBack takes the lease of d's job back for Nack (a, the attempt it
+// records) or Release (a zero Attempt), and returns its entry, to be made
+// ready again; nil if there is none to requeue: with the error of a lease
+// that is not d's, or with nil if an operator cancelled the job (see
+// Cancel), which it dead-lettered. m.mu held.
+func (m *Backend) takeBack(d *driver.Delivery, a driver.Attempt) (*entry, error) {
+	e, err := m.leasedEntry(d)
+	if err != nil {
+		return nil, err
+	}
+	if e.isCanceled() {
+		m.bury(e, driver.ReasonCanceled, a, m.clk.Now(), nil)
+		return nil, nil
+	}
+	m.dropLease(e)
+	return e, nil
 }
 
 // requeue makes the unleased job e ready again after delay, under a new
