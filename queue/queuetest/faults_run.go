@@ -190,10 +190,19 @@ func (r *faultRun) produceRange(from, to int, gap time.Duration, payload func(i 
 // startProducer runs produce on a goroutine, waited for at the end of the test (and by the
 // returned channel, closed when it returns).
 func (r *faultRun) startProducer(n int, gap time.Duration, payload func(i int) string) <-chan struct{} {
+	return r.startProducerAfter(nil, 0, n, gap, payload)
+}
+
+// startProducerAfter is startProducer for jobs from to to-1, once before is closed (if not
+// nil): after another producer, so that jobs are enqueued in the order of their numbers.
+func (r *faultRun) startProducerAfter(before <-chan struct{}, from, to int, gap time.Duration, payload func(i int) string) <-chan struct{} {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		r.produce(n, gap, payload)
+		if before != nil {
+			<-before
+		}
+		r.produceRange(from, to, gap, payload)
 	}()
 	r.t.Cleanup(func() { <-done })
 	return done

@@ -26,12 +26,17 @@ func faultWorkerKilled(r *faultRun) {
 	for range 3 {
 		r.startWorker()
 	}
-	produced := r.startProducer(n, 0, workPayload)
+	// The last quarter of the jobs is produced after the fault (here and in BrokerPause and
+	// Failover), so that an ack follows it even when a loaded machine let the workers finish
+	// the others first.
+	head := n - n/4
+	produced := r.startProducer(head, 0, workPayload)
 	r.waitFor("a third of the jobs settled", func() bool { return r.settledCount() >= n/3 })
 	r.killWorker(0)
 	killedAt := time.Now()
+	tail := r.startProducerAfter(produced, head, n, 0, workPayload)
 	d := r.ackAfter(killedAt)
-	<-produced
+	<-tail
 	r.drained(n)
 	a := r.check(noPoison(), faultWorkers, r.f.inHand())
 	r.report("WorkerKilled", a, fmt.Sprintf("first ack after the kill %v", d.Round(time.Millisecond)))
@@ -207,14 +212,17 @@ func faultBrokerPause(r *faultRun) {
 	for range 2 {
 		r.startWorker()
 	}
-	produced := r.startProducer(n, 2*time.Millisecond, workPayload)
+	head := n - n/4
+	produced := r.startProducer(head, 2*time.Millisecond, workPayload)
 	r.waitFor("a third of the jobs settled", func() bool { return r.settledCount() >= n/3 })
 	node := max(r.f.Broker.Leader(r.t, r.name), 0)
 	r.f.Broker.Pause(r.t, node)
 	time.Sleep(3 * r.f.CallTimeout) // the fault itself: a server that answers nothing for a while
 	r.f.Broker.Continue(r.t, node)
-	d := r.recovered("pause", time.Now())
-	<-produced
+	continued := time.Now()
+	tail := r.startProducerAfter(produced, head, n, 2*time.Millisecond, workPayload)
+	d := r.recovered("pause", continued)
+	<-tail
 	r.drained(n)
 	// A pause longer than the lease lets the broker deliver again the jobs the processes
 	// hold once per lease it lasts (and the acks sent to the paused server are lost).
@@ -230,17 +238,20 @@ func faultFailover(r *faultRun) {
 	for range 2 {
 		r.startWorker()
 	}
-	produced := r.startProducer(n, 2*time.Millisecond, workPayload)
+	head := n - n/4
+	produced := r.startProducer(head, 2*time.Millisecond, workPayload)
 	r.waitFor("a third of the jobs settled", func() bool { return r.settledCount() >= n/3 })
 	leader := r.f.Broker.Leader(r.t, r.name)
 	if leader < 0 {
 		r.t.Fatal("no leader to fail over")
 	}
 	r.f.Broker.Kill(r.t, leader)
-	d := r.recovered("failover", time.Now())
+	killed := time.Now()
+	tail := r.startProducerAfter(produced, head, n, 2*time.Millisecond, workPayload)
+	d := r.recovered("failover", killed)
 	r.waitFor("two thirds of the jobs settled", func() bool { return r.settledCount() >= 2*n/3 })
 	r.f.Broker.Restart(r.t, leader)
-	<-produced
+	<-tail
 	r.drained(n)
 	a := r.check(noPoison(), 2*faultWorkers, 2*r.f.inHand())
 	r.report("Failover", a, fmt.Sprintf("killed leader node %d; first ack after the kill %v", leader, d.Round(time.Millisecond)))
