@@ -50,7 +50,9 @@ type Report struct {
 	// calls, before the call completed), or the job's lease was lost (it
 	// expired in the backend and the job moved on). The backend redelivers
 	// such a job once its lease ends (or already has, if the lease was
-	// lost). Handlers are never abandoned: Close waits for every one to
+	// lost); a call cut short by Close's ctx may still have reached the
+	// backend, which then holds the job as that call left it (ready again,
+	// say). Handlers are never abandoned: Close waits for every one to
 	// return.
 	Abandoned int
 }

@@ -102,8 +102,10 @@ func testShutdownDeadline(e *env) {
 	if r.Returned+r.Abandoned != 2 || r.Acked != 0 || r.DeadLettered != 0 {
 		e.Errorf("report %+v, want 2 returned or abandoned", r)
 	}
-	if s := stats(e, q); s.Ready != 1+r.Returned || s.InFlight != r.Abandoned || s.Retried != 0 || s.Dead != 0 {
-		e.Errorf("stats after Close %+v (report %+v): want returned jobs ready, abandoned ones in flight, nothing retried or dead", s, r)
+	// A release cut short by the deadline may still have reached the backend:
+	// an abandoned job is in flight, or ready if its release took effect.
+	if s := stats(e, q); s.Ready+s.InFlight != 3 || s.Ready < 1+r.Returned || s.InFlight > r.Abandoned || s.Retried != 0 || s.Dead != 0 {
+		e.Errorf("stats after Close %+v (report %+v): want returned jobs ready, abandoned ones in flight or ready, nothing retried or dead", s, r)
 	}
 	attempts := make(chan int, 3)
 	e.consume(q, func(ctx context.Context, j queue.Job[string]) error { attempts <- j.Attempt; return nil }, lease)
