@@ -193,8 +193,9 @@ func TestReplicatedClusterFailover(t *testing.T) {
 	killed := time.Now()
 	var now int
 	for now = cl.MasterOf(t, key); now == m; now = cl.MasterOf(t, key) {
-		if time.Since(killed) > 10*redistest.NodeTimeout {
-			t.Fatalf("no failover within %v of the kill", 10*redistest.NodeTimeout)
+		// Redis's own election: CI saw it take over 20 s with two test runs side by side.
+		if time.Since(killed) > 30*redistest.NodeTimeout {
+			t.Fatalf("no failover within %v of the kill", 30*redistest.NodeTimeout)
 		}
 		time.Sleep(50 * time.Millisecond) // a polling pace: the cluster gives no other sign
 	}
