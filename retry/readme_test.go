@@ -30,6 +30,13 @@ func TestREADMESnippet(t *testing.T) {
 		return []byte("ok"), nil
 	}
 	ping := func(context.Context) error { return nil }
+	// The snippet's budget is the package's, shared by every run of this
+	// test: one retry withdraws a token and the snippet's two successes
+	// deposit 0.2, so that -count=200 would spend the bucket's 100. Eight
+	// more successes make a run pay for its retry.
+	for range 8 {
+		equal(t, nil, retry.Do(ctx, policy, ping))
+	}
 
 	body, err := retry.DoValue(ctx, policy, func(ctx context.Context) ([]byte, error) {
 		return get(ctx, url) // return retry.Permanent(err) for a 4xx, retry.After(err, d) for Retry-After
