@@ -210,18 +210,7 @@ func (b *Backend) checkOpen() error {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.checkOpenLocked()
-}
-
-// checkOpenLocked is checkOpen with b.mu held.
-func (b *Backend) checkOpenLocked() error {
-	if !b.opened {
-		return errors.New("jetstream: backend not opened")
-	}
-	if b.closed {
-		return driver.ErrClosed
-	}
-	return nil
+	return calls.CheckOpen(b.opened, b.closed)
 }
 
 // Delete deletes the queue from the servers: its streams, with every job, dead letter and
