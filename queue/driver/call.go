@@ -94,3 +94,19 @@ func (Call) Wait(ctx context.Context, wake, closing <-chan struct{}, d time.Dura
 		return false, context.Cause(ctx)
 	}
 }
+
+// CheckOpen is a backend's check at the start of a call: it returns the
+// error of a call made on a backend not opened yet (Open has not
+// succeeded: an error starting with "Name: backend not opened", a
+// mistake of the program), ErrClosed for one closed, and nil for one
+// open. The backend passes its state as read under the lock that guards
+// it, so that the call is ordered after the Open that opened it.
+func (c Call) CheckOpen(opened, closed bool) error {
+	if !opened {
+		return errors.New(c.Name + ": backend not opened")
+	}
+	if closed {
+		return ErrClosed
+	}
+	return nil
+}

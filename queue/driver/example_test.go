@@ -41,6 +41,34 @@ func ExampleCall_Wait() {
 	// false true
 }
 
+// Every call of a backend starts with the check of its state, read under
+// the lock that guards it.
+func ExampleCall_CheckOpen() {
+	call := driver.Call{Name: "mybackend"}
+	var (
+		mu             sync.Mutex
+		opened, closed bool
+	)
+	check := func() error {
+		mu.Lock()
+		defer mu.Unlock()
+		return call.CheckOpen(opened, closed)
+	}
+	fmt.Println(check())
+	mu.Lock()
+	opened = true // Open succeeded
+	mu.Unlock()
+	fmt.Println(check())
+	mu.Lock()
+	closed = true // Close
+	mu.Unlock()
+	fmt.Println(errors.Is(check(), driver.ErrClosed))
+	// Output:
+	// mybackend: backend not opened
+	// <nil>
+	// true
+}
+
 // A backend's CheckLease: the queue's settings (here a map standing for
 // the broker) agree with this process's lease, or the call fails.
 func ExampleAgreeLease() {

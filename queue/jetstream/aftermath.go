@@ -13,7 +13,9 @@ import (
 // the acks. A process that dies before they are made leaves a state record that nothing reads
 // again (it belongs to a job no longer stored; a 2.9 server that gives its sequence to another
 // job gives another ID too, and such a record is ignored), and a job without its tombstone, as
-// a process that died between the ack and the tombstone always did. Close waits for them.
+// a process that died between the ack and the tombstone always did. Close waits for them
+// within its ctx; if ctx ends first, the work not started is dropped (as in a process that
+// dies) and the requests running are cancelled, and Delete waits for them to end.
 
 // aftermathWorkers bounds the aftermath's requests in flight; aftermathQueue bounds the acked
 // jobs waiting for them, beyond which Ack makes them itself, before it returns.
@@ -29,6 +31,10 @@ type aftermath struct {
 	workers int                     // goroutines running, guarded by mu
 	closed  bool                    // guarded by mu: later work runs in its caller
 	idle    chan struct{}           // guarded by mu: closed when the running goroutines end
+	// base is the parent of the work's contexts, made with the first goroutine; abandon,
+	// called by close when its ctx ends first, cancels it. Both guarded by mu.
+	base    context.Context
+	abandon context.CancelFunc
 }
 
 // add hands work to the aftermath, or returns false (and the caller runs it) if the queue is
@@ -44,14 +50,18 @@ func (a *aftermath) add(b *Backend, work func(context.Context)) bool {
 		if a.workers == 0 {
 			a.idle = make(chan struct{})
 		}
+		if a.base == nil {
+			a.base, a.abandon = context.WithCancel(context.Background())
+		}
 		a.workers++
-		go a.run(b)
+		go a.run(b, a.base)
 	}
 	return true
 }
 
-// run does the queued work until there is none.
-func (a *aftermath) run(b *Backend) {
+// run does the queued work until there is none, each piece bounded by one call timeout and
+// by base.
+func (a *aftermath) run(b *Backend, base context.Context) {
 	for {
 		a.mu.Lock()
 		if len(a.todo) == 0 {
@@ -67,28 +77,47 @@ func (a *aftermath) run(b *Backend) {
 		a.todo[0] = nil
 		a.todo = a.todo[1:]
 		a.mu.Unlock()
-		ctx, cancel := b.req(context.Background())
+		ctx, cancel := b.req(base)
 		work(ctx)
 		cancel()
 	}
 }
 
 // close makes later work run in its callers, and waits until the queued work is done or ctx
-// ends.
+// ends. If ctx ends first, it drops the work not started and cancels the work running, which
+// then ends as soon as its requests return: wait waits for it.
 func (a *aftermath) close(ctx context.Context) {
 	a.mu.Lock()
 	a.closed = true
+	a.mu.Unlock()
+	if a.wait(ctx) == nil {
+		return
+	}
+	a.mu.Lock()
+	a.todo = nil
+	if a.abandon != nil {
+		a.abandon()
+	}
+	a.mu.Unlock()
+}
+
+// wait waits until no goroutine of the aftermath runs, or returns context.Cause(ctx) if ctx
+// ends first.
+func (a *aftermath) wait(ctx context.Context) error {
+	a.mu.Lock()
 	idle := a.idle
 	if a.workers == 0 {
 		idle = nil
 	}
 	a.mu.Unlock()
 	if idle == nil {
-		return
+		return nil
 	}
 	select {
 	case <-idle:
+		return nil
 	case <-ctx.Done():
+		return context.Cause(ctx)
 	}
 }
 

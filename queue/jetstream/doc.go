@@ -137,8 +137,8 @@
 package jetstream
 
 // Layout: jetstream.go the Backend, New, options, Close; open.go and settings.go Open, streams,
-// shared settings; enqueue.go Enqueue, DropOldest; receive.go Receive, the prefetch pump; settle.go
-// Start to Bury; aftermath.go what follows an ack, in the background; state.go job state,
-// markers; unique.go the unique keys; ratelimit.go TakeStart, the rate limit; admin.go the
-// operator's verbs (driver.Admin): list, get, cancel, pause; dead.go, stats.go, resurrect.go,
-// message.go, errors.go.
+// shared settings, Open's retries; enqueue.go Enqueue, DropOldest; receive.go Receive, the
+// prefetch pump; settle.go Start to Bury; aftermath.go what follows an ack, in the background;
+// state.go job state, markers; unique.go the unique keys; ratelimit.go TakeStart, the rate
+// limit; admin.go the operator's verbs (driver.Admin): list, get, cancel, pause; dead.go,
+// stats.go, resurrect.go, message.go; errors.go the requests' deadlines and the broker's errors.

@@ -210,26 +210,19 @@ func (b *Backend) checkOpen() error {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.checkOpenLocked()
-}
-
-// checkOpenLocked is checkOpen with b.mu held.
-func (b *Backend) checkOpenLocked() error {
-	if !b.opened {
-		return errors.New("jetstream: backend not opened")
-	}
-	if b.closed {
-		return driver.ErrClosed
-	}
-	return nil
+	return calls.CheckOpen(b.opened, b.closed)
 }
 
 // Delete deletes the queue from the servers: its streams, with every job, dead letter and
 // retry state in them. Every Backend of the queue, in every process, must be closed first (by
-// its queue's Close).
+// its queue's Close). It first waits for the requests that this Backend's Close cancelled
+// (see Close), and returns context.Cause(ctx) if ctx ends before they end.
 func (b *Backend) Delete(ctx context.Context) error {
 	if b.js == nil {
 		panic(zeroBackend)
+	}
+	if err := b.after.wait(ctx); err != nil {
+		return err
 	}
 	for _, name := range []string{b.workStream, b.deadStream, b.stateStream, b.doneStream} {
 		if err := b.js.DeleteStream(ctx, name); err != nil && !errors.Is(err, natsjs.ErrStreamNotFound) {
@@ -244,7 +237,12 @@ func (b *Backend) Delete(ctx context.Context) error {
 // calls. It deletes nothing (every stored job and dead letter stays on the servers: see
 // Delete) and does not close the NATS connection. If ctx ends before the prefetched jobs are
 // handed back, Close returns context.Cause(ctx), and those jobs come back when their lease
-// ends. queue.Queue's Close calls it; Close is idempotent: later calls return nil.
+// ends. Close also waits for the removals of the state records of acked jobs (and their
+// tombstones on a 2.9 server), which Ack leaves to the background. If ctx ends first, it
+// returns context.Cause(ctx), the removals not started are not made (as when a process dies:
+// such a record is never read again), and the requests running are cancelled: each ends when
+// its request returns, within one call timeout (WithCallTimeout), and Delete waits for them.
+// queue.Queue's Close calls it; Close is idempotent: later calls return nil.
 func (b *Backend) Close(ctx context.Context) error {
 	if b.js == nil {
 		panic(zeroBackend)

@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	natsjs "github.com/nats-io/nats.go/jetstream"
 
+	"github.com/corral-go/corral/backoff"
 	"github.com/corral-go/corral/queue/driver"
 	"github.com/corral-go/corral/queue/jetstream/internal/serverversion"
 )
@@ -273,3 +275,76 @@ func (b *Backend) ensureConsumer(ctx context.Context, work natsjs.Stream, ackWai
 	}
 	return c, nil
 }
+
+// Codes a cluster answers when another process creates the same stream or consumer at the
+// same moment: the next try finds the other's and updates it to the same settings.
+const (
+	codeStreamNameInUse   natsjs.ErrorCode = 10058 // stream name already in use
+	codeSubjectsOverlap   natsjs.ErrorCode = 10065 // subjects overlap with an existing stream
+	codeConsumerExists    natsjs.ErrorCode = 10148 // consumer already exists
+	codeConsumerNameInUse natsjs.ErrorCode = 10013 // consumer name already in use
+)
+
+// codeNoPlacement is a cluster's answer to a creation while it has not yet met enough of its
+// peers to place the stream's replicas, as right after it started.
+const codeNoPlacement natsjs.ErrorCode = 10005 // no suitable peers for placement
+
+// raced reports whether err says only that another process was creating the same stream or
+// consumer at the same moment, or that the cluster cannot place it yet.
+func raced(err error) bool {
+	switch apiCode(err) {
+	case codeStreamNameInUse, codeSubjectsOverlap, codeConsumerExists, codeConsumerNameInUse, codeNoPlacement:
+		return true
+	}
+	return false
+}
+
+// retried runs op, an idempotent request of Open, once per slice of the call timeout until it gets
+// an answer or ctx ends; it also tries again, after a pause, when op failed only because another
+// process was creating the same stream or consumer, or the cluster could not place it yet, or
+// with a *notYetError. A cluster drops,
+// unanswered, a request to a stream whose leader is not elected yet (as right after another process
+// created it): without a second try, one lost request would spend Open's whole budget.
+func retried[T any](ctx context.Context, b *Backend, op func(context.Context) (T, error)) (T, error) {
+	slice := max(b.o.callTimeout/4, 100*time.Millisecond)
+	for try := 1; ; try++ {
+		tctx, cancel := context.WithTimeout(ctx, slice)
+		v, err := op(tctx)
+		cancel()
+		lost := errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout)
+		if err == nil || ctx.Err() != nil || !lost && !raced(err) && !errors.As(err, new(*notYetError)) {
+			return v, err
+		}
+		if lost {
+			continue
+		}
+		if !calls.Sleep(ctx, racePauses.Delay(try-1, 0)) {
+			return v, err
+		}
+	}
+}
+
+// notYetError is a "not found" or "no responders" answer about a stream or consumer that Open
+// has just found or created: a node of a cluster may not know of it yet, as the creation has
+// not reached it; retried tries again after a pause.
+type notYetError struct{ err error }
+
+func (e *notYetError) Error() string { return e.err.Error() }
+func (e *notYetError) Unwrap() error { return e.err }
+
+// known is op, a request about a stream or consumer known to exist, whose "not found" and "no
+// responders" answers are a *notYetError, for retried.
+func known[T any](op func(context.Context) (T, error)) func(context.Context) (T, error) {
+	return func(ctx context.Context) (T, error) {
+		v, err := op(ctx)
+		if errors.Is(err, natsjs.ErrStreamNotFound) || errors.Is(err, natsjs.ErrConsumerNotFound) ||
+			errors.Is(err, nats.ErrNoResponders) {
+			err = &notYetError{err}
+		}
+		return v, err
+	}
+}
+
+// racePauses are retried's pauses after a creation that raced another process's: 20ms after
+// the first, 20ms longer after each, up to 200ms.
+var racePauses = backoff.Linear(20*time.Millisecond, 200*time.Millisecond)

@@ -303,7 +303,7 @@ func (b *Backend) pumpFor(ctx context.Context, lease time.Duration) (*pump, erro
 func (b *Backend) runningPump(lease time.Duration) (*pump, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if err := b.checkOpenLocked(); err != nil {
+	if err := calls.CheckOpen(b.opened, b.closed); err != nil {
 		return nil, err
 	}
 	if b.lease != lease || b.pump == nil {
@@ -341,7 +341,7 @@ func (b *Backend) startPump(ctx context.Context, lease time.Duration) (p, old *p
 		b.mu.Unlock()
 	}
 	b.mu.Lock()
-	if err := b.checkOpenLocked(); err != nil {
+	if err := calls.CheckOpen(b.opened, b.closed); err != nil {
 		b.mu.Unlock()
 		return nil, old, err
 	}

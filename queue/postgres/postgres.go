@@ -225,13 +225,7 @@ func (b *Backend) checkOpen() error {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if !b.opened {
-		return errors.New("postgres: backend not opened")
-	}
-	if b.closed {
-		return driver.ErrClosed
-	}
-	return nil
+	return calls.CheckOpen(b.opened, b.closed)
 }
 
 // Close implements driver.Backend: it stops listening (and waits for the listener, and for the

@@ -408,13 +408,7 @@ func (b *Backend) checkOpen() error {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if !b.opened {
-		return errors.New("redis: backend not opened")
-	}
-	if b.closed {
-		return driver.ErrClosed
-	}
-	return nil
+	return calls.CheckOpen(b.opened, b.closed)
 }
 
 // Close implements driver.Backend: it wakes the Receive and Enqueue calls that wait, which

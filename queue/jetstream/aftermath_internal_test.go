@@ -1,0 +1,90 @@
+package jetstream
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+// Close's ctx bounds its wait for the aftermath: when ctx ends first, the work not started is
+// dropped and the work running is cancelled, so that none of it runs on for a call timeout
+// after Close returned, and later work runs in its caller.
+func TestCloseCancelsAftermath(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := &Backend{o: options{callTimeout: time.Hour}}
+		var started, ended atomic.Int32
+		const queued = aftermathWorkers + 6
+		for range queued {
+			if !b.after.add(b, func(ctx context.Context) {
+				started.Add(1)
+				<-ctx.Done()
+				ended.Add(1)
+			}) {
+				t.Fatal("add before close = false, want the work queued")
+			}
+		}
+		synctest.Wait()
+		if n := started.Load(); n != aftermathWorkers {
+			t.Fatalf("%d pieces of work started before close, want %d", n, aftermathWorkers)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		t0 := time.Now()
+		b.after.close(ctx)
+		if d := time.Since(t0); d != time.Second {
+			t.Errorf("close returned after %v, want 1s (its ctx)", d)
+		}
+		synctest.Wait()
+		if s, e := started.Load(), ended.Load(); s != aftermathWorkers || e != aftermathWorkers {
+			t.Errorf("after close: %d started, %d ended; want %d and %d (the rest dropped)", s, e, aftermathWorkers, aftermathWorkers)
+		}
+		if err := b.after.wait(context.Background()); err != nil {
+			t.Errorf("wait after the work ended: %v", err)
+		}
+		if b.after.add(b, func(context.Context) {}) {
+			t.Error("add after close = true, want the work left to its caller")
+		}
+	})
+}
+
+// wait (Delete's first step) waits for the work that Close cancelled until it ends, or
+// returns the cause of its own ctx.
+func TestWaitOutlastsClose(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := &Backend{o: options{callTimeout: time.Hour}}
+		release := make(chan struct{})
+		var ended atomic.Bool
+		b.after.add(b, func(ctx context.Context) {
+			<-ctx.Done()
+			<-release // a request that returns late
+			ended.Store(true)
+		})
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		b.after.close(ctx)
+
+		cause := errors.New("gave up")
+		wctx, wcancel := context.WithCancelCause(context.Background())
+		wcancel(cause)
+		if err := b.after.wait(wctx); !errors.Is(err, cause) {
+			t.Errorf("wait with an ended ctx = %v, want its cause", err)
+		}
+
+		waited := make(chan error)
+		go func() { waited <- b.after.wait(context.Background()) }()
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		select {
+		case err := <-waited:
+			t.Fatalf("wait returned %v while the work ran", err)
+		default:
+		}
+		close(release)
+		if err := <-waited; err != nil || !ended.Load() {
+			t.Errorf("wait = %v, work ended %v; want nil, true", err, ended.Load())
+		}
+	})
+}
