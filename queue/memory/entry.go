@@ -25,16 +25,21 @@ const (
 // job taken from deep in the queue, long out of the cache, costs few
 // memory loads, and the entry the collector scans is small.
 type entry struct {
+	// What take reads and writes of a job taken from the queue, together,
+	// and first.
 	gen        uint64        // generation of the current lease
-	seq        uint64        // enqueue order
 	leaseEnd   time.Duration // in the backend's mono time
 	leaseStart time.Duration // in the backend's mono time
 	attempt    int
-	heapIdx    int // index in the heap holding e, -1 if none
 	state      uint8
 	fresh      bool // the queue generated the ID for it: not in ids (see stored)
 	delivered  bool // Receive has leased e at least once
 	hasCold    bool // cold holds a field of the message (see setMsg)
+	// The message's fields that every job has; the others are in cold.
+	id         string
+	value      any
+	enqueuedAt time.Time
+	version    int
 	ln         [numLists]links
 	// started is the gen of the last lease whose handler started (see
 	// Start), written without mu: a lease that expires unstarted spends no
@@ -45,12 +50,8 @@ type entry struct {
 	// (see promote), read by Start without mu: a Start on that lease fails.
 	expired atomic.Uint64
 
-	// The message's fields that every job has; the others are in cold.
-	id         string
-	value      any
-	enqueuedAt time.Time
-	version    int
-
+	seq     uint64 // enqueue order
+	heapIdx int    // index in the heap holding e, -1 if none
 	// canceled is the gen of the lease an operator cancelled (see
 	// admin.go), read by Start without mu: a Start on that lease fails
 	// with ErrCanceled. Like started, recycle leaves it as it is.
