@@ -37,7 +37,7 @@ func (m *Backend) Count(ctx context.Context, f driver.Filter) (int, error) {
 func (m *Backend) collect(dead bool) []driver.JobInfo {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	now, mono := m.clk.Now(), m.mono()
+	now, mono := m.clock()
 	m.drain()
 	m.promote(now, mono)
 	if dead {
@@ -57,7 +57,7 @@ func (m *Backend) collect(dead bool) []driver.JobInfo {
 // describe returns what Admin tells of e at now and mono, with a copy of
 // its history. m.mu held.
 func (m *Backend) describe(e *entry, now time.Time, mono time.Duration) driver.JobInfo {
-	info := driver.JobInfo{Message: e.msg, History: slices.Clone(e.history)}
+	info := driver.JobInfo{Message: e.msg(), History: slices.Clone(e.history())}
 	info.Attempt = e.attempt
 	switch e.state {
 	case stateLeased:
@@ -68,11 +68,11 @@ func (m *Backend) describe(e *entry, now time.Time, mono time.Duration) driver.J
 			info.Attempt-- // Receive counted a run that has not started
 		}
 	case stateDelayed:
-		info.State, info.NextRun = driver.StateDelayed, e.readyAt
+		info.State, info.NextRun = driver.StateDelayed, e.readyAt()
 	case stateQueued:
 		info.State = driver.StateReady
-		if e.msg.NotBefore.After(now) {
-			info.State, info.NextRun = driver.StateDelayed, e.msg.NotBefore
+		if nb := e.coldMsg().NotBefore; nb.After(now) {
+			info.State, info.NextRun = driver.StateDelayed, nb
 		}
 	default:
 		info.State = driver.StateReady
@@ -90,7 +90,7 @@ func deadInfo(dm *driver.DeadMessage) driver.JobInfo {
 func (m *Backend) Get(ctx context.Context, id string) (driver.JobInfo, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	now, mono := m.clk.Now(), m.mono()
+	now, mono := m.clock()
 	m.drain()
 	m.promote(now, mono)
 	if e := m.find(id); e != nil {
@@ -108,7 +108,7 @@ func (m *Backend) Get(ctx context.Context, id string) (driver.JobInfo, error) {
 func (m *Backend) Cancel(ctx context.Context, id string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	now, mono := m.clk.Now(), m.mono()
+	now, mono := m.clock()
 	m.drain()
 	m.promote(now, mono)
 	e := m.find(id)

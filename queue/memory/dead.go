@@ -37,12 +37,13 @@ func (m *Backend) bury(e *entry, reason driver.Reason, a driver.Attempt, now tim
 	case stateLeased:
 		m.dropLease(e)
 	}
-	dm := &driver.DeadMessage{Message: e.msg, Reason: reason, At: now}
+	dm := &driver.DeadMessage{Message: e.msg(), Reason: reason, At: now}
 	dm.Attempt = e.attempt
 	if e.state == stateLeased && e.started.Load() != e.gen {
 		dm.Attempt-- // no handler started on this lease: Receive counted it ahead
 	}
-	dm.History = append(make([]driver.Attempt, 0, len(e.history)+1), e.history...)
+	hist := e.history()
+	dm.History = append(make([]driver.Attempt, 0, len(hist)+1), hist...)
 	if a.Number != 0 || a.Error != "" {
 		dm.History = append(dm.History, a)
 	}

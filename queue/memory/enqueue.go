@@ -44,7 +44,7 @@ func (m *Backend) EnqueueFresh(ctx context.Context, msg driver.Message) (driver.
 	if msg.EnqueuedAt.IsZero() {
 		msg.EnqueuedAt = m.clk.Now()
 	}
-	if msg.Key != "" || !msg.NotBefore.IsZero() || m.cfg.DedupHorizon != 0 || msg.Unique != "" {
+	if !inboxable(&msg) || m.cfg.DedupHorizon != 0 {
 		return m.enqueueStore(ctx, msg, true)
 	}
 	if !m.reserve() {
@@ -56,7 +56,8 @@ func (m *Backend) EnqueueFresh(ctx context.Context, msg driver.Message) (driver.
 		}
 	}
 	m.inMu.Lock()
-	m.inbox = append(m.inbox, msg)
+	m.inbox = append(m.inbox, inMsg{id: msg.ID, value: msg.Value, at: msg.EnqueuedAt, version: msg.Version,
+		headers: msg.Headers, startBy: msg.StartBy})
 	n := len(m.inbox)
 	m.inboxLen.Store(int32(n))
 	m.inMu.Unlock()
@@ -179,7 +180,7 @@ func (m *Backend) evictOldest(res *driver.EnqueueResult, now time.Time) bool {
 	if victim == nil {
 		return false
 	}
-	res.Evicted = append(res.Evicted, victim.msg.ID)
+	res.Evicted = append(res.Evicted, victim.id)
 	res.DeadEvicted = m.bury(victim, driver.ReasonEvicted, driver.Attempt{Start: now, End: now, Error: driver.ErrEvicted.Error()}, now, res.DeadEvicted)
 	return true
 }
@@ -262,25 +263,59 @@ func (m *Backend) drain() {
 	m.inboxLen.Store(0)
 	m.inMu.Unlock()
 	for i := range msgs {
-		// Only jobs with an ID the queue generated take the inbox.
-		m.store(msgs[i], true, time.Time{}, msgs[i].EnqueuedAt)
-		msgs[i] = driver.Message{} // do not keep the payload
+		m.storeIn(&msgs[i])
+		msgs[i] = inMsg{} // do not keep the payload
 	}
 	if cap(msgs) <= 2*keepBuf {
 		m.spare = msgs[:0]
 	} // else a burst made it: let it go
+	if len(msgs) > 0 {
+		m.signal(&m.recvWait)
+	}
+}
 
+// inboxable reports whether msg may take the inbox (see EnqueueFresh): it
+// has no ordering key, NotBefore or unique key, and nothing that inMsg does
+// not hold. (Small enough to be inlined.)
+func inboxable(msg *driver.Message) bool {
+	return msg.Key == "" && msg.NotBefore.IsZero() && msg.Unique == "" && msg.Body == nil && msg.UniqueFor == 0
+}
+
+// inMsg is a job in the inbox: what a message on the fast path of Enqueue
+// may hold (see EnqueueFresh), which is less than a driver.Message.
+type inMsg struct {
+	id      string
+	value   any
+	at      time.Time // EnqueuedAt
+	version int
+	headers map[string]string
+	startBy time.Time
+}
+
+// storeIn stores the job r of the inbox, ready: store's work for a job with
+// an ID the queue generated, no ordering key and no delay. m.mu held.
+func (m *Backend) storeIn(r *inMsg) {
+	e := m.newEntry()
+	e.id, e.value, e.enqueuedAt, e.version = r.id, r.value, r.at, r.version
+	if r.headers != nil || !r.startBy.IsZero() {
+		c := e.coldOf()
+		c.msg.Headers, c.msg.StartBy = r.headers, r.startBy
+		e.hasCold = true
+	}
+	m.seq++
+	e.seq = m.seq
+	e.fresh = true
+	m.noteFresh(r.id)
+	m.all.push(e)
+	e.state = stateReady
+	m.ready.push(e)
 }
 
 // store adds msg as a new job, ready at notBefore; fresh says the queue
 // generated its ID (see stored). m.mu held.
 func (m *Backend) store(msg driver.Message, fresh bool, notBefore, now time.Time) {
 	e := m.newEntry()
-	e.msg = msg
-	e.msg.Attempt, e.msg.Snoozes = 0, 0
-	if e.msg.EnqueuedAt.IsZero() {
-		e.msg.EnqueuedAt = now
-	}
+	e.setMsg(&msg, now)
 	m.seq++
 	e.seq = m.seq
 	e.fresh = fresh
@@ -347,7 +382,7 @@ func (m *Backend) find(id string) *entry {
 		return nil
 	}
 	for e := m.all.head; e != nil; e = e.ln[onAll].next {
-		if e.fresh && e.msg.ID == id {
+		if e.fresh && e.id == id {
 			return e
 		}
 	}
@@ -394,7 +429,7 @@ func (m *Backend) schedule(e *entry, notBefore, now time.Time) {
 	}
 	if !notBefore.IsZero() && notBefore.After(now) {
 		e.state = stateDelayed
-		e.readyAt = notBefore
+		e.coldOf().readyAt = notBefore
 		heap.Push(&m.timed, e)
 		m.signal(&m.recvWait) // a receiver recomputes its wake-up time
 		return

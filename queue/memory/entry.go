@@ -18,18 +18,29 @@ const (
 	stateLeased         // in leased
 )
 
+// entry is a stored job. Its fields are laid out for the job's path: the
+// ones that every job reads and writes (from its store to its ack) come
+// first, on as few cache lines as they fit, and what only some jobs have
+// (an ordering key, headers, a delay, a history...) is in cold, so that a
+// job taken from deep in the queue, long out of the cache, costs few
+// memory loads, and the entry the collector scans is small.
 type entry struct {
-	msg        driver.Message
-	state      int
-	seq        uint64 // enqueue order
-	gen        uint64 // generation of the current lease
-	attempt    int
-	readyAt    time.Time
+	// What take reads and writes of a job taken from the queue, together,
+	// and first.
+	gen        uint64        // generation of the current lease
 	leaseEnd   time.Duration // in the backend's mono time
 	leaseStart time.Duration // in the backend's mono time
-	history    []driver.Attempt
-	fresh      bool // the queue generated msg's ID for it: not in ids (see stored)
+	attempt    int
+	state      uint8
+	fresh      bool // the queue generated the ID for it: not in ids (see stored)
 	delivered  bool // Receive has leased e at least once
+	hasCold    bool // cold holds a field of the message (see setMsg)
+	// The message's fields that every job has; the others are in cold.
+	id         string
+	value      any
+	enqueuedAt time.Time
+	version    int
+	ln         [numLists]links
 	// started is the gen of the last lease whose handler started (see
 	// Start), written without mu: a lease that expires unstarted spends no
 	// attempt. remove leaves it as it is, since a stale Start may write it
@@ -38,14 +49,99 @@ type entry struct {
 	// expired is the gen of the last lease that expired and was taken back
 	// (see promote), read by Start without mu: a Start on that lease fails.
 	expired atomic.Uint64
+
+	seq     uint64 // enqueue order
+	heapIdx int    // index in the heap holding e, -1 if none
 	// canceled is the gen of the lease an operator cancelled (see
 	// admin.go), read by Start without mu: a Start on that lease fails
 	// with ErrCanceled. Like started, recycle leaves it as it is.
 	canceled atomic.Uint64
-	heapIdx  int // index in the heap holding e, -1 if none
-	ln       [numLists]links
 	key      *dlist // the list of e's ordering key, if it has one
+	// cold is made the first time the entry stores a job that needs it, and
+	// kept (cleared) when the entry is recycled.
+	cold *coldEntry
 }
+
+// coldEntry holds what only some jobs have.
+type coldEntry struct {
+	// msg holds the message's fields that entry does not (ID, Value,
+	// EnqueuedAt and Version are zero here), when entry.hasCold.
+	msg     driver.Message
+	history []driver.Attempt
+	readyAt time.Time // when a delayed job becomes ready
+}
+
+// coldOf returns e.cold, made if e has none yet.
+func (e *entry) coldOf() *coldEntry {
+	if e.cold == nil {
+		e.cold = new(coldEntry)
+	}
+	return e.cold
+}
+
+// setMsg stores msg in e, with a zero Attempt and Snoozes and EnqueuedAt
+// now if msg has none.
+func (e *entry) setMsg(msg *driver.Message, now time.Time) {
+	e.id, e.value, e.enqueuedAt, e.version = msg.ID, msg.Value, msg.EnqueuedAt, msg.Version
+	if e.enqueuedAt.IsZero() {
+		e.enqueuedAt = now
+	}
+	if msg.Key != "" || msg.Headers != nil || msg.Body != nil || !msg.NotBefore.IsZero() ||
+		!msg.StartBy.IsZero() || msg.Unique != "" || msg.UniqueFor != 0 {
+		c := e.coldOf()
+		c.msg = *msg
+		c.msg.ID, c.msg.Value, c.msg.EnqueuedAt, c.msg.Version = "", nil, time.Time{}, 0
+		c.msg.Attempt, c.msg.Snoozes = 0, 0
+		e.hasCold = true
+	}
+}
+
+// message writes the message e stores into *msg.
+func (e *entry) message(msg *driver.Message) {
+	if e.hasCold {
+		*msg = e.cold.msg
+	} else {
+		*msg = driver.Message{}
+	}
+	msg.ID, msg.Value, msg.EnqueuedAt, msg.Version = e.id, e.value, e.enqueuedAt, e.version
+}
+
+// msg returns the message e stores.
+func (e *entry) msg() driver.Message {
+	var msg driver.Message
+	e.message(&msg)
+	return msg
+}
+
+// coldMsg returns the fields of e's message kept in cold (zero if none):
+// Key, Headers, Body, NotBefore, StartBy, Unique, UniqueFor, Snoozes.
+func (e *entry) coldMsg() *driver.Message {
+	if e.hasCold {
+		return &e.cold.msg
+	}
+	return &noCold
+}
+
+// noCold is coldMsg's answer for an entry without cold fields. Nothing
+// writes it.
+var noCold driver.Message
+
+// history returns e's attempts so far.
+func (e *entry) history() []driver.Attempt {
+	if e.cold == nil {
+		return nil
+	}
+	return e.cold.history
+}
+
+// addAttempt appends a to e's history.
+func (e *entry) addAttempt(a driver.Attempt) {
+	c := e.coldOf()
+	c.history = append(c.history, a)
+}
+
+// readyAt returns when e, delayed, becomes ready.
+func (e *entry) readyAt() time.Time { return e.cold.readyAt }
 
 // The lists an entry is on at once, each threaded through its own links.
 const (
@@ -183,7 +279,7 @@ type timeHeap struct {
 
 func (h *timeHeap) Len() int { return len(h.es) }
 func (h *timeHeap) Less(i, j int) bool {
-	a, b := h.es[i].readyAt, h.es[j].readyAt
+	a, b := h.es[i].readyAt(), h.es[j].readyAt()
 	if a.Equal(b) {
 		return h.es[i].seq < h.es[j].seq
 	}
@@ -202,17 +298,18 @@ func (h *timeHeap) Pop() any {
 	return e
 }
 
-// recycle clears e for reuse, but for started and expired (see entry), which
-// a stale Start may read or write at any time, and its history's
-// buffer, and moves it to a new generation.
+// recycle clears e for reuse, but for started, expired and canceled (see
+// entry), which a stale Start may read or write at any time, and its cold
+// part's buffers, and moves it to a new generation.
 func (e *entry) recycle() {
-	gen, hist := e.gen+1, e.history[:0]
-	e.msg = driver.Message{}
-	e.state, e.seq, e.attempt = 0, 0, 0
-	e.readyAt, e.leaseEnd, e.leaseStart = time.Time{}, 0, 0
-	e.fresh, e.delivered = false, false
-	e.heapIdx = -1
+	e.gen++
+	e.seq, e.leaseEnd, e.leaseStart, e.attempt = 0, 0, 0, 0
+	e.heapIdx, e.state = -1, 0
+	e.fresh, e.delivered, e.hasCold = false, false, false
 	e.ln = [numLists]links{}
+	e.id, e.value, e.enqueuedAt, e.version = "", nil, time.Time{}, 0
 	e.key = nil
-	e.gen, e.history = gen, hist
+	if c := e.cold; c != nil {
+		*c = coldEntry{history: c.history[:0]}
+	}
 }

@@ -59,8 +59,8 @@ type Backend struct {
 	// mu. The inbox is moved into the queue (drain) by a receiver that finds
 	// no ready job, and by every other call that must see all the jobs.
 	inMu     sync.Mutex
-	inbox    []driver.Message // guarded by inMu
-	inboxLen atomic.Int32     // len(inbox), read without inMu
+	inbox    []inMsg      // guarded by inMu
+	inboxLen atomic.Int32 // len(inbox), read without inMu
 	// Jobs stored or in the inbox, which capacity bounds, are in - out:
 	// reserve counts in, remove counts out (under mu). A producer reads out
 	// only when its last reading, outSeen, says the queue is full (out only
@@ -75,7 +75,7 @@ type Backend struct {
 	mu     sync.Mutex // guards every field below
 	out    atomic.Int64
 	opened bool
-	spare  []driver.Message // the inbox's other buffer, swapped in by drain
+	spare  []inMsg // the inbox's other buffer, swapped in by drain
 
 	ids    map[string]*entry // stored jobs by ID, but for fresh ones (see stored)
 	fresh  string            // the prefix of the fresh IDs stored, once there is one
@@ -143,6 +143,13 @@ func (m *Backend) init() {
 // the time since init. (A lease taken with the ack of a job is every job's
 // path: a duration costs it less than a time.Time, to read and to store.)
 func (m *Backend) mono() time.Duration { return m.epoch.Since() }
+
+// clock returns the time now and, from the same reading, mono(): one
+// reading of the clock, not two.
+func (m *Backend) clock() (time.Time, time.Duration) {
+	now := m.clk.Now()
+	return now, m.epoch.At(now)
+}
 
 // unopened is the panic of a zero Backend used before Open.
 const unopened = "memory: zero Backend used before Open: use memory.New, or give it to queue.New"
@@ -263,13 +270,13 @@ func (m *Backend) Stats(ctx context.Context) (driver.Stats, error) {
 		Paused:   m.paused,
 	}
 	for e := range m.queuedLater {
-		if e.msg.NotBefore.After(now) {
+		if e.coldMsg().NotBefore.After(now) {
 			s.Delayed++
 		}
 	}
 	s.Ready = m.all.n - s.InFlight - s.Delayed
 	if m.all.head != nil {
-		s.Oldest = m.all.head.msg.EnqueuedAt
+		s.Oldest = m.all.head.enqueuedAt
 	}
 	return s, nil
 }

@@ -30,7 +30,7 @@ func (m *Backend) promote(now time.Time, mono time.Duration) {
 		if now.IsZero() {
 			now = m.clk.Now()
 		}
-		for m.timed.Len() > 0 && !m.timed.es[0].readyAt.After(now) {
+		for m.timed.Len() > 0 && !m.timed.es[0].readyAt().After(now) {
 			e := heap.Pop(&m.timed).(*entry)
 			e.state = stateReady
 			m.ready.push(e)
@@ -48,7 +48,7 @@ func (m *Backend) promote(now time.Time, mono time.Duration) {
 				now = m.clk.Now()
 			}
 			start := now.Add(e.leaseStart - mono)
-			e.history = append(e.history, driver.Attempt{Number: e.attempt, Start: start, End: now, Error: driver.ErrLeaseExpired.Error()})
+			e.addAttempt(driver.Attempt{Number: e.attempt, Start: start, End: now, Error: driver.ErrLeaseExpired.Error()})
 		} else {
 			e.attempt-- // no handler ran on this lease: no attempt spent
 		}
@@ -72,7 +72,7 @@ func (m *Backend) next(now time.Time, mono time.Duration) time.Duration {
 	const none = time.Duration(1<<63 - 1)
 	wait := none
 	if m.timed.Len() > 0 {
-		wait = m.timed.es[0].readyAt.Sub(now)
+		wait = m.timed.es[0].readyAt().Sub(now)
 	}
 	if h := m.leased.head; h != nil {
 		wait = min(wait, h.leaseEnd-mono)
@@ -106,7 +106,7 @@ func (m *Backend) ReceiveAt(ctx context.Context, lease time.Duration, d *driver.
 	if m.kick == nil {
 		panic(unopened)
 	}
-	now, mono := m.clk.Now(), m.mono() // outside the lock; read again after a wait
+	now, mono := m.clock() // outside the lock; read again after a wait
 	m.mu.Lock()
 	for {
 		if m.closed.Load() {
@@ -147,7 +147,7 @@ func (m *Backend) ReceiveAt(ctx context.Context, lease time.Duration, d *driver.
 			m.mu.Unlock()
 			return time.Time{}, err
 		}
-		now, mono = m.clk.Now(), m.mono()
+		now, mono = m.clock()
 	}
 }
 
@@ -161,7 +161,7 @@ func (m *Backend) take(mono, lease time.Duration, d *driver.Delivery) {
 	e.leaseStart = mono
 	e.leaseEnd = mono + lease
 	m.lease(e)
-	d.Message = e.msg
+	e.message(&d.Message)
 	d.Attempt = e.attempt
 	d.Redelivered = e.delivered
 	e.delivered = true
@@ -305,10 +305,12 @@ func (m *Backend) Nack(ctx context.Context, d *driver.Delivery, delay time.Durat
 	if e == nil {
 		return err
 	}
-	e.history = append(e.history, a)
+	e.addAttempt(a)
 	if a.Snoozed {
 		e.attempt-- // a snooze spends no attempt
-		e.msg.Snoozes++
+		c := e.coldOf()
+		c.msg.Snoozes++
+		e.hasCold = true
 	}
 	m.requeue(e, delay)
 	return nil
@@ -362,11 +364,11 @@ func (m *Backend) requeue(e *entry, delay time.Duration) {
 // recycles it. m.mu held.
 func (m *Backend) remove(e *entry) {
 	m.out.Add(1)
-	if e.msg.Unique != "" {
-		m.uniques.leave(&e.msg, m.clk.Now())
+	if cm := e.coldMsg(); cm.Unique != "" {
+		m.uniques.leave(cm.Unique, e.id, cm.UniqueFor, m.clk.Now())
 	}
 	if !e.fresh {
-		delete(m.ids, e.msg.ID)
+		delete(m.ids, e.id)
 	}
 	if len(m.queuedLater) > 0 {
 		delete(m.queuedLater, e)
@@ -377,14 +379,15 @@ func (m *Backend) remove(e *entry) {
 		wasHead := k.head == e
 		k.remove(e)
 		if k.head == nil {
-			delete(m.keys, e.msg.Key)
+			delete(m.keys, e.coldMsg().Key)
 			m.keyFree = append(m.keyFree, k)
 		} else if wasHead {
 			var now time.Time // read the clock only if the next job has a delay
-			if !k.head.msg.NotBefore.IsZero() {
+			nb := k.head.coldMsg().NotBefore
+			if !nb.IsZero() {
 				now = m.clk.Now()
 			}
-			m.schedule(k.head, k.head.msg.NotBefore, now)
+			m.schedule(k.head, nb, now)
 		}
 	}
 	e.recycle()

@@ -2,8 +2,6 @@ package memory
 
 import (
 	"time"
-
-	"github.com/corral-go/corral/queue/driver"
 )
 
 // uniques holds the unique keys (driver.Message.Unique): the key of a stored
@@ -49,15 +47,15 @@ func (u *uniques) hold(key, id string, now time.Time) {
 	u.held[key] = uniqueHold{id: id}
 }
 
-// leave records that msg's job left at now: its key stays held for its
-// period, if it has one.
-func (u *uniques) leave(msg *driver.Message, now time.Time) {
-	if h, ok := u.held[msg.Unique]; !ok || h.id != msg.ID || !h.until.IsZero() {
+// leave records that the job id, which held key for period once it left,
+// left at now: the key stays held for its period, if it has one.
+func (u *uniques) leave(key, id string, period time.Duration, now time.Time) {
+	if h, ok := u.held[key]; !ok || h.id != id || !h.until.IsZero() {
 		return // not this job's (a key no job holds now)
 	}
-	if msg.UniqueFor <= 0 {
-		delete(u.held, msg.Unique)
+	if period <= 0 {
+		delete(u.held, key)
 		return
 	}
-	u.held[msg.Unique] = uniqueHold{id: msg.ID, until: now.Add(msg.UniqueFor)}
+	u.held[key] = uniqueHold{id: id, until: now.Add(period)}
 }
