@@ -427,10 +427,31 @@ func (p Schedule) Sequence() Sequence { return Sequence{p: p} }
 // or a source, a Sequence draws its jitter from a generator of its own, seeded from the
 // runtime's on first use, so that sequences do not move in lockstep.
 func (s *Sequence) Next() time.Duration {
-	t := s.nextStep()
-	d := t
+	d := s.p.flat
+	if s.n < s.p.flatAt {
+		if s.n > 0 && s.p.whole != 0 { // exponential with a whole factor: the exact product
+			s.cur *= time.Duration(s.p.whole) // of the previous delay's, below the cap
+			d = s.cur
+		} else {
+			d = s.grow()
+		}
+	}
 	if s.p.jitter != NoJitter {
-		d = s.p.jittered(t, s.prev, s.random())
+		// The random bits: the next value of the sequence's own generator, here in the common
+		// case; draw for the others. The generator's state is 0 until draw seeds it, and
+		// draw leaves it 0 when the schedule has a seed or a source.
+		var r uint64
+		if s.rng != 0 {
+			r = mix(s.rng)
+			s.rng += 0x9e3779b97f4a7c15
+		} else {
+			r = s.draw()
+		}
+		if s.p.jitter == FullJitter { // the common case, inlined: the same as jittered's
+			d = between(0, d, r)
+		} else {
+			d = s.p.jittered(d, s.prev, r)
+		}
 	}
 	if s.n < math.MaxInt {
 		s.n++
@@ -439,34 +460,31 @@ func (s *Sequence) Next() time.Duration {
 	return d
 }
 
-// random returns the random bits for the next delay: the schedule's own draw if it has a
-// seed or a source, else the next value of the sequence's generator.
-func (s *Sequence) random() uint64 {
+// draw returns the random bits for the next delay when Next cannot take them from the
+// sequence's generator: the schedule's own draw if it has a seed or a source (the generator
+// stays unused, its state 0), else the first value of the generator, which it seeds from the
+// runtime's with a nonzero state.
+func (s *Sequence) draw() uint64 {
 	if s.p.seeded || s.p.src != nil {
 		return s.p.draw(s.n, s.prev)
 	}
-	if s.rng == 0 {
-		s.rng = rand.Uint64() | 1
-	}
+	s.rng = rand.Uint64() | 1
 	z := s.rng
 	s.rng += 0x9e3779b97f4a7c15
 	return mix(z)
 }
 
-// nextStep returns step(s.n). While the schedule grows with exact integer steps (linear, or
-// exponential with a whole factor) it derives the delay from the previous one, which is the
-// same product: below flatAt every delay is below the cap, so no product overflows.
-func (s *Sequence) nextStep() time.Duration {
+// grow returns step(s.n) for s.n < flatAt, but for the exponential step with a whole factor,
+// which Next takes itself (s.cur times the factor). A linear schedule derives its delay from
+// the previous one, which is the same product as step's: below flatAt every delay is below
+// the cap, so no product overflows.
+func (s *Sequence) grow() time.Duration {
 	p := &s.p
 	switch {
-	case s.n >= p.flatAt:
-		return p.flat
 	case s.n == 0:
 		s.cur = p.base
 	case p.growth == linear:
 		s.cur += p.base
-	case p.whole != 0:
-		s.cur *= time.Duration(p.whole)
 	default:
 		s.cur = p.grown(s.n)
 	}

@@ -211,7 +211,9 @@ func (p *Pool) submit(ctx context.Context, fn func(context.Context) error, res r
 	how, w := p.placeLocked(&t)
 	if how != placedNowhere {
 		p.mu.Unlock()
-		p.afterPlace(how, w, t)
+		if how == placedSpawn || w != nil {
+			p.afterPlace(how, w, t) // most submits queue the task with no worker to wake
+		}
 		return nil
 	}
 	return p.overflowUnlock(t)

@@ -164,7 +164,8 @@ func (p *Pool) nextLocked(w *worker, s *shift, err error, panicked bool, now int
 		if s.t.res != nil || err != nil && p.opts.hooks.OnError != nil {
 			s.out, s.outErr, s.outRan = s.t, err, now-s.start
 		}
-		s.t = task{}
+		// s.t is not cleared here: fetchLocked stores the next task, or the zero task, in it
+		// before it could release Pool.mu.
 	}
 	if s.fetching {
 		p.idle.Arrived()
@@ -226,7 +227,10 @@ func (wk wakeups) send() {
 func (p *Pool) fetchLocked(now int64, next *task) (bool, wakeups) {
 	for p.queue.Len() > 0 {
 		p.queue.PopInto(next)
-		adm := p.admitLocked()
+		var adm *waiter
+		if p.blocked.head != nil { // the check inlined: most fetches find no blocked submitter
+			adm = p.admitLocked()
+		}
 		if !takeLocked(next) {
 			if adm != nil {
 				p.mu.Unlock()
