@@ -5,6 +5,8 @@ import (
 	"log/slog"
 	"strconv"
 	"time"
+
+	"github.com/corral-go/corral/internal/overflow"
 )
 
 // Overflow says what Submit does when the pool cannot take a task at once: every worker is
@@ -47,21 +49,7 @@ const (
 
 // String returns the overflow's name in lower case, hyphenated: "block", "reject",
 // "drop-newest", "drop-oldest" or "caller-runs" (the same spelling as queue's Overflow).
-func (o Overflow) String() string {
-	switch o {
-	case Block:
-		return "block"
-	case Reject:
-		return "reject"
-	case DropNewest:
-		return "drop-newest"
-	case DropOldest:
-		return "drop-oldest"
-	case CallerRuns:
-		return "caller-runs"
-	}
-	return "Overflow(" + strconv.Itoa(int(o)) + ")"
-}
+func (o Overflow) String() string { return overflow.Name(int(o), int(CallerRuns)) }
 
 // Reason says why a task did not run. It is passed to Hooks.OnDrop in a DropEvent.
 type Reason uint8

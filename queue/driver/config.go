@@ -2,8 +2,9 @@ package driver
 
 import (
 	"fmt"
-	"strconv"
 	"time"
+
+	"github.com/corral-go/corral/internal/overflow"
 )
 
 // Config is what a queue asks of its Backend. Its settings are shared by
@@ -103,16 +104,4 @@ const (
 )
 
 // String returns the policy's name.
-func (o Overflow) String() string {
-	switch o {
-	case Block:
-		return "block"
-	case Reject:
-		return "reject"
-	case DropNewest:
-		return "drop-newest"
-	case DropOldest:
-		return "drop-oldest"
-	}
-	return "Overflow(" + strconv.Itoa(int(o)) + ")"
-}
+func (o Overflow) String() string { return overflow.Name(int(o), int(DropOldest)) }
