@@ -199,7 +199,7 @@ func (q *Queue[T]) setPaused(ctx context.Context, p bool) error {
 	err = a.SetPaused(ctx, p)
 	q.observe(ctx, err)
 	if err == nil {
-		q.hl.setPaused(p)
+		q.hl.SetPaused(p)
 	}
 	return err
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/corral-go/corral/backoff"
 	"github.com/corral-go/corral/internal/panics"
 	"github.com/corral-go/corral/queue/driver"
+	"github.com/corral-go/corral/queue/internal/lease"
 	"github.com/corral-go/corral/retry"
 )
 
@@ -87,18 +88,13 @@ type Consumer[T any] struct {
 	// its workers receive with ReceiveStart, and call no Start.
 	startRecv driver.ReceiveStarter
 
-	keepers sync.WaitGroup // keep and renewLoop
+	keepers sync.WaitGroup // the keeper and renewLoop
 
-	// The keeper's clock (see keep): its last reading while it samples the
-	// running handlers, nil while it is parked. A worker dates the job it
-	// takes with the ack of the last one (driver.InProcess.AckNext) at this
-	// time, without reading the clock itself, and the backend leases that
-	// job from it: a lease shortened by the reading's age, never lengthened.
-	clock atomic.Pointer[time.Time]
-	// parked is set while the keeper waits for a handler to start; the
-	// worker that clears it wakes the keeper through wake (capacity 1).
-	parked atomic.Bool
-	wake   chan struct{}
+	// keeper times the handlers (see package lease); its clock dates the
+	// job a worker takes with the ack of the last one
+	// (driver.InProcess.AckNext), and the backend leases that job from it:
+	// a lease shortened by the reading's age, never lengthened.
+	keeper *lease.Keeper
 
 	// counting is set once by Drain or Close, never reset: the jobs settled
 	// from then on are theirs to report.
@@ -115,8 +111,7 @@ type Consumer[T any] struct {
 	closing chan struct{}
 	closed  bool // set once by Drain or Close, never reset
 
-	timed      bool                          // q.timed: handler runs are timed (see Queue.timed)
-	healthHook func(context.Context, Health) // c.healthChanged, bound once
+	timed bool // q.timed: handler runs are timed (see Queue.timed)
 
 	hookPanic atomic.Pointer[PanicError] // the first hook panic, set once
 	loopPanic atomic.Pointer[PanicError] // the first other panic on a worker (see run)
@@ -160,28 +155,27 @@ func (q *Queue[T]) Consume(ctx context.Context, h Handler[T], opts ...ConsumerOp
 	}
 	c := &Consumer[T]{
 		q: q, h: h, opts: o, retry: retry.New(ro...),
-		wake:    make(chan struct{}, 1),
 		idle:    make(chan struct{}, 1),
 		closing: make(chan struct{}, 1),
 		drained: make(chan struct{}),
 		running: o.loops(),
 		timed:   q.timed,
 	}
-	c.healthHook = c.healthChanged
 	c.fast, c.rate = q.fast, rate
 	c.startRecv = q.receiveStarter(rate, &o)
 	c.bg, c.bgCancel = context.WithCancelCause(context.WithoutCancel(ctx))
 	c.base, c.baseCancel = context.WithCancelCause(ctx)
 	c.recv, c.recvCancel = context.WithCancelCause(c.base)
 	c.workers = make([]*worker[T], o.loops())
+	slots := make([]*lease.Slot, len(c.workers))
 	for i := range c.workers {
 		w := &worker[T]{c: c}
 		if o.share != nil {
 			w.grant, w.renew = make(chan struct{}, 1), w.renewWaiting
 		}
-		w.ctx, w.cancel = context.WithCancelCause(c.base)
-		c.workers[i] = w
+		c.workers[i], slots[i] = w, &w.ls
 	}
+	c.keeper = lease.New(c.base, o.lease, slots, c.drained)
 	// Registered and started under q.mu, so that Queue.Close either closes
 	// this consumer or has closed the queue before it started.
 	q.mu.Lock()
@@ -198,9 +192,8 @@ func (q *Queue[T]) Consume(ctx context.Context, h Handler[T], opts ...ConsumerOp
 	for _, w := range c.workers {
 		c.loops.Go(w.run)
 	}
-	c.keepers.Add(2)
-	go c.keep()
-	go c.renewLoop()
+	c.keepers.Go(c.keeper.Run)
+	c.keepers.Go(c.renewLoop)
 	return c, nil
 }
 
@@ -273,17 +266,13 @@ func (o *consumerOptions) loops() int {
 }
 
 // observe records the outcome of a backend call a goroutine of c made (see
-// health.observe): an OnHealth hook it calls is c's (see callHook).
+// Queue.observe): an OnHealth hook it calls is c's (see callHook).
 func (c *Consumer[T]) observe(ctx context.Context, err error) {
-	if !c.q.hl.quiet(err) {
-		c.q.hl.observe(ctx, err, c.healthHook)
+	if c.q.hl.Quiet(err) {
+		return
 	}
-}
-
-// healthChanged calls the OnHealth hook for c (see callHook).
-func (c *Consumer[T]) healthChanged(ctx context.Context, h Health) {
-	if c.q.hooks.OnHealth != nil {
-		callHook(ctx, c, "OnHealth", c.q.onHealth, h)
+	if h, changed := c.q.hl.Observe(ctx, err); changed && c.q.hooks.OnHealth != nil {
+		callHook(ctx, c, "OnHealth", c.q.onHealth, Health(h))
 	}
 }
 

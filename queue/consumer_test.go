@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"runtime"
 	"strings"
 	"sync/atomic"
@@ -78,25 +77,6 @@ func TestConsumerGoexit(t *testing.T) {
 			}
 		}
 	})
-}
-
-func TestGeneratedIDs(t *testing.T) {
-	q, _ := New[int](context.Background())
-	seen := map[string]bool{}
-	for i := range 3*idChunk + 5 {
-		id := q.newID()
-		if len(id) != idLen || strings.Trim(id, "0123456789abcdef") != "" || seen[id] {
-			t.Fatalf("generated ID %q: want %d hex digits, unique", id, idLen)
-		}
-		if want := q.idPrefix + fmt.Sprintf("%016x", i); id != want {
-			t.Fatalf("generated ID %d is %q, want %q", i, id, want)
-		}
-		seen[id] = true
-	}
-	q2, _ := New[int](context.Background())
-	if id := q2.newID(); seen[id] {
-		t.Fatalf("two queues generated the same ID %q", id)
-	}
 }
 
 // Stats.DeadLetteredTotal sums the dead letters of every reason.

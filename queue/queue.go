@@ -3,8 +3,6 @@ package queue
 import (
 	"cmp"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"iter"
@@ -16,6 +14,8 @@ import (
 	"github.com/corral-go/corral/internal/clock"
 	"github.com/corral-go/corral/internal/panics"
 	"github.com/corral-go/corral/queue/driver"
+	"github.com/corral-go/corral/queue/internal/health"
+	"github.com/corral-go/corral/queue/internal/jobid"
 	"github.com/corral-go/corral/queue/internal/storable"
 	"github.com/corral-go/corral/queue/internal/version"
 	"github.com/corral-go/corral/queue/memory"
@@ -39,8 +39,7 @@ type Queue[T any] struct {
 	maxWait time.Duration
 	closed  atomic.Bool // set once by Close, never reset
 
-	idPrefix string // 16 random hex digits
-	clk      clock.Anchored
+	clk clock.Anchored
 	// timed: the consumers time their handler runs (WithTimings, or a hook
 	// that gets Event.Duration), from epoch, into lat.
 	timed bool
@@ -48,7 +47,7 @@ type Queue[T any] struct {
 	// labels carries the pprof label queue=name (WithName), or is nil.
 	labels context.Context
 
-	hl       health
+	hl       health.Tracker
 	onHealth func(context.Context, Health) // q.healthChanged, bound once
 
 	mu        sync.Mutex                // guards consumers and periodics
@@ -58,11 +57,10 @@ type Queue[T any] struct {
 
 	// Written by the producers on every job: kept off the cache lines of
 	// the fields above, which the consumers read on every job.
-	_     [64]byte
-	idSeq atomic.Uint64
-	ids   atomic.Pointer[idBlock]
-	c     counters
-	lat   latencies
+	_   [64]byte
+	ids jobid.Generator
+	c   counters
+	lat latencies
 }
 
 // New returns a queue of jobs with payload T, with its backend opened:
@@ -95,15 +93,13 @@ func New[T any](ctx context.Context, opts ...Option) (*Queue[T], error) {
 	}
 	q.epoch = clock.Start()
 	q.onHealth = q.healthChanged
-	q.hl.init(time.Now())
+	q.hl.Init(time.Now())
 	// The backend's fast paths, looked for once: only a backend whose
 	// InProcess methods are its own (see driver.InProcess.Self).
 	if ip, ok := o.backend.(driver.InProcess); ok && ip.Self() == o.backend {
 		q.fast, q.values = ip, true
 	}
-	var b [8]byte
-	_, _ = rand.Read(b[:])
-	q.idPrefix = hex.EncodeToString(b[:])
+	q.ids.Init()
 	if err := o.backend.Open(ctx, o.cfg); err != nil {
 		return nil, err
 	}
@@ -225,7 +221,7 @@ func (q *Queue[T]) Enqueue(ctx context.Context, payload T, opts ...EnqueueOption
 		// values and no start-by deadline, written out here: every job of
 		// the default queue takes this path, and a frame less on it shows
 		// in BenchmarkQueueInMemory.
-		m.ID, m.Version, m.EnqueuedAt, m.Value = q.newID(), q.vers.Current, q.clk.Now(), payload
+		m.ID, m.Version, m.EnqueuedAt, m.Value = q.ids.Next(), q.vers.Current, q.clk.Now(), payload
 	} else if fresh, err = q.message(&m, payload, opts); err != nil {
 		return m.ID, err
 	}
@@ -235,7 +231,7 @@ func (q *Queue[T]) Enqueue(ctx context.Context, payload T, opts ...EnqueueOption
 	} else {
 		res, err = q.backend.Enqueue(ctx, m)
 	}
-	if !q.hl.quiet(err) { // asked here: a call to observe costs the hot path
+	if !q.hl.Quiet(err) { // asked here: a call to observe costs the hot path
 		q.observe(ctx, err)
 	}
 	if err != nil || res.Evicted != nil || res.DeadEvicted != nil || q.hooks.OnEnqueue != nil {
@@ -302,14 +298,14 @@ func (q *Queue[T]) message(m *driver.Message, payload T, opts []EnqueueOption) (
 		if err := storable.Check("unique key", m.Unique); err != nil {
 			return false, err
 		}
-		if q.ahead(m.ID) {
+		if q.ids.Ahead(m.ID) {
 			return false, fmt.Errorf("queue: job ID %s is one this queue has yet to generate", m.ID)
 		}
 	}
 	m.EnqueuedAt = q.clk.Now()
 	m.Version = q.vers.Current
 	if m.ID == "" {
-		m.ID = q.newID()
+		m.ID = q.ids.Next()
 		fresh = true
 	}
 	if m.StartBy.IsZero() && q.maxWait > 0 {

@@ -51,7 +51,7 @@ func (w *worker[T]) decide(herr, panicErr error, leaseOver, shutdown bool, a *At
 	case panicErr != nil:
 		a.Error = panicErr.Error()
 		return opBury, 0, Event{Reason: ReasonPanic, Err: panicErr}
-	case context.Cause(w.ctx) == ErrCanceled: // see Consumer.renew
+	case context.Cause(w.ls.Context()) == ErrCanceled: // see Consumer.renew
 		a.Error = herr.Error()
 		return opBury, 0, Event{Reason: ReasonCanceled, Err: herr}
 	case shutdown:

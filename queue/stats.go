@@ -208,7 +208,7 @@ func (q *Queue[T]) Stats(ctx context.Context) (Stats, error) {
 		s.Lag = time.Since(bs.Oldest)
 	}
 	if err == nil {
-		q.hl.setPaused(bs.Paused)
+		q.hl.SetPaused(bs.Paused)
 	}
 	s.Health = q.Health()
 	s.Periodic = q.periodicStats()

@@ -4,13 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/corral-go/corral/backoff"
 	"github.com/corral-go/corral/internal/panics"
 	"github.com/corral-go/corral/queue/driver"
+	"github.com/corral-go/corral/queue/internal/lease"
 )
 
 // worker is the state of one worker loop, reused for every job so that
@@ -38,44 +37,15 @@ type worker[T any] struct {
 	// a panic in it.
 	in backendCall
 
-	// st is the lease state of the job in d: the count of deliveries
-	// handled (its generation, shifted by stShift) and the st* bits. The
-	// worker starts and ends a lease without mu (see endLease). The
-	// keeper and renew, which act on a running handler from their own
-	// goroutines, hold mu and claim the generation first.
-	st atomic.Uint64
-
-	// The keeper's own record of the handler it saw running: its
-	// generation, and when the keeper first saw it (a time at or after
-	// its start, as time since the keeper began).
-	seenGen uint64
-	seenAt  time.Duration
+	// ls is the lease of the job in d (see package lease), which the
+	// consumer's keeper times and renew reads under a claim.
+	ls lease.Slot
 
 	// grant hands the worker a slot of the consumer's Share (capacity 1),
 	// and renew is w.renewWaiting, bound once; both nil without a Share.
 	grant chan struct{}
 	renew func() bool
-
-	mu     sync.Mutex // serialises the claims on st, and guards the fields below
-	ctx    context.Context
-	cancel context.CancelCauseFunc
 }
-
-// The bits of worker.st.
-const (
-	// stRunning: a handler runs on d. renew renews its lease, and the
-	// keeper cancels it once it has run for the consumer's lease.
-	stRunning = 1 << iota
-	// stClaimed: the keeper or renew, holding mu, acts on this
-	// generation (reads d, cancels ctx). The worker cannot end the lease
-	// under it: it waits for mu instead.
-	stClaimed
-	// stExpired: the keeper cancelled this generation's handler at the
-	// end of its lease.
-	stExpired
-
-	stShift = iota
-)
 
 // backendCall names a Backend method a worker calls (see worker.in).
 type backendCall uint8
@@ -162,7 +132,7 @@ func (w *worker[T]) serve() {
 			w.in = callReceive
 			w.at, err = c.receive(&w.d)
 			w.in = callNone
-			if !c.q.hl.quiet(err) { // asked here: a call to observe costs every job
+			if !c.q.hl.Quiet(err) { // asked here: a call to observe costs every job
 				c.observe(c.recv, err)
 			}
 		}
@@ -321,7 +291,7 @@ func (w *worker[T]) handle() {
 	if !w.start() {
 		return
 	}
-	hctx := w.startLease()
+	hctx := c.keeper.Start(&w.ls)
 	var (
 		catch    panics.Catcher
 		herr     error
@@ -488,7 +458,7 @@ func (w *worker[T]) finish(hctx context.Context, catch *panics.Catcher, herrp *e
 		w.ended = c.q.epoch.Since()
 		run = c.q.lat.record(&w.d.Message, c.q.epoch, runStart, w.ended)
 	}
-	leaseOver := w.endLease()
+	leaseOver := w.ls.End()
 	shutdown := !leaseOver && c.base.Err() != nil
 	a := Attempt{Number: w.d.Attempt, Start: now}
 	if failed {
