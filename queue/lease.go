@@ -67,10 +67,10 @@ func (c *Consumer[T]) renew() {
 		case errors.Is(err, ErrCanceled):
 			w.ls.Cancel(ErrCanceled)
 		case errors.Is(err, ErrLeaseLost):
-			c.q.c.backendErrors.Add(1)
+			c.q.c.BackendErrors.Add(1)
 			w.ls.Cancel(ErrLeaseLost)
 		default:
-			c.q.c.backendErrors.Add(1)
+			c.q.c.BackendErrors.Add(1)
 		}
 		w.ls.Release(gen)
 	}

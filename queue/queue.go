@@ -16,6 +16,7 @@ import (
 	"github.com/corral-go/corral/queue/driver"
 	"github.com/corral-go/corral/queue/internal/health"
 	"github.com/corral-go/corral/queue/internal/jobid"
+	"github.com/corral-go/corral/queue/internal/stats"
 	"github.com/corral-go/corral/queue/internal/storable"
 	"github.com/corral-go/corral/queue/internal/version"
 	"github.com/corral-go/corral/queue/memory"
@@ -59,8 +60,8 @@ type Queue[T any] struct {
 	// the fields above, which the consumers read on every job.
 	_   [64]byte
 	ids jobid.Generator
-	c   counters
-	lat latencies
+	c   stats.Counters
+	lat stats.Latencies
 }
 
 // New returns a queue of jobs with payload T, with its backend opened:
@@ -237,7 +238,7 @@ func (q *Queue[T]) Enqueue(ctx context.Context, payload T, opts ...EnqueueOption
 	if err != nil || res.Evicted != nil || res.DeadEvicted != nil || q.hooks.OnEnqueue != nil {
 		return q.enqueued(ctx, &m, res, err), err
 	}
-	q.c.enqueued.Add(1) // all enqueued does in this case, without a call
+	q.c.Enqueued.Add(1) // all enqueued does in this case, without a call
 	return m.ID, nil
 }
 
@@ -338,7 +339,7 @@ func (q *Queue[T]) encode(m *driver.Message, payload T) error {
 // Enqueue returns: m's, or the holder of its unique key (ErrNotUnique).
 func (q *Queue[T]) enqueued(ctx context.Context, m *driver.Message, res driver.EnqueueResult, err error) string {
 	for _, id := range res.Evicted {
-		q.c.dead[reasonIndex(ReasonEvicted)].Add(1)
+		q.c.Dead(ReasonEvicted).Add(1)
 		if h := q.hooks.OnDead; h != nil {
 			h(ctx, Event{ID: id, Reason: ReasonEvicted, Err: errEvicted})
 		}
@@ -346,16 +347,16 @@ func (q *Queue[T]) enqueued(ctx context.Context, m *driver.Message, res driver.E
 	q.deadEvicted(ctx, res.DeadEvicted, nil)
 	switch {
 	case err == nil:
-		q.c.enqueued.Add(1)
+		q.c.Enqueued.Add(1)
 		if h := q.hooks.OnEnqueue; h != nil {
 			h(ctx, Event{ID: m.ID, Key: m.Key})
 		}
 	case errors.Is(err, ErrDuplicate), errors.Is(err, ErrNotUnique):
-		q.c.duplicates.Add(1)
+		q.c.Duplicates.Add(1)
 	case errors.Is(err, ErrFull):
-		q.c.rejected.Add(1)
+		q.c.Rejected.Add(1)
 	case errors.Is(err, ErrDropped):
-		q.c.dropped.Add(1)
+		q.c.Dropped.Add(1)
 		if h := q.hooks.OnDrop; h != nil {
 			h(ctx, Event{ID: m.ID, Key: m.Key, Err: err})
 		}
@@ -372,7 +373,7 @@ func (q *Queue[T]) enqueued(ctx context.Context, m *driver.Message, res driver.E
 // goroutine if c is nil.
 func (q *Queue[T]) deadEvicted(ctx context.Context, ids []string, c *Consumer[T]) {
 	for _, id := range ids {
-		q.c.deadEvicted.Add(1)
+		q.c.DeadEvicted.Add(1)
 		if h := q.hooks.OnDeadEvicted; h != nil {
 			ev := Event{ID: id, Err: errDeadEvicted}
 			if c != nil {
@@ -426,7 +427,7 @@ func (q *Queue[T]) Redrive(ctx context.Context, id string) error {
 	err := q.backend.Redrive(ctx, id)
 	q.observe(ctx, err)
 	if err == nil {
-		q.c.enqueued.Add(1)
+		q.c.Enqueued.Add(1)
 		if h := q.hooks.OnEnqueue; h != nil {
 			h(ctx, Event{ID: id})
 		}

@@ -74,7 +74,7 @@ func (w *worker[T]) tryStart(errDelays *backoff.Sequence) (bool, time.Duration) 
 	if err != nil {
 		c.observe(c.bg, err)
 		if c.bg.Err() == nil {
-			c.q.c.backendErrors.Add(1)
+			c.q.c.BackendErrors.Add(1)
 		}
 		return false, errDelays.Next()
 	}

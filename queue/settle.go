@@ -9,6 +9,7 @@ import (
 
 	"github.com/corral-go/corral/internal/panics"
 	"github.com/corral-go/corral/queue/driver"
+	"github.com/corral-go/corral/queue/internal/stats"
 	"github.com/corral-go/corral/retry"
 )
 
@@ -129,7 +130,7 @@ func (w *worker[T]) settle(ctx context.Context, counted bool, o op, delay time.D
 		} else {
 			err = b.Ack(c.bg, d)
 		}
-		counter, hook = &c.q.c.acked, hooks.OnSuccess
+		counter, hook = &c.q.c.Acked, hooks.OnSuccess
 	case opNack, opSnooze:
 		w.in = callNack
 		err = b.Nack(c.bg, d, delay, *a)
@@ -140,7 +141,7 @@ func (w *worker[T]) settle(ctx context.Context, counted bool, o op, delay time.D
 	default: // opBury
 		w.in = callBury
 		dead, err = b.Bury(c.bg, d, ev.Reason, *a)
-		counter, hook = &c.q.c.dead[reasonIndex(ev.Reason)], hooks.OnDead
+		counter, hook = c.q.c.Dead(ev.Reason), hooks.OnDead
 	}
 	w.in = callNone
 	if !w.hasNext {
@@ -206,7 +207,7 @@ func (w *worker[T]) account(counted bool, o op, err error) bool {
 	}
 	if err != nil {
 		if c.bg.Err() == nil { // not Close giving up: see Stats.BackendErrors
-			c.q.c.backendErrors.Add(1)
+			c.q.c.BackendErrors.Add(1)
 		}
 		return false
 	}
@@ -220,7 +221,7 @@ type opMeaning struct {
 	hookName string
 	// counter is the queue's counter of the op, for the ops that share a
 	// case of settle (nil for the others).
-	counter func(*counters) *atomic.Uint64
+	counter func(*stats.Counters) *atomic.Uint64
 }
 
 var opMeanings = [...]opMeaning{
@@ -231,8 +232,8 @@ var opMeanings = [...]opMeaning{
 	opSnooze:  {reportReturned, "OnRetry", countSnoozed},
 }
 
-func countRetried(c *counters) *atomic.Uint64 { return &c.retried }
-func countSnoozed(c *counters) *atomic.Uint64 { return &c.snoozed }
+func countRetried(c *stats.Counters) *atomic.Uint64 { return &c.Retried }
+func countSnoozed(c *stats.Counters) *atomic.Uint64 { return &c.Snoozed }
 
 func reportAcked(r *Report) *int        { return &r.Acked }
 func reportReturned(r *Report) *int     { return &r.Returned }

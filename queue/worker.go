@@ -140,7 +140,7 @@ func (w *worker[T]) serve() {
 			if c.recv.Err() != nil {
 				return
 			}
-			c.q.c.backendErrors.Add(1)
+			c.q.c.BackendErrors.Add(1)
 			t := time.NewTimer(errDelays.Next())
 			select {
 			case <-t.C:
@@ -243,7 +243,7 @@ func (w *worker[T]) renewWaiting() bool {
 	if err != nil && !errors.Is(err, ErrLeaseLost) {
 		c.observe(c.bg, err)
 		if c.bg.Err() == nil {
-			c.q.c.backendErrors.Add(1)
+			c.q.c.BackendErrors.Add(1)
 		}
 		return true // the broker may answer the next renewal
 	}
@@ -412,7 +412,7 @@ func (w *worker[T]) start() bool {
 	}
 	c.observe(c.bg, err)
 	if c.bg.Err() == nil {
-		c.q.c.backendErrors.Add(1)
+		c.q.c.BackendErrors.Add(1)
 	}
 	if errors.Is(err, ErrLeaseLost) {
 		w.dropLost()
@@ -456,7 +456,7 @@ func (w *worker[T]) finish(hctx context.Context, catch *panics.Catcher, herrp *e
 	var run time.Duration
 	if runStart >= 0 {
 		w.ended = c.q.epoch.Since()
-		run = c.q.lat.record(&w.d.Message, c.q.epoch, runStart, w.ended)
+		run = c.q.lat.Record(&w.d.Message, c.q.epoch, runStart, w.ended)
 	}
 	leaseOver := w.ls.End()
 	shutdown := !leaseOver && c.base.Err() != nil
