@@ -14,6 +14,7 @@ import (
 	"github.com/corral-go/corral/internal/panics"
 	"github.com/corral-go/corral/queue/driver"
 	"github.com/corral-go/corral/queue/internal/lease"
+	"github.com/corral-go/corral/queue/internal/ratelimit"
 	"github.com/corral-go/corral/retry"
 )
 
@@ -79,10 +80,10 @@ type Consumer[T any] struct {
 	recvCancel context.CancelCauseFunc
 
 	workers []*worker[T]
-	lane    *lane              // the consumer's place in its Share (WithShare), nil if none
-	loops   sync.WaitGroup     // the worker goroutines (see worker.run)
-	fast    driver.InProcess   // the queue's (see Queue.fast), nil if none
-	rate    driver.RateLimiter // the backend's, with WithRateLimit; nil if none
+	lane    *lane            // the consumer's place in its Share (WithShare), nil if none
+	loops   sync.WaitGroup   // the worker goroutines (see worker.run)
+	fast    driver.InProcess // the queue's (see Queue.fast), nil if none
+	rate    *ratelimit.Limit // WithRateLimit's, kept by the backend; nil if none
 	// startRecv is the backend's, if it has one and nothing waits between
 	// taking a job and its handler (no rate limit, no Share, not InProcess):
 	// its workers receive with ReceiveStart, and call no Start.
@@ -171,7 +172,7 @@ func (q *Queue[T]) Consume(ctx context.Context, h Handler[T], opts ...ConsumerOp
 	for i := range c.workers {
 		w := &worker[T]{c: c}
 		if o.share != nil {
-			w.grant, w.renew = make(chan struct{}, 1), w.renewWaiting
+			w.grant, w.renew = make(chan struct{}, 1), w.Renew
 		}
 		c.workers[i], slots[i] = w, &w.ls
 	}
@@ -200,8 +201,8 @@ func (q *Queue[T]) Consume(ctx context.Context, h Handler[T], opts ...ConsumerOp
 // checkConsumer checks what the backend must do for a consumer with options
 // o: keep its lease, if the lease is shared, and its rate limit, whose
 // limiter it returns (nil without one).
-func (q *Queue[T]) checkConsumer(ctx context.Context, o *consumerOptions) (driver.RateLimiter, error) {
-	rate, err := q.rateLimiter(o)
+func (q *Queue[T]) checkConsumer(ctx context.Context, o *consumerOptions) (*ratelimit.Limit, error) {
+	rate, err := q.rateLimit(o)
 	if err != nil {
 		return nil, err
 	}
@@ -220,7 +221,7 @@ func (q *Queue[T]) checkConsumer(ctx context.Context, o *consumerOptions) (drive
 // options o and rate limiter rate, if the backend has one and nothing waits
 // between the consumer's jobs and their handlers (no rate limit, no Share;
 // an InProcess backend answers Start at once): nil otherwise.
-func (q *Queue[T]) receiveStarter(rate driver.RateLimiter, o *consumerOptions) driver.ReceiveStarter {
+func (q *Queue[T]) receiveStarter(rate *ratelimit.Limit, o *consumerOptions) driver.ReceiveStarter {
 	if q.fast != nil || rate != nil || o.share != nil {
 		return nil
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/corral-go/corral/internal/panics"
 	"github.com/corral-go/corral/queue/driver"
 	"github.com/corral-go/corral/queue/internal/lease"
+	"github.com/corral-go/corral/queue/internal/ratelimit"
 )
 
 // worker is the state of one worker loop, reused for every job so that
@@ -42,7 +43,7 @@ type worker[T any] struct {
 	ls lease.Slot
 
 	// grant hands the worker a slot of the consumer's Share (capacity 1),
-	// and renew is w.renewWaiting, bound once; both nil without a Share.
+	// and renew is w.Renew, bound once; both nil without a Share.
 	grant chan struct{}
 	renew func() bool
 }
@@ -217,22 +218,22 @@ func (w *worker[T]) acquireShared() (ok, goOn bool) {
 		if c.rate == nil {
 			return true, false
 		}
-		got, wait := w.tryStart(&errDelays)
+		got, wait := c.rate.Try(c.bg, &errDelays, w)
 		if got {
 			return true, false
 		}
 		c.opts.share.release(c.lane, 0)
-		if !w.waitStart(wait) {
+		if !w.started(ratelimit.Wait(wait, c.renewEvery(), c.recv.Done(), w)) {
 			return false, c.recv.Err() == nil
 		}
 	}
 }
 
-// renewWaiting renews the lease of the job in w.d while it waits for a
-// slot of the Share, and reports false if the lease was lost. Consume
-// binds it once per worker (w.renew): a closure made per job would cost an
-// allocation per job.
-func (w *worker[T]) renewWaiting() bool {
+// Renew renews the lease of the job in w.d while it waits for a slot of the
+// Share or a start (see ratelimit.Holder), and reports false if the lease
+// was lost. Consume binds it once per worker (w.renew): a closure made per
+// job would cost an allocation per job.
+func (w *worker[T]) Renew() bool {
 	c := w.c
 	w.in = callExtend
 	err := c.q.backend.Extend(c.bg, &w.d, c.backendLease())
@@ -241,13 +242,21 @@ func (w *worker[T]) renewWaiting() bool {
 		return true // Start refuses it, and the job is dead-lettered as cancelled
 	}
 	if err != nil && !errors.Is(err, ErrLeaseLost) {
-		c.observe(c.bg, err)
-		if c.bg.Err() == nil {
-			c.q.c.BackendErrors.Add(1)
-		}
+		w.Failed(err)
 		return true // the broker may answer the next renewal
 	}
 	return err == nil
+}
+
+// Failed records err, the failure of a backend call a worker made with the
+// consumer's bg: for Health, and in Stats.BackendErrors unless it was
+// Close giving up. It is also the worker's ratelimit.Holder method.
+func (w *worker[T]) Failed(err error) {
+	c := w.c
+	c.observe(c.bg, err)
+	if c.bg.Err() == nil {
+		c.q.c.BackendErrors.Add(1)
+	}
 }
 
 // receive receives a job into d, and returns when the backend leased it if
@@ -410,10 +419,7 @@ func (w *worker[T]) start() bool {
 		w.settle(c.base, c.counting.Load(), opBury, 0, &Attempt{Error: err.Error()}, &Event{Reason: ReasonCanceled, Err: err})
 		return false
 	}
-	c.observe(c.bg, err)
-	if c.bg.Err() == nil {
-		c.q.c.BackendErrors.Add(1)
-	}
+	w.Failed(err)
 	if errors.Is(err, ErrLeaseLost) {
 		w.dropLost()
 		return false
