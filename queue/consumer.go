@@ -273,7 +273,7 @@ func (c *Consumer[T]) observe(ctx context.Context, err error) {
 		return
 	}
 	if h, changed := c.q.hl.Observe(ctx, err); changed && c.q.hooks.OnHealth != nil {
-		callHook(ctx, c, "OnHealth", c.q.onHealth, Health(h))
+		callHook(ctx, c, "OnHealth", c.q.onHealth, healthOf(h))
 	}
 }
 

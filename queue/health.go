@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/corral-go/corral/queue/driver"
+	"github.com/corral-go/corral/queue/internal/health"
 )
 
 // Health is whether a queue's backend answers, as the queue's own backend
@@ -65,7 +66,7 @@ func (q *Queue[T]) Health() Health {
 	if q.backend == nil {
 		panic(zeroQueue)
 	}
-	h := Health(q.hl.State())
+	h := healthOf(q.hl.State())
 	if r, ok := q.backend.(driver.Reconnecter); ok {
 		h.Reconnects = r.Reconnects()
 	}
@@ -80,8 +81,13 @@ func (q *Queue[T]) observe(ctx context.Context, err error) {
 		return
 	}
 	if h, changed := q.hl.Observe(ctx, err); changed {
-		q.healthChanged(ctx, Health(h))
+		q.healthChanged(ctx, healthOf(h))
 	}
+}
+
+// healthOf returns the Health of s, its reconnect count not filled in.
+func healthOf(s health.State) Health {
+	return Health{Reachable: s.Reachable, Since: s.Since, LastError: s.LastError, LastErrorAt: s.LastErrorAt, Paused: s.Paused}
 }
 
 // healthChanged calls the OnHealth hook, with the reconnect count filled in.

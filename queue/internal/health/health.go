@@ -19,16 +19,12 @@ import (
 	"github.com/corral-go/corral/queue/driver"
 )
 
-// State is a queue's health: the fields and order of queue.Health, which
-// converts from it. Reconnects is the caller's to fill in: a Tracker leaves
-// it zero.
+// State is a queue's health, as queue.Health documents its fields (but the
+// reconnect count, which the backend keeps).
 type State struct {
-	Reachable   bool
-	Since       time.Time
-	Reconnects  uint64
-	LastError   error
-	LastErrorAt time.Time
-	Paused      bool
+	Reachable, Paused  bool
+	Since, LastErrorAt time.Time
+	LastError          error
 }
 
 // Tracker tracks a State. Its zero value is not usable: call Init.
