@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -15,7 +14,7 @@ import (
 	"github.com/corral-go/corral/queue/driver"
 	"github.com/corral-go/corral/queue/internal/lease"
 	"github.com/corral-go/corral/queue/internal/ratelimit"
-	"github.com/corral-go/corral/retry"
+	"github.com/corral-go/corral/queue/internal/redelivery"
 )
 
 // Handler handles one job. Returning nil acks the job; an error redelivers
@@ -64,10 +63,10 @@ type Report struct {
 // works off the backlog) or [Consumer.Close]. A Consumer is safe for
 // concurrent use. The methods of a zero Consumer panic: use Queue.Consume.
 type Consumer[T any] struct {
-	q     *Queue[T]
-	h     Handler[T]
-	opts  consumerOptions
-	retry *retry.Policy // the backoff and hint rules of redeliveries
+	q      *Queue[T]
+	h      Handler[T]
+	opts   consumerOptions
+	delays *redelivery.Delays // of redeliveries (WithBackoff)
 	// bg is the context of backend calls (settling, renewing): not
 	// cancelled with the consumer's ctx, but ended by Close when its ctx
 	// ends, so that a hung backend call cannot hold Close forever.
@@ -149,13 +148,8 @@ func (q *Queue[T]) Consume(ctx context.Context, h Handler[T], opts ...ConsumerOp
 	if err != nil {
 		return nil, err
 	}
-	// The consumer counts attempts itself: retry's limit is out of reach.
-	ro := []retry.Option{retry.WithBackoff(o.backoff), retry.WithMaxAttempts(math.MaxInt)}
-	if o.backoff.Cap() > time.Minute { // else retry's default MaxHint, one minute
-		ro = append(ro, retry.WithMaxHint(o.backoff.Cap()))
-	}
 	c := &Consumer[T]{
-		q: q, h: h, opts: o, retry: retry.New(ro...),
+		q: q, h: h, opts: o, delays: redelivery.New(o.backoff),
 		idle:    make(chan struct{}, 1),
 		closing: make(chan struct{}, 1),
 		drained: make(chan struct{}),

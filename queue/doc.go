@@ -122,7 +122,8 @@ package queue
 // tracking of Reachable from the outcomes of backend calls), jobid (generated job IDs), lease
 // (the keeper: a handler's lease timing, and the claims by which renewals act on it),
 // periodic (the walk of a schedule's ticks, catch-up, jitter and the enqueue loop), ratelimit
-// (a worker's wait for a start from the backend's rate limiter, its job's lease renewed), share
+// (a worker's wait for a start from the backend's rate limiter, its job's lease renewed),
+// redelivery (the delay before a failed job's next delivery: WithBackoff's rules), share
 // (the slot scheduler of a Share), stats (the counters and run distributions behind Stats),
 // storable (the bounds of IDs, keys and headers that every backend can store) and version
 // (the upgrades and the hand-back record of jobs not understood). The backend contract is in

@@ -2,7 +2,6 @@ package queue
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync/atomic"
 	"time"
@@ -70,32 +69,8 @@ func (w *worker[T]) decide(herr, panicErr error, leaseOver, shutdown bool, a *At
 	case w.d.Attempt >= c.opts.maxAttempts:
 		return opBury, 0, Event{Reason: ReasonAttempts, Err: herr}
 	}
-	delay := c.retryDelay(w.d.Attempt, herr)
+	delay := c.delays.After(w.d.Attempt, herr)
 	return opNack, delay, Event{Err: herr, Delay: delay}
-}
-
-// errRetry stands for a handler's error in retry.Policy.Next, so that only
-// Next's hint and backoff rules apply: the consumer has classified the
-// handler's error itself (permanent, last attempt) before asking.
-var errRetry = errors.New("queue: retry")
-
-// retryDelay is the redelivery delay after failed attempt n (from 1), whose
-// error was err.
-func (c *Consumer[T]) retryDelay(n int, err error) time.Duration {
-	// The backend does not keep the previous delay: replay the sequence to
-	// it (n is at most MaxAttempts; a policy other than decorrelated
-	// jitter ignores prev).
-	var prev time.Duration
-	seq := c.opts.backoff.Sequence()
-	for range n - 1 {
-		prev = seq.Next()
-	}
-	e := errRetry
-	if h, ok := retry.Hint(err); ok {
-		e = retry.After(errRetry, h)
-	}
-	d, _ := c.retry.Next(n, prev, e) // never gives up: see Consume
-	return d
 }
 
 // settle applies op to the job w holds, counts the outcome and calls its
