@@ -127,23 +127,13 @@ func (e *nilErr) Error() string { return e.msg }
 func TestHandlerErrorThatPanicsIsPoison(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		q, _ := New[string](context.Background())
-		c, err := q.Consume(context.Background(), func(ctx context.Context, j Job[string]) error {
+		consumeAll(t, q, func(ctx context.Context, j Job[string]) error {
 			if j.Payload == "b" {
 				var e *nilErr
 				return e
 			}
 			return nil
-		}, WithWorkers(1))
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, p := range []string{"a", "b", "c"} {
-			enqueueOK(t, q, p)
-		}
-		synctest.Wait()
-		if _, err := c.Close(context.Background()); err != nil {
-			t.Fatal(err)
-		}
+		}, []ConsumerOption{WithWorkers(1)}, "a", "b", "c")
 		s, _ := q.Stats(context.Background())
 		if s.Acked != 2 || s.InFlight != 0 || s.Dead != 1 || s.DeadLettered[ReasonPanic] != 1 {
 			t.Fatalf("stats %+v: want a and c acked, b dead (panic), nothing in flight", s)
