@@ -263,7 +263,7 @@ func (o *consumerOptions) loops() int {
 // observe records the outcome of a backend call a goroutine of c made (see
 // Queue.observe): an OnHealth hook it calls is c's (see callHook).
 func (c *Consumer[T]) observe(ctx context.Context, err error) {
-	if c.q.hl.Quiet(err) {
+	if quiet(&c.q.hl, err) {
 		return
 	}
 	if h, changed := c.q.hl.Observe(ctx, err); changed && c.q.hooks.OnHealth != nil {

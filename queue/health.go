@@ -77,13 +77,19 @@ func (q *Queue[T]) Health() Health {
 // goroutine (see health.Tracker.Observe), and calls the OnHealth hook if it
 // changed Reachable.
 func (q *Queue[T]) observe(ctx context.Context, err error) {
-	if q.hl.Quiet(err) {
+	if quiet(&q.hl, err) {
 		return
 	}
 	if h, changed := q.hl.Observe(ctx, err); changed {
 		q.healthChanged(ctx, healthOf(h))
 	}
 }
+
+// quiet reports whether hl has nothing to record of err (see
+// health.Tracker.Quiet): the callers on every job's path ask it before
+// calling observe. (A function, not a method of the generic Queue: so that
+// Quiet is inlined in them.)
+func quiet(hl *health.Tracker, err error) bool { return hl.Quiet(err) }
 
 // healthOf returns the Health of s, its reconnect count not filled in.
 func healthOf(s health.State) Health {

@@ -4,8 +4,10 @@ import (
 	"errors"
 	"time"
 
+	"github.com/corral-go/corral/internal/clock"
 	"github.com/corral-go/corral/internal/panics"
 	"github.com/corral-go/corral/queue/driver"
+	"github.com/corral-go/corral/queue/internal/lease"
 )
 
 // renewEvery is how often renewLoop renews the backend leases of the
@@ -76,14 +78,15 @@ func (c *Consumer[T]) renew() {
 	}
 }
 
-// now returns the time to start a job at: the keeper's last reading while
-// it samples running handlers (see lease.Keeper.Now); else the queue's
-// clock's.
-func (c *Consumer[T]) now() time.Time {
-	if t, ok := c.keeper.Now(); ok {
+// now returns the time to start a job at: the keeper k's last reading
+// while it samples running handlers (see lease.Keeper.Now); else clk's. (A
+// function, not a method of the generic Consumer: so that Keeper.Now is
+// inlined in it, on every job's path.)
+func now(k *lease.Keeper, clk *clock.Anchored) time.Time {
+	if t, ok := k.Now(); ok {
 		return t
 	}
-	return c.q.clk.Now()
+	return clk.Now()
 }
 
 // extend renews the backend lease of d. A panic in the backend's Extend is

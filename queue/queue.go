@@ -232,7 +232,7 @@ func (q *Queue[T]) Enqueue(ctx context.Context, payload T, opts ...EnqueueOption
 	} else {
 		res, err = q.backend.Enqueue(ctx, m)
 	}
-	if !q.hl.Quiet(err) { // asked here: a call to observe costs the hot path
+	if !quiet(&q.hl, err) { // asked here: a call to observe costs the hot path
 		q.observe(ctx, err)
 	}
 	if err != nil || res.Evicted != nil || res.DeadEvicted != nil || q.hooks.OnEnqueue != nil {

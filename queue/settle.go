@@ -100,7 +100,7 @@ func (w *worker[T]) settle(ctx context.Context, counted bool, o op, delay time.D
 	case opAck:
 		w.in = callAck
 		if acksNext(c.fast, hooks.OnSuccess, c.lane, c.recv) {
-			w.at = c.now()
+			w.at = now(c.keeper, &c.q.clk)
 			w.hasNext, err = c.fast.AckNext(c.bg, d, w.at, c.backendLease())
 		} else {
 			err = b.Ack(c.bg, d)

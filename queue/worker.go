@@ -133,7 +133,7 @@ func (w *worker[T]) serve() {
 			w.in = callReceive
 			w.at, err = c.receive(&w.d)
 			w.in = callNone
-			if !c.q.hl.Quiet(err) { // asked here: a call to observe costs every job
+			if !quiet(&c.q.hl, err) { // asked here: a call to observe costs every job
 				c.observe(c.recv, err)
 			}
 		}
