@@ -104,6 +104,17 @@ func (q *Queue[T]) admin() (driver.Admin, error) {
 	return a, nil
 }
 
+// adminCall calls f with the backend's driver.Admin and records its outcome
+// in Health; it fails as admin does if q is closed or the backend has none.
+func (q *Queue[T]) adminCall(ctx context.Context, f func(driver.Admin) error) error {
+	a, err := q.admin()
+	if err == nil {
+		err = f(a)
+		q.observe(ctx, err)
+	}
+	return err
+}
+
 // Jobs returns a page of the jobs that f selects, in every process's view
 // of the backend: at most f.Limit, ordered by enqueue time, then ID. Pass
 // the page's Next as f.Cursor for the next one. A cursor is a place in that
@@ -149,18 +160,16 @@ func (q *Queue[T]) Count(ctx context.Context, f Filter) (int, error) {
 // Inspect returns the job with id: a stored job if there is one, else the
 // dead letter with id; ErrNoJob if there is neither.
 func (q *Queue[T]) Inspect(ctx context.Context, id string) (JobInfo[T], error) {
-	a, err := q.admin()
-	if err != nil {
-		return JobInfo[T]{}, err
-	}
-	info, err := a.Get(ctx, id)
-	q.observe(ctx, err)
-	if err != nil {
-		return JobInfo[T]{}, err
-	}
+	var info driver.JobInfo
+	err := q.adminCall(ctx, func(a driver.Admin) (err error) {
+		info, err = a.Get(ctx, id)
+		return err
+	})
 	var ji JobInfo[T]
-	q.jobInfo(&info, &ji)
-	return ji, nil
+	if err == nil {
+		q.jobInfo(&info, &ji)
+	}
+	return ji, err
 }
 
 // Cancel cancels the job with id, in whatever process holds it. A job
@@ -172,13 +181,7 @@ func (q *Queue[T]) Inspect(ctx context.Context, id string) (JobInfo[T], error) {
 // succeeded first. Cancelling a dead letter, or a job already cancelled,
 // does nothing. ErrNoJob if no job or dead letter has id.
 func (q *Queue[T]) Cancel(ctx context.Context, id string) error {
-	a, err := q.admin()
-	if err != nil {
-		return err
-	}
-	err = a.Cancel(ctx, id)
-	q.observe(ctx, err)
-	return err
+	return q.adminCall(ctx, func(a driver.Admin) error { return a.Cancel(ctx, id) })
 }
 
 // Pause pauses the queue, in every process: its consumers start no job
@@ -192,14 +195,9 @@ func (q *Queue[T]) Pause(ctx context.Context) error { return q.setPaused(ctx, tr
 func (q *Queue[T]) Resume(ctx context.Context) error { return q.setPaused(ctx, false) }
 
 func (q *Queue[T]) setPaused(ctx context.Context, p bool) error {
-	a, err := q.admin()
-	if err != nil {
-		return err
-	}
-	err = a.SetPaused(ctx, p)
-	q.observe(ctx, err)
+	err := q.adminCall(ctx, func(a driver.Admin) error { return a.SetPaused(ctx, p) })
 	if err == nil {
-		q.hl.setPaused(p)
+		q.hl.SetPaused(p)
 	}
 	return err
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -13,7 +12,9 @@ import (
 	"github.com/corral-go/corral/backoff"
 	"github.com/corral-go/corral/internal/panics"
 	"github.com/corral-go/corral/queue/driver"
-	"github.com/corral-go/corral/retry"
+	"github.com/corral-go/corral/queue/internal/lease"
+	"github.com/corral-go/corral/queue/internal/ratelimit"
+	"github.com/corral-go/corral/queue/internal/redelivery"
 )
 
 // Handler handles one job. Returning nil acks the job; an error redelivers
@@ -62,10 +63,10 @@ type Report struct {
 // works off the backlog) or [Consumer.Close]. A Consumer is safe for
 // concurrent use. The methods of a zero Consumer panic: use Queue.Consume.
 type Consumer[T any] struct {
-	q     *Queue[T]
-	h     Handler[T]
-	opts  consumerOptions
-	retry *retry.Policy // the backoff and hint rules of redeliveries
+	q      *Queue[T]
+	h      Handler[T]
+	opts   consumerOptions
+	delays *redelivery.Delays // of redeliveries (WithBackoff)
 	// bg is the context of backend calls (settling, renewing): not
 	// cancelled with the consumer's ctx, but ended by Close when its ctx
 	// ends, so that a hung backend call cannot hold Close forever.
@@ -78,27 +79,22 @@ type Consumer[T any] struct {
 	recvCancel context.CancelCauseFunc
 
 	workers []*worker[T]
-	lane    *lane              // the consumer's place in its Share (WithShare), nil if none
-	loops   sync.WaitGroup     // the worker goroutines (see worker.run)
-	fast    driver.InProcess   // the queue's (see Queue.fast), nil if none
-	rate    driver.RateLimiter // the backend's, with WithRateLimit; nil if none
+	lane    *lane            // the consumer's place in its Share (WithShare), nil if none
+	loops   sync.WaitGroup   // the worker goroutines (see worker.run)
+	fast    driver.InProcess // the queue's (see Queue.fast), nil if none
+	rate    *ratelimit.Limit // WithRateLimit's, kept by the backend; nil if none
 	// startRecv is the backend's, if it has one and nothing waits between
 	// taking a job and its handler (no rate limit, no Share, not InProcess):
 	// its workers receive with ReceiveStart, and call no Start.
 	startRecv driver.ReceiveStarter
 
-	keepers sync.WaitGroup // keep and renewLoop
+	keepers sync.WaitGroup // the keeper and renewLoop
 
-	// The keeper's clock (see keep): its last reading while it samples the
-	// running handlers, nil while it is parked. A worker dates the job it
-	// takes with the ack of the last one (driver.InProcess.AckNext) at this
-	// time, without reading the clock itself, and the backend leases that
-	// job from it: a lease shortened by the reading's age, never lengthened.
-	clock atomic.Pointer[time.Time]
-	// parked is set while the keeper waits for a handler to start; the
-	// worker that clears it wakes the keeper through wake (capacity 1).
-	parked atomic.Bool
-	wake   chan struct{}
+	// keeper times the handlers (see package lease); its clock dates the
+	// job a worker takes with the ack of the last one
+	// (driver.InProcess.AckNext), and the backend leases that job from it:
+	// a lease shortened by the reading's age, never lengthened.
+	keeper *lease.Keeper
 
 	// counting is set once by Drain or Close, never reset: the jobs settled
 	// from then on are theirs to report.
@@ -115,8 +111,7 @@ type Consumer[T any] struct {
 	closing chan struct{}
 	closed  bool // set once by Drain or Close, never reset
 
-	timed      bool                          // q.timed: handler runs are timed (see Queue.timed)
-	healthHook func(context.Context, Health) // c.healthChanged, bound once
+	timed bool // q.timed: handler runs are timed (see Queue.timed)
 
 	hookPanic atomic.Pointer[PanicError] // the first hook panic, set once
 	loopPanic atomic.Pointer[PanicError] // the first other panic on a worker (see run)
@@ -153,35 +148,29 @@ func (q *Queue[T]) Consume(ctx context.Context, h Handler[T], opts ...ConsumerOp
 	if err != nil {
 		return nil, err
 	}
-	// The consumer counts attempts itself: retry's limit is out of reach.
-	ro := []retry.Option{retry.WithBackoff(o.backoff), retry.WithMaxAttempts(math.MaxInt)}
-	if o.backoff.Cap() > time.Minute { // else retry's default MaxHint, one minute
-		ro = append(ro, retry.WithMaxHint(o.backoff.Cap()))
-	}
 	c := &Consumer[T]{
-		q: q, h: h, opts: o, retry: retry.New(ro...),
-		wake:    make(chan struct{}, 1),
+		q: q, h: h, opts: o, delays: redelivery.New(o.backoff),
 		idle:    make(chan struct{}, 1),
 		closing: make(chan struct{}, 1),
 		drained: make(chan struct{}),
 		running: o.loops(),
 		timed:   q.timed,
 	}
-	c.healthHook = c.healthChanged
 	c.fast, c.rate = q.fast, rate
 	c.startRecv = q.receiveStarter(rate, &o)
 	c.bg, c.bgCancel = context.WithCancelCause(context.WithoutCancel(ctx))
 	c.base, c.baseCancel = context.WithCancelCause(ctx)
 	c.recv, c.recvCancel = context.WithCancelCause(c.base)
 	c.workers = make([]*worker[T], o.loops())
+	slots := make([]*lease.Slot, len(c.workers))
 	for i := range c.workers {
 		w := &worker[T]{c: c}
 		if o.share != nil {
-			w.grant, w.renew = make(chan struct{}, 1), w.renewWaiting
+			w.grant, w.renew = make(chan struct{}, 1), w.Renew
 		}
-		w.ctx, w.cancel = context.WithCancelCause(c.base)
-		c.workers[i] = w
+		c.workers[i], slots[i] = w, &w.ls
 	}
+	c.keeper = lease.New(c.base, o.lease, slots, c.drained)
 	// Registered and started under q.mu, so that Queue.Close either closes
 	// this consumer or has closed the queue before it started.
 	q.mu.Lock()
@@ -198,17 +187,16 @@ func (q *Queue[T]) Consume(ctx context.Context, h Handler[T], opts ...ConsumerOp
 	for _, w := range c.workers {
 		c.loops.Go(w.run)
 	}
-	c.keepers.Add(2)
-	go c.keep()
-	go c.renewLoop()
+	c.keepers.Go(c.keeper.Run)
+	c.keepers.Go(c.renewLoop)
 	return c, nil
 }
 
 // checkConsumer checks what the backend must do for a consumer with options
 // o: keep its lease, if the lease is shared, and its rate limit, whose
 // limiter it returns (nil without one).
-func (q *Queue[T]) checkConsumer(ctx context.Context, o *consumerOptions) (driver.RateLimiter, error) {
-	rate, err := q.rateLimiter(o)
+func (q *Queue[T]) checkConsumer(ctx context.Context, o *consumerOptions) (*ratelimit.Limit, error) {
+	rate, err := q.rateLimit(o)
 	if err != nil {
 		return nil, err
 	}
@@ -227,7 +215,7 @@ func (q *Queue[T]) checkConsumer(ctx context.Context, o *consumerOptions) (drive
 // options o and rate limiter rate, if the backend has one and nothing waits
 // between the consumer's jobs and their handlers (no rate limit, no Share;
 // an InProcess backend answers Start at once): nil otherwise.
-func (q *Queue[T]) receiveStarter(rate driver.RateLimiter, o *consumerOptions) driver.ReceiveStarter {
+func (q *Queue[T]) receiveStarter(rate *ratelimit.Limit, o *consumerOptions) driver.ReceiveStarter {
 	if q.fast != nil || rate != nil || o.share != nil {
 		return nil
 	}
@@ -273,17 +261,13 @@ func (o *consumerOptions) loops() int {
 }
 
 // observe records the outcome of a backend call a goroutine of c made (see
-// health.observe): an OnHealth hook it calls is c's (see callHook).
+// Queue.observe): an OnHealth hook it calls is c's (see callHook).
 func (c *Consumer[T]) observe(ctx context.Context, err error) {
-	if !c.q.hl.quiet(err) {
-		c.q.hl.observe(ctx, err, c.healthHook)
+	if quiet(&c.q.hl, err) {
+		return
 	}
-}
-
-// healthChanged calls the OnHealth hook for c (see callHook).
-func (c *Consumer[T]) healthChanged(ctx context.Context, h Health) {
-	if c.q.hooks.OnHealth != nil {
-		callHook(ctx, c, "OnHealth", c.q.onHealth, h)
+	if h, changed := c.q.hl.Observe(ctx, err); changed && c.q.hooks.OnHealth != nil {
+		callHook(ctx, c, "OnHealth", c.q.onHealth, healthOf(h))
 	}
 }
 

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"runtime"
 	"strings"
 	"sync/atomic"
@@ -80,25 +79,6 @@ func TestConsumerGoexit(t *testing.T) {
 	})
 }
 
-func TestGeneratedIDs(t *testing.T) {
-	q, _ := New[int](context.Background())
-	seen := map[string]bool{}
-	for i := range 3*idChunk + 5 {
-		id := q.newID()
-		if len(id) != idLen || strings.Trim(id, "0123456789abcdef") != "" || seen[id] {
-			t.Fatalf("generated ID %q: want %d hex digits, unique", id, idLen)
-		}
-		if want := q.idPrefix + fmt.Sprintf("%016x", i); id != want {
-			t.Fatalf("generated ID %d is %q, want %q", i, id, want)
-		}
-		seen[id] = true
-	}
-	q2, _ := New[int](context.Background())
-	if id := q2.newID(); seen[id] {
-		t.Fatalf("two queues generated the same ID %q", id)
-	}
-}
-
 // Stats.DeadLetteredTotal sums the dead letters of every reason.
 func TestStatsDeadLetteredTotal(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
@@ -147,23 +127,13 @@ func (e *nilErr) Error() string { return e.msg }
 func TestHandlerErrorThatPanicsIsPoison(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		q, _ := New[string](context.Background())
-		c, err := q.Consume(context.Background(), func(ctx context.Context, j Job[string]) error {
+		consumeAll(t, q, func(ctx context.Context, j Job[string]) error {
 			if j.Payload == "b" {
 				var e *nilErr
 				return e
 			}
 			return nil
-		}, WithWorkers(1))
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, p := range []string{"a", "b", "c"} {
-			enqueueOK(t, q, p)
-		}
-		synctest.Wait()
-		if _, err := c.Close(context.Background()); err != nil {
-			t.Fatal(err)
-		}
+		}, []ConsumerOption{WithWorkers(1)}, "a", "b", "c")
 		s, _ := q.Stats(context.Background())
 		if s.Acked != 2 || s.InFlight != 0 || s.Dead != 1 || s.DeadLettered[ReasonPanic] != 1 {
 			t.Fatalf("stats %+v: want a and c acked, b dead (panic), nothing in flight", s)

@@ -106,20 +106,25 @@
 package queue
 
 // Where things are: queue.go holds Queue (New, Enqueue, the dead letters, Close), stats.go
-// Stats, id.go generated IDs, codec.go payload encoding and Codec, options.go every option
-// (and Overflow's names), admin.go the operator's verbs (Jobs, Count, Inspect, Cancel, Pause,
-// Resume, the bulk verbs; Filter, JobInfo, Page), hooks.go Hooks, Event and PanicError,
-// observe.go WithName, WithLogger and the pprof labels, job.go Job, DeadLetter and the names
-// of Attempt and Reason, headers.go WithHeaders, errors.go the sentinel errors; consumer.go
-// the Consumer, worker.go its worker loops, settle.go how a job is settled, lease.go the
-// keeper (lease timing and renewal), drain.go Consumer.Drain, health.go Health, version.go
-// payload versions (WithVersion, WithUpgrade, WithVersionWait), share.go Share (workers shared
-// by consumers, by weight or priority), snooze.go Snooze and WithMaxSnoozes, periodic.go
-// periodic jobs (Queue.Periodic, Schedule, Every), ratelimit.go WithRateLimit.
+// Stats, codec.go payload encoding and Codec, options.go every option (and Overflow's names),
+// admin.go the operator's verbs (Jobs, Count, Inspect, Cancel, Pause, Resume, the bulk verbs;
+// Filter, JobInfo, Page), hooks.go Hooks, Event and PanicError, observe.go WithName,
+// WithLogger and the pprof labels, job.go Job, DeadLetter and the names of Attempt and Reason,
+// headers.go WithHeaders, errors.go the sentinel errors; consumer.go the Consumer, worker.go
+// its worker loops, settle.go how a job is settled, lease.go the renewal of the backend
+// leases, drain.go Consumer.Drain, health.go Health, version.go payload versions
+// (WithVersion, WithUpgrade, WithVersionWait), share.go Share (workers shared by consumers,
+// by weight or priority), snooze.go Snooze and WithMaxSnoozes, periodic.go periodic jobs
+// (Queue.Periodic, Schedule, Every), ratelimit.go WithRateLimit.
 //
 // The mechanisms behind them are in packages of their own under queue/internal: admin (a
-// page's cursor, a filter's page size and age, the batches of the bulk verbs), periodic (the
-// walk of a schedule's ticks, catch-up, jitter and the enqueue loop), share (the slot
-// scheduler of a Share), storable (the bounds of IDs, keys and headers that every backend can
-// store) and version (the upgrades and the hand-back record of jobs not understood). The
-// backend contract is in queue/driver, the in-memory backend in queue/memory.
+// page's cursor, a filter's page size and age, the batches of the bulk verbs), health (the
+// tracking of Reachable from the outcomes of backend calls), jobid (generated job IDs), lease
+// (the keeper: a handler's lease timing, and the claims by which renewals act on it),
+// periodic (the walk of a schedule's ticks, catch-up, jitter and the enqueue loop), ratelimit
+// (a worker's wait for a start from the backend's rate limiter, its job's lease renewed),
+// redelivery (the delay before a failed job's next delivery: WithBackoff's rules), share
+// (the slot scheduler of a Share), stats (the counters and run distributions behind Stats),
+// storable (the bounds of IDs, keys and headers that every backend can store) and version
+// (the upgrades and the hand-back record of jobs not understood). The backend contract is in
+// queue/driver, the in-memory backend in queue/memory.

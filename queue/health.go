@@ -2,13 +2,11 @@ package queue
 
 import (
 	"context"
-	"errors"
 	"log/slog"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/corral-go/corral/queue/driver"
+	"github.com/corral-go/corral/queue/internal/health"
 )
 
 // Health is whether a queue's backend answers, as the queue's own backend
@@ -62,90 +60,13 @@ func (h Health) LogValue() slog.Value {
 	return slog.GroupValue(attrs...)
 }
 
-// health tracks a queue's Health. The producers and workers report every
-// backend call to observe; a call that succeeds while the backend is
-// reachable costs one atomic load.
-type health struct {
-	down atomic.Bool // !h.Reachable, readable without mu
-	mu   sync.Mutex  // guards h
-	h    Health
-}
-
-// quiet reports whether observe of err has nothing to do: a call that
-// succeeded while the backend is reachable. The callers on hot paths ask it
-// first, so that such a call costs them one atomic load and no call.
-func (hl *health) quiet(err error) bool { return err == nil && !hl.down.Load() }
-
-func (hl *health) init(now time.Time) {
-	hl.h = Health{Reachable: true, Since: now}
-}
-
-// setPaused records whether the queue is paused.
-func (hl *health) setPaused(p bool) {
-	hl.mu.Lock()
-	hl.h.Paused = p
-	hl.mu.Unlock()
-}
-
-// observe records the outcome of a backend call made with ctx, and calls
-// onChange (if not nil) with ctx and the new Health when Reachable changed.
-func (hl *health) observe(ctx context.Context, err error, onChange func(context.Context, Health)) {
-	if hl.quiet(err) {
-		return
-	}
-	fail := err != nil && failure(ctx, err)
-	switch {
-	case err != nil && !fail && !answered(err):
-		return // the caller's ctx ended: that says nothing of the backend
-	case !fail && !hl.down.Load():
-		return // an answer, and nothing to change
-	}
-	unavailable := fail && errors.Is(err, ErrUnavailable)
-	hl.mu.Lock()
-	now := time.Now()
-	if fail {
-		hl.h.LastError, hl.h.LastErrorAt = err, now
-	}
-	changed := hl.h.Reachable == unavailable
-	if changed {
-		hl.h.Reachable, hl.h.Since = !unavailable, now
-		hl.down.Store(unavailable)
-	}
-	h := hl.h
-	hl.mu.Unlock()
-	if changed && onChange != nil {
-		onChange(ctx, h)
-	}
-}
-
-// failure reports whether err, returned by a backend call made with ctx, is
-// a failure of the backend rather than an outcome the queue documents or
-// the end of the caller's ctx.
-func failure(ctx context.Context, err error) bool {
-	switch {
-	case ctx.Err() != nil && (errors.Is(err, context.Cause(ctx)) || errors.Is(err, ctx.Err())):
-		return false // the caller gave up, or a consumer is shutting down
-	case errors.Is(err, ErrUnavailable):
-		return true
-	}
-	return !answered(err)
-}
-
-// answered reports whether err is an outcome the backend answered with.
-func answered(err error) bool {
-	return errors.Is(err, ErrDuplicate) || errors.Is(err, ErrFull) || errors.Is(err, ErrDropped) ||
-		errors.Is(err, ErrNotFound) || errors.Is(err, ErrLeaseLost) || errors.Is(err, ErrClosed)
-}
-
 // Health returns the queue's Health. It makes no backend call, so it
 // answers at once even when the backend cannot be reached, and after Close.
 func (q *Queue[T]) Health() Health {
 	if q.backend == nil {
 		panic(zeroQueue)
 	}
-	q.hl.mu.Lock()
-	h := q.hl.h
-	q.hl.mu.Unlock()
+	h := healthOf(q.hl.State())
 	if r, ok := q.backend.(driver.Reconnecter); ok {
 		h.Reconnects = r.Reconnects()
 	}
@@ -153,11 +74,26 @@ func (q *Queue[T]) Health() Health {
 }
 
 // observe records the outcome of a backend call made by the caller's
-// goroutine (see health.observe).
+// goroutine (see health.Tracker.Observe), and calls the OnHealth hook if it
+// changed Reachable.
 func (q *Queue[T]) observe(ctx context.Context, err error) {
-	if !q.hl.quiet(err) {
-		q.hl.observe(ctx, err, q.onHealth)
+	if quiet(&q.hl, err) {
+		return
 	}
+	if h, changed := q.hl.Observe(ctx, err); changed {
+		q.healthChanged(ctx, healthOf(h))
+	}
+}
+
+// quiet reports whether hl has nothing to record of err (see
+// health.Tracker.Quiet): the callers on every job's path ask it before
+// calling observe. (A function, not a method of the generic Queue: so that
+// Quiet is inlined in them.)
+func quiet(hl *health.Tracker, err error) bool { return hl.Quiet(err) }
+
+// healthOf returns the Health of s, its reconnect count not filled in.
+func healthOf(s health.State) Health {
+	return Health{Reachable: s.Reachable, Since: s.Since, LastError: s.LastError, LastErrorAt: s.LastErrorAt, Paused: s.Paused}
 }
 
 // healthChanged calls the OnHealth hook, with the reconnect count filled in.

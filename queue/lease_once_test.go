@@ -90,3 +90,21 @@ func enqueueOK(t *testing.T, q *Queue[string], p string, opts ...EnqueueOption) 
 		t.Fatal(err)
 	}
 }
+
+// consumeAll runs h on the jobs of payloads, enqueued into q, with a
+// consumer of opts: in a testing/synctest bubble, it returns once the
+// workers have settled them and the consumer is closed.
+func consumeAll(t *testing.T, q *Queue[string], h Handler[string], opts []ConsumerOption, payloads ...string) {
+	t.Helper()
+	c, err := q.Consume(context.Background(), h, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range payloads {
+		enqueueOK(t, q, p)
+	}
+	synctest.Wait()
+	if _, err := c.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}

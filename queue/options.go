@@ -8,6 +8,7 @@ import (
 
 	"github.com/corral-go/corral/backoff"
 	"github.com/corral-go/corral/queue/driver"
+	"github.com/corral-go/corral/queue/internal/ratelimit"
 	"github.com/corral-go/corral/queue/internal/version"
 )
 
@@ -259,7 +260,7 @@ type consumerOptions struct {
 	maxAttempts int
 	maxSnoozes  int
 	backoff     backoff.Schedule
-	rate        rateLimit // WithRateLimit; zero: none
+	rate        ratelimit.Rate // WithRateLimit; zero: none
 }
 
 type consumerOptionFunc func(*consumerOptions)

@@ -3,8 +3,6 @@ package queue
 import (
 	"cmp"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"iter"
@@ -16,6 +14,9 @@ import (
 	"github.com/corral-go/corral/internal/clock"
 	"github.com/corral-go/corral/internal/panics"
 	"github.com/corral-go/corral/queue/driver"
+	"github.com/corral-go/corral/queue/internal/health"
+	"github.com/corral-go/corral/queue/internal/jobid"
+	"github.com/corral-go/corral/queue/internal/stats"
 	"github.com/corral-go/corral/queue/internal/storable"
 	"github.com/corral-go/corral/queue/internal/version"
 	"github.com/corral-go/corral/queue/memory"
@@ -39,8 +40,7 @@ type Queue[T any] struct {
 	maxWait time.Duration
 	closed  atomic.Bool // set once by Close, never reset
 
-	idPrefix string // 16 random hex digits
-	clk      clock.Anchored
+	clk clock.Anchored
 	// timed: the consumers time their handler runs (WithTimings, or a hook
 	// that gets Event.Duration), from epoch, into lat.
 	timed bool
@@ -48,7 +48,7 @@ type Queue[T any] struct {
 	// labels carries the pprof label queue=name (WithName), or is nil.
 	labels context.Context
 
-	hl       health
+	hl       health.Tracker
 	onHealth func(context.Context, Health) // q.healthChanged, bound once
 
 	mu        sync.Mutex                // guards consumers and periodics
@@ -58,11 +58,10 @@ type Queue[T any] struct {
 
 	// Written by the producers on every job: kept off the cache lines of
 	// the fields above, which the consumers read on every job.
-	_     [64]byte
-	idSeq atomic.Uint64
-	ids   atomic.Pointer[idBlock]
-	c     counters
-	lat   latencies
+	_   [64]byte
+	ids jobid.Generator
+	c   stats.Counters
+	lat stats.Latencies
 }
 
 // New returns a queue of jobs with payload T, with its backend opened:
@@ -95,15 +94,13 @@ func New[T any](ctx context.Context, opts ...Option) (*Queue[T], error) {
 	}
 	q.epoch = clock.Start()
 	q.onHealth = q.healthChanged
-	q.hl.init(time.Now())
+	q.hl.Init(time.Now())
 	// The backend's fast paths, looked for once: only a backend whose
 	// InProcess methods are its own (see driver.InProcess.Self).
 	if ip, ok := o.backend.(driver.InProcess); ok && ip.Self() == o.backend {
 		q.fast, q.values = ip, true
 	}
-	var b [8]byte
-	_, _ = rand.Read(b[:])
-	q.idPrefix = hex.EncodeToString(b[:])
+	q.ids.Init()
 	if err := o.backend.Open(ctx, o.cfg); err != nil {
 		return nil, err
 	}
@@ -225,7 +222,7 @@ func (q *Queue[T]) Enqueue(ctx context.Context, payload T, opts ...EnqueueOption
 		// values and no start-by deadline, written out here: every job of
 		// the default queue takes this path, and a frame less on it shows
 		// in BenchmarkQueueInMemory.
-		m.ID, m.Version, m.EnqueuedAt, m.Value = q.newID(), q.vers.Current, q.clk.Now(), payload
+		m.ID, m.Version, m.EnqueuedAt, m.Value = q.ids.Next(), q.vers.Current, q.clk.Now(), payload
 	} else if fresh, err = q.message(&m, payload, opts); err != nil {
 		return m.ID, err
 	}
@@ -235,13 +232,13 @@ func (q *Queue[T]) Enqueue(ctx context.Context, payload T, opts ...EnqueueOption
 	} else {
 		res, err = q.backend.Enqueue(ctx, m)
 	}
-	if !q.hl.quiet(err) { // asked here: a call to observe costs the hot path
+	if !quiet(&q.hl, err) { // asked here: a call to observe costs the hot path
 		q.observe(ctx, err)
 	}
 	if err != nil || res.Evicted != nil || res.DeadEvicted != nil || q.hooks.OnEnqueue != nil {
 		return q.enqueued(ctx, &m, res, err), err
 	}
-	q.c.enqueued.Add(1) // all enqueued does in this case, without a call
+	q.c.Enqueued.Add(1) // all enqueued does in this case, without a call
 	return m.ID, nil
 }
 
@@ -302,14 +299,14 @@ func (q *Queue[T]) message(m *driver.Message, payload T, opts []EnqueueOption) (
 		if err := storable.Check("unique key", m.Unique); err != nil {
 			return false, err
 		}
-		if q.ahead(m.ID) {
+		if q.ids.Ahead(m.ID) {
 			return false, fmt.Errorf("queue: job ID %s is one this queue has yet to generate", m.ID)
 		}
 	}
 	m.EnqueuedAt = q.clk.Now()
 	m.Version = q.vers.Current
 	if m.ID == "" {
-		m.ID = q.newID()
+		m.ID = q.ids.Next()
 		fresh = true
 	}
 	if m.StartBy.IsZero() && q.maxWait > 0 {
@@ -342,7 +339,7 @@ func (q *Queue[T]) encode(m *driver.Message, payload T) error {
 // Enqueue returns: m's, or the holder of its unique key (ErrNotUnique).
 func (q *Queue[T]) enqueued(ctx context.Context, m *driver.Message, res driver.EnqueueResult, err error) string {
 	for _, id := range res.Evicted {
-		q.c.dead[reasonIndex(ReasonEvicted)].Add(1)
+		q.c.Dead(ReasonEvicted).Add(1)
 		if h := q.hooks.OnDead; h != nil {
 			h(ctx, Event{ID: id, Reason: ReasonEvicted, Err: errEvicted})
 		}
@@ -350,16 +347,16 @@ func (q *Queue[T]) enqueued(ctx context.Context, m *driver.Message, res driver.E
 	q.deadEvicted(ctx, res.DeadEvicted, nil)
 	switch {
 	case err == nil:
-		q.c.enqueued.Add(1)
+		q.c.Enqueued.Add(1)
 		if h := q.hooks.OnEnqueue; h != nil {
 			h(ctx, Event{ID: m.ID, Key: m.Key})
 		}
 	case errors.Is(err, ErrDuplicate), errors.Is(err, ErrNotUnique):
-		q.c.duplicates.Add(1)
+		q.c.Duplicates.Add(1)
 	case errors.Is(err, ErrFull):
-		q.c.rejected.Add(1)
+		q.c.Rejected.Add(1)
 	case errors.Is(err, ErrDropped):
-		q.c.dropped.Add(1)
+		q.c.Dropped.Add(1)
 		if h := q.hooks.OnDrop; h != nil {
 			h(ctx, Event{ID: m.ID, Key: m.Key, Err: err})
 		}
@@ -376,7 +373,7 @@ func (q *Queue[T]) enqueued(ctx context.Context, m *driver.Message, res driver.E
 // goroutine if c is nil.
 func (q *Queue[T]) deadEvicted(ctx context.Context, ids []string, c *Consumer[T]) {
 	for _, id := range ids {
-		q.c.deadEvicted.Add(1)
+		q.c.DeadEvicted.Add(1)
 		if h := q.hooks.OnDeadEvicted; h != nil {
 			ev := Event{ID: id, Err: errDeadEvicted}
 			if c != nil {
@@ -430,7 +427,7 @@ func (q *Queue[T]) Redrive(ctx context.Context, id string) error {
 	err := q.backend.Redrive(ctx, id)
 	q.observe(ctx, err)
 	if err == nil {
-		q.c.enqueued.Add(1)
+		q.c.Enqueued.Add(1)
 		if h := q.hooks.OnEnqueue; h != nil {
 			h(ctx, Event{ID: id})
 		}

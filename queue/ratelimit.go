@@ -5,14 +5,9 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/corral-go/corral/backoff"
 	"github.com/corral-go/corral/queue/driver"
+	"github.com/corral-go/corral/queue/internal/ratelimit"
 )
-
-type rateLimit struct {
-	n   int
-	per time.Duration
-}
 
 // WithRateLimit limits the consumer to at most n job starts per interval per
 // for the whole queue: the starts of every consumer of the queue, in every
@@ -31,20 +26,21 @@ func WithRateLimit(n int, per time.Duration) ConsumerOption {
 	if n < 1 || per <= 0 {
 		panic("queue: WithRateLimit(" + strconv.Itoa(n) + ", " + per.String() + "): need at least 1 start per positive interval")
 	}
-	return consumerOptionFunc(func(o *consumerOptions) { o.rate = rateLimit{n: n, per: per} })
+	return consumerOptionFunc(func(o *consumerOptions) { o.rate = ratelimit.Rate{N: n, Per: per} })
 }
 
-// rateLimiter returns the backend's limiter for a consumer with options o,
-// nil if o sets no rate limit, or the error of a backend that keeps none.
-func (q *Queue[T]) rateLimiter(o *consumerOptions) (driver.RateLimiter, error) {
-	if o.rate.n == 0 {
+// rateLimit returns the consumer's Limit for options o, kept by the
+// backend's limiter: nil if o sets no rate limit, or the error of a backend
+// that keeps none.
+func (q *Queue[T]) rateLimit(o *consumerOptions) (*ratelimit.Limit, error) {
+	if o.rate.N == 0 {
 		return nil, nil
 	}
 	rl, ok := q.backend.(driver.RateLimiter)
 	if !ok {
 		return nil, fmt.Errorf("queue: WithRateLimit: the backend %T keeps no rate limit (driver.RateLimiter)", q.backend)
 	}
-	return rl, nil
+	return ratelimit.New(rl, o.rate), nil
 }
 
 // takeStart waits, for the job in w.d, until the consumer's rate limit
@@ -52,55 +48,20 @@ func (q *Queue[T]) rateLimiter(o *consumerOptions) (driver.RateLimiter, error) {
 // or reports false if intake stopped (the job was given back) or the lease
 // was lost (dropped).
 func (w *worker[T]) takeStart() bool {
+	c := w.c
 	errDelays := receiveBackoff.Sequence()
-	for {
-		ok, wait := w.tryStart(&errDelays)
-		if ok {
-			return true
-		}
-		if !w.waitStart(wait) {
-			return false
-		}
-	}
+	return w.started(c.rate.Take(c.bg, c.recv.Done(), c.renewEvery(), &errDelays, w))
 }
 
-// tryStart asks the backend for a start once, and reports whether it got
-// one, else how long to wait before asking again. A backend that fails to
-// answer is asked again after the next of errDelays: the job waits, it does
-// not start unlimited.
-func (w *worker[T]) tryStart(errDelays *backoff.Sequence) (bool, time.Duration) {
-	c := w.c
-	ok, wait, err := c.rate.TakeStart(c.bg, c.opts.rate.n, c.opts.rate.per)
-	if err != nil {
-		c.observe(c.bg, err)
-		if c.bg.Err() == nil {
-			c.q.c.backendErrors.Add(1)
-		}
-		return false, errDelays.Next()
+// started reports whether o, the end of a wait for a start, is a start;
+// else it gives the job in w.d back if intake stopped, or drops it if its
+// lease was lost.
+func (w *worker[T]) started(o ratelimit.Outcome) bool {
+	switch o {
+	case ratelimit.Stopped:
+		w.settle(w.c.base, w.c.counting.Load(), opRelease, 0, &Attempt{}, &Event{})
+	case ratelimit.Lost:
+		w.dropLost()
 	}
-	return ok, wait
-}
-
-// waitStart waits for wait with the job in w.d in hand, renewing its lease
-// at the consumer's renewal interval, and reports true; or false if intake
-// stopped (the job is given back) or the lease was lost (dropped).
-func (w *worker[T]) waitStart(wait time.Duration) bool {
-	c := w.c
-	for wait > 0 {
-		step := min(wait, c.renewEvery())
-		t := time.NewTimer(step)
-		select {
-		case <-t.C:
-		case <-c.recv.Done():
-			t.Stop()
-			w.settle(c.base, c.counting.Load(), opRelease, 0, &Attempt{}, &Event{})
-			return false
-		}
-		wait -= step
-		if step == c.renewEvery() && !w.renewWaiting() {
-			w.dropLost()
-			return false
-		}
-	}
-	return true
+	return o == ratelimit.Started
 }

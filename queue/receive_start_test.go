@@ -54,20 +54,10 @@ func TestReceiveStartReplacesStart(t *testing.T) {
 					t.Fatal(err)
 				}
 				var handled atomic.Int64
-				c, err := q.Consume(context.Background(), func(context.Context, Job[string]) error {
+				consumeAll(t, q, func(context.Context, Job[string]) error {
 					handled.Add(1)
 					return nil
-				}, tc.opts...)
-				if err != nil {
-					t.Fatal(err)
-				}
-				for _, p := range []string{"a", "b", "c"} {
-					enqueueOK(t, q, p)
-				}
-				synctest.Wait()
-				if _, err := c.Close(context.Background()); err != nil {
-					t.Fatal(err)
-				}
+				}, tc.opts, "a", "b", "c")
 				if err := q.Close(context.Background()); err != nil {
 					t.Fatal(err)
 				}

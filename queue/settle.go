@@ -2,13 +2,13 @@ package queue
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync/atomic"
 	"time"
 
 	"github.com/corral-go/corral/internal/panics"
 	"github.com/corral-go/corral/queue/driver"
+	"github.com/corral-go/corral/queue/internal/stats"
 	"github.com/corral-go/corral/retry"
 )
 
@@ -51,7 +51,7 @@ func (w *worker[T]) decide(herr, panicErr error, leaseOver, shutdown bool, a *At
 	case panicErr != nil:
 		a.Error = panicErr.Error()
 		return opBury, 0, Event{Reason: ReasonPanic, Err: panicErr}
-	case context.Cause(w.ctx) == ErrCanceled: // see Consumer.renew
+	case context.Cause(w.ls.Context()) == ErrCanceled: // see Consumer.renew
 		a.Error = herr.Error()
 		return opBury, 0, Event{Reason: ReasonCanceled, Err: herr}
 	case shutdown:
@@ -69,32 +69,8 @@ func (w *worker[T]) decide(herr, panicErr error, leaseOver, shutdown bool, a *At
 	case w.d.Attempt >= c.opts.maxAttempts:
 		return opBury, 0, Event{Reason: ReasonAttempts, Err: herr}
 	}
-	delay := c.retryDelay(w.d.Attempt, herr)
+	delay := c.delays.After(w.d.Attempt, herr)
 	return opNack, delay, Event{Err: herr, Delay: delay}
-}
-
-// errRetry stands for a handler's error in retry.Policy.Next, so that only
-// Next's hint and backoff rules apply: the consumer has classified the
-// handler's error itself (permanent, last attempt) before asking.
-var errRetry = errors.New("queue: retry")
-
-// retryDelay is the redelivery delay after failed attempt n (from 1), whose
-// error was err.
-func (c *Consumer[T]) retryDelay(n int, err error) time.Duration {
-	// The backend does not keep the previous delay: replay the sequence to
-	// it (n is at most MaxAttempts; a policy other than decorrelated
-	// jitter ignores prev).
-	var prev time.Duration
-	seq := c.opts.backoff.Sequence()
-	for range n - 1 {
-		prev = seq.Next()
-	}
-	e := errRetry
-	if h, ok := retry.Hint(err); ok {
-		e = retry.After(errRetry, h)
-	}
-	d, _ := c.retry.Next(n, prev, e) // never gives up: see Consume
-	return d
 }
 
 // settle applies op to the job w holds, counts the outcome and calls its
@@ -124,12 +100,12 @@ func (w *worker[T]) settle(ctx context.Context, counted bool, o op, delay time.D
 	case opAck:
 		w.in = callAck
 		if acksNext(c.fast, hooks.OnSuccess, c.lane, c.recv) {
-			w.at = c.now()
+			w.at = now(c.keeper, &c.q.clk)
 			w.hasNext, err = c.fast.AckNext(c.bg, d, w.at, c.backendLease())
 		} else {
 			err = b.Ack(c.bg, d)
 		}
-		counter, hook = &c.q.c.acked, hooks.OnSuccess
+		counter, hook = &c.q.c.Acked, hooks.OnSuccess
 	case opNack, opSnooze:
 		w.in = callNack
 		err = b.Nack(c.bg, d, delay, *a)
@@ -140,7 +116,7 @@ func (w *worker[T]) settle(ctx context.Context, counted bool, o op, delay time.D
 	default: // opBury
 		w.in = callBury
 		dead, err = b.Bury(c.bg, d, ev.Reason, *a)
-		counter, hook = &c.q.c.dead[reasonIndex(ev.Reason)], hooks.OnDead
+		counter, hook = c.q.c.Dead(ev.Reason), hooks.OnDead
 	}
 	w.in = callNone
 	if !w.hasNext {
@@ -206,7 +182,7 @@ func (w *worker[T]) account(counted bool, o op, err error) bool {
 	}
 	if err != nil {
 		if c.bg.Err() == nil { // not Close giving up: see Stats.BackendErrors
-			c.q.c.backendErrors.Add(1)
+			c.q.c.BackendErrors.Add(1)
 		}
 		return false
 	}
@@ -220,7 +196,7 @@ type opMeaning struct {
 	hookName string
 	// counter is the queue's counter of the op, for the ops that share a
 	// case of settle (nil for the others).
-	counter func(*counters) *atomic.Uint64
+	counter func(*stats.Counters) *atomic.Uint64
 }
 
 var opMeanings = [...]opMeaning{
@@ -231,8 +207,8 @@ var opMeanings = [...]opMeaning{
 	opSnooze:  {reportReturned, "OnRetry", countSnoozed},
 }
 
-func countRetried(c *counters) *atomic.Uint64 { return &c.retried }
-func countSnoozed(c *counters) *atomic.Uint64 { return &c.snoozed }
+func countRetried(c *stats.Counters) *atomic.Uint64 { return &c.Retried }
+func countSnoozed(c *stats.Counters) *atomic.Uint64 { return &c.Snoozed }
 
 func reportAcked(r *Report) *int        { return &r.Acked }
 func reportReturned(r *Report) *int     { return &r.Returned }

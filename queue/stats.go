@@ -2,61 +2,11 @@ package queue
 
 import (
 	"context"
-	"sync/atomic"
 	"time"
 
-	"github.com/corral-go/corral/internal/clock"
 	"github.com/corral-go/corral/latency"
 	"github.com/corral-go/corral/queue/driver"
 )
-
-// latencies are the distributions of Stats.Wait, Run and EndToEnd,
-// recorded by this process's consumers without a lock.
-type latencies struct {
-	wait, run, total latency.Recorder
-}
-
-// record records a handler run of the job m that started at start and
-// ended at end (both since epoch), and returns how long it ran.
-func (l *latencies) record(m *driver.Message, epoch clock.Epoch, start, end time.Duration) time.Duration {
-	run := end - start
-	from := m.EnqueuedAt
-	if !m.NotBefore.IsZero() && m.NotBefore.After(from) {
-		from = m.NotBefore
-	}
-	wait := max(start-epoch.At(from), 0)
-	l.wait.Record(wait)
-	l.run.Record(run)
-	l.total.Record(wait + run)
-	return run
-}
-
-// counters are the queue's cumulative counts (this process's view). The
-// producers' counts and the consumers' counts sit on separate cache lines,
-// so that a producer and a worker counting at once do not contend.
-type counters struct {
-	enqueued, duplicates, rejected, dropped atomic.Uint64
-	_                                       [64]byte
-	acked, retried, snoozed, backendErrors  atomic.Uint64
-	dead                                    [numReasons]atomic.Uint64
-	deadEvicted                             atomic.Uint64
-}
-
-// reasons lists the dead-letter reasons; counters.dead counts each at its
-// index here.
-var reasons = [...]Reason{ReasonAttempts, ReasonPermanent, ReasonPanic, ReasonEvicted, ReasonExpired,
-	ReasonDecode, ReasonVersion, ReasonCanceled, ReasonSnoozes}
-
-const numReasons = len(reasons)
-
-func reasonIndex(r Reason) int {
-	for i, x := range reasons {
-		if x == r {
-			return i
-		}
-	}
-	return 0
-}
 
 // Stats is a snapshot of a queue: the backend's gauges (what it stores now:
 // Ready, InFlight, Delayed, Dead, Lag) and this process's counters since
@@ -186,29 +136,26 @@ func (q *Queue[T]) Stats(ctx context.Context) (Stats, error) {
 	}
 	s := Stats{
 		Ready: bs.Ready, InFlight: bs.InFlight, Delayed: bs.Delayed, Dead: bs.Dead, Paused: bs.Paused,
-		DeadEvicted:     q.c.deadEvicted.Load(),
+		DeadEvicted:     q.c.DeadEvicted.Load(),
 		AwaitingVersion: q.vers.Waits.Count(q.clk.Now()),
-		Enqueued:        q.c.enqueued.Load(),
-		Duplicates:      q.c.duplicates.Load(),
-		Rejected:        q.c.rejected.Load(),
-		Dropped:         q.c.dropped.Load(),
-		Acked:           q.c.acked.Load(),
-		Retried:         q.c.retried.Load(),
-		Snoozed:         q.c.snoozed.Load(),
-		BackendErrors:   q.c.backendErrors.Load(),
-		DeadLettered:    make(map[Reason]uint64, numReasons),
-		Wait:            q.lat.wait.Snapshot(),
-		Run:             q.lat.run.Snapshot(),
-		EndToEnd:        q.lat.total.Snapshot(),
-	}
-	for i, r := range reasons {
-		s.DeadLettered[r] = q.c.dead[i].Load()
+		Enqueued:        q.c.Enqueued.Load(),
+		Duplicates:      q.c.Duplicates.Load(),
+		Rejected:        q.c.Rejected.Load(),
+		Dropped:         q.c.Dropped.Load(),
+		Acked:           q.c.Acked.Load(),
+		Retried:         q.c.Retried.Load(),
+		Snoozed:         q.c.Snoozed.Load(),
+		BackendErrors:   q.c.BackendErrors.Load(),
+		DeadLettered:    q.c.DeadLettered(),
+		Wait:            q.lat.Wait.Snapshot(),
+		Run:             q.lat.Run.Snapshot(),
+		EndToEnd:        q.lat.EndToEnd.Snapshot(),
 	}
 	if !bs.Oldest.IsZero() {
 		s.Lag = time.Since(bs.Oldest)
 	}
 	if err == nil {
-		q.hl.setPaused(bs.Paused)
+		q.hl.SetPaused(bs.Paused)
 	}
 	s.Health = q.Health()
 	s.Periodic = q.periodicStats()

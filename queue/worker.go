@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/corral-go/corral/backoff"
 	"github.com/corral-go/corral/internal/panics"
 	"github.com/corral-go/corral/queue/driver"
+	"github.com/corral-go/corral/queue/internal/lease"
+	"github.com/corral-go/corral/queue/internal/ratelimit"
 )
 
 // worker is the state of one worker loop, reused for every job so that
@@ -38,44 +38,15 @@ type worker[T any] struct {
 	// a panic in it.
 	in backendCall
 
-	// st is the lease state of the job in d: the count of deliveries
-	// handled (its generation, shifted by stShift) and the st* bits. The
-	// worker starts and ends a lease without mu (see endLease). The
-	// keeper and renew, which act on a running handler from their own
-	// goroutines, hold mu and claim the generation first.
-	st atomic.Uint64
-
-	// The keeper's own record of the handler it saw running: its
-	// generation, and when the keeper first saw it (a time at or after
-	// its start, as time since the keeper began).
-	seenGen uint64
-	seenAt  time.Duration
+	// ls is the lease of the job in d (see package lease), which the
+	// consumer's keeper times and renew reads under a claim.
+	ls lease.Slot
 
 	// grant hands the worker a slot of the consumer's Share (capacity 1),
-	// and renew is w.renewWaiting, bound once; both nil without a Share.
+	// and renew is w.Renew, bound once; both nil without a Share.
 	grant chan struct{}
 	renew func() bool
-
-	mu     sync.Mutex // serialises the claims on st, and guards the fields below
-	ctx    context.Context
-	cancel context.CancelCauseFunc
 }
-
-// The bits of worker.st.
-const (
-	// stRunning: a handler runs on d. renew renews its lease, and the
-	// keeper cancels it once it has run for the consumer's lease.
-	stRunning = 1 << iota
-	// stClaimed: the keeper or renew, holding mu, acts on this
-	// generation (reads d, cancels ctx). The worker cannot end the lease
-	// under it: it waits for mu instead.
-	stClaimed
-	// stExpired: the keeper cancelled this generation's handler at the
-	// end of its lease.
-	stExpired
-
-	stShift = iota
-)
 
 // backendCall names a Backend method a worker calls (see worker.in).
 type backendCall uint8
@@ -162,7 +133,7 @@ func (w *worker[T]) serve() {
 			w.in = callReceive
 			w.at, err = c.receive(&w.d)
 			w.in = callNone
-			if !c.q.hl.quiet(err) { // asked here: a call to observe costs every job
+			if !quiet(&c.q.hl, err) { // asked here: a call to observe costs every job
 				c.observe(c.recv, err)
 			}
 		}
@@ -170,7 +141,7 @@ func (w *worker[T]) serve() {
 			if c.recv.Err() != nil {
 				return
 			}
-			c.q.c.backendErrors.Add(1)
+			c.q.c.BackendErrors.Add(1)
 			t := time.NewTimer(errDelays.Next())
 			select {
 			case <-t.C:
@@ -247,22 +218,22 @@ func (w *worker[T]) acquireShared() (ok, goOn bool) {
 		if c.rate == nil {
 			return true, false
 		}
-		got, wait := w.tryStart(&errDelays)
+		got, wait := c.rate.Try(c.bg, &errDelays, w)
 		if got {
 			return true, false
 		}
 		c.opts.share.release(c.lane, 0)
-		if !w.waitStart(wait) {
+		if !w.started(ratelimit.Wait(wait, c.renewEvery(), c.recv.Done(), w)) {
 			return false, c.recv.Err() == nil
 		}
 	}
 }
 
-// renewWaiting renews the lease of the job in w.d while it waits for a
-// slot of the Share, and reports false if the lease was lost. Consume
-// binds it once per worker (w.renew): a closure made per job would cost an
-// allocation per job.
-func (w *worker[T]) renewWaiting() bool {
+// Renew renews the lease of the job in w.d while it waits for a slot of the
+// Share or a start (see ratelimit.Holder), and reports false if the lease
+// was lost. Consume binds it once per worker (w.renew): a closure made per
+// job would cost an allocation per job.
+func (w *worker[T]) Renew() bool {
 	c := w.c
 	w.in = callExtend
 	err := c.q.backend.Extend(c.bg, &w.d, c.backendLease())
@@ -271,13 +242,21 @@ func (w *worker[T]) renewWaiting() bool {
 		return true // Start refuses it, and the job is dead-lettered as cancelled
 	}
 	if err != nil && !errors.Is(err, ErrLeaseLost) {
-		c.observe(c.bg, err)
-		if c.bg.Err() == nil {
-			c.q.c.backendErrors.Add(1)
-		}
+		w.Failed(err)
 		return true // the broker may answer the next renewal
 	}
 	return err == nil
+}
+
+// Failed records err, the failure of a backend call a worker made with the
+// consumer's bg: for Health, and in Stats.BackendErrors unless it was
+// Close giving up. It is also the worker's ratelimit.Holder method.
+func (w *worker[T]) Failed(err error) {
+	c := w.c
+	c.observe(c.bg, err)
+	if c.bg.Err() == nil {
+		c.q.c.BackendErrors.Add(1)
+	}
 }
 
 // receive receives a job into d, and returns when the backend leased it if
@@ -321,7 +300,7 @@ func (w *worker[T]) handle() {
 	if !w.start() {
 		return
 	}
-	hctx := w.startLease()
+	hctx := c.keeper.Start(&w.ls)
 	var (
 		catch    panics.Catcher
 		herr     error
@@ -440,10 +419,7 @@ func (w *worker[T]) start() bool {
 		w.settle(c.base, c.counting.Load(), opBury, 0, &Attempt{Error: err.Error()}, &Event{Reason: ReasonCanceled, Err: err})
 		return false
 	}
-	c.observe(c.bg, err)
-	if c.bg.Err() == nil {
-		c.q.c.backendErrors.Add(1)
-	}
+	w.Failed(err)
 	if errors.Is(err, ErrLeaseLost) {
 		w.dropLost()
 		return false
@@ -486,9 +462,9 @@ func (w *worker[T]) finish(hctx context.Context, catch *panics.Catcher, herrp *e
 	var run time.Duration
 	if runStart >= 0 {
 		w.ended = c.q.epoch.Since()
-		run = c.q.lat.record(&w.d.Message, c.q.epoch, runStart, w.ended)
+		run = c.q.lat.Record(&w.d.Message, c.q.epoch, runStart, w.ended)
 	}
-	leaseOver := w.endLease()
+	leaseOver := w.ls.End()
 	shutdown := !leaseOver && c.base.Err() != nil
 	a := Attempt{Number: w.d.Attempt, Start: now}
 	if failed {
