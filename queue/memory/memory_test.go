@@ -361,7 +361,7 @@ func TestMemoryLeasesExpireInEndOrder(t *testing.T) {
 	})
 }
 
-// freshID is an ID as a queue generates it (see Queue.newID).
+// freshID is an ID as a queue generates it (see jobid.Generator).
 func freshID(n int) string { return fmt.Sprintf("%016x%016x", 0xc0ffee, n) }
 
 // Jobs on the inbox fast path (generated ID, no key, no delay) and jobs on
