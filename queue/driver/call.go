@@ -23,7 +23,8 @@ import (
 //     matches ErrUnavailable and err;
 //   - else the error matches err, and not ErrUnavailable.
 //
-// Every error starts with "Name: op: ".
+// Every error of Fail starts with "Name: op: " (those of CheckOpen say
+// what they are: see there).
 type Call struct {
 	// Name is the backend's package name, the first word of its errors.
 	Name string

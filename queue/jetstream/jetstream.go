@@ -23,8 +23,9 @@ import (
 // Backend and Queue of the same name) share the queue's jobs. A Backend is safe for concurrent
 // use. Its own goroutines make only what follows an ack (see Ack), and end when that is done;
 // the NATS client pulls messages in the background once a consumer receives. The queue's Close
-// closes the Backend (the queue owns it), which stops the pulls and waits for what follows the
-// acks. Make one with New: the methods of a zero Backend panic.
+// closes the Backend (the queue owns it), which stops the pulls and waits, within its ctx, for
+// what follows the acks; the requests it then abandons end within a call timeout, and Delete
+// waits for them. Make one with New: the methods of a zero Backend panic.
 type Backend struct {
 	js   natsjs.JetStream
 	nc   *nats.Conn

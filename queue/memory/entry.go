@@ -58,7 +58,8 @@ type entry struct {
 	canceled atomic.Uint64
 	key      *dlist // the list of e's ordering key, if it has one
 	// cold is made the first time the entry stores a job that needs it, and
-	// kept (cleared) when the entry is recycled.
+	// kept when the entry is recycled: its message and readyAt zeroed, its
+	// history buffer emptied for reuse.
 	cold *coldEntry
 }
 

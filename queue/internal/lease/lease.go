@@ -10,8 +10,9 @@
 //
 // The contract:
 //   - Only the slot's worker calls [Keeper.Start] and [Slot.End], in turn:
-//     Start before its handler runs, End once it has returned. Neither takes
-//     a lock unless the keeper or a renewal holds the slot's claim.
+//     Start before its handler runs, End once it has returned. End takes no
+//     lock unless a claim holds the slot; Start takes one only to replace a
+//     context that the previous job's handler left cancelled.
 //   - Any other goroutine acts on a running handler only under a claim:
 //     [Slot.Claim] or [Slot.ClaimGen], then [Slot.Release]. A claim
 //     excludes the other claims, and End waits for it: whatever the holder
