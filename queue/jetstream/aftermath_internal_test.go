@@ -7,6 +7,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	natsjs "github.com/nats-io/nats.go/jetstream"
 )
 
 // Close's ctx bounds its wait for the aftermath: when ctx ends first, the work not started is
@@ -88,3 +90,43 @@ func TestWaitOutlastsClose(t *testing.T) {
 		}
 	})
 }
+
+// A later Close waits for the requests that the first Close cancelled, so that
+// the caller who owns the Backend can wait for every goroutine it started.
+func TestLaterCloseWaits(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := &Backend{js: closedJetStream{}, o: options{callTimeout: time.Hour}}
+		release := make(chan struct{})
+		b.after.add(b, func(ctx context.Context) {
+			<-ctx.Done()
+			<-release // a request that returns late
+		})
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		if err := b.Close(ctx); !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("first Close = %v, want its ctx's deadline", err)
+		}
+		cause := errors.New("gave up")
+		cctx, ccancel := context.WithCancelCause(context.Background())
+		ccancel(cause)
+		if err := b.Close(cctx); !errors.Is(err, cause) {
+			t.Errorf("later Close with an ended ctx = %v, want its cause", err)
+		}
+		closed := make(chan error)
+		go func() { closed <- b.Close(context.Background()) }()
+		synctest.Wait()
+		select {
+		case err := <-closed:
+			t.Fatalf("later Close returned %v while a cancelled request ran", err)
+		default:
+		}
+		close(release)
+		if err := <-closed; err != nil {
+			t.Errorf("later Close = %v, want nil", err)
+		}
+	})
+}
+
+// closedJetStream stands for the JetStream of a Backend whose Close is tested
+// without a server: Close calls none of its methods.
+type closedJetStream struct{ natsjs.JetStream }

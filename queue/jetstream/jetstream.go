@@ -242,8 +242,9 @@ func (b *Backend) Delete(ctx context.Context) error {
 // tombstones on a 2.9 server), which Ack leaves to the background. If ctx ends first, it
 // returns context.Cause(ctx), the removals not started are not made (as when a process dies:
 // such a record is never read again), and the requests running are cancelled: each ends when
-// its request returns, within one call timeout (WithCallTimeout), and Delete waits for them.
-// queue.Queue's Close calls it; Close is idempotent: later calls return nil.
+// its request returns, within one call timeout (WithCallTimeout); Delete, or a later Close,
+// waits for them. queue.Queue's Close calls it; Close is idempotent: a later call waits for the
+// requests an earlier one cancelled, and returns nil, or context.Cause(ctx) if ctx ends first.
 func (b *Backend) Close(ctx context.Context) error {
 	if b.js == nil {
 		panic(zeroBackend)
@@ -251,7 +252,7 @@ func (b *Backend) Close(ctx context.Context) error {
 	b.mu.Lock()
 	if b.closed {
 		b.mu.Unlock()
-		return nil
+		return b.after.wait(ctx)
 	}
 	b.closed = true
 	p := b.pump
