@@ -7,11 +7,11 @@ require (
 	github.com/alitto/pond/v2 v2.7.1
 	github.com/avast/retry-go/v4 v4.7.0
 	github.com/cenkalti/backoff/v5 v5.0.3
-	github.com/corral-go/corral v0.2.0
-	github.com/corral-go/corral/internal/brokertest v0.2.0
-	github.com/corral-go/corral/queue/jetstream v0.2.0
-	github.com/corral-go/corral/queue/postgres v0.2.0
-	github.com/corral-go/corral/queue/redis v0.2.0
+	github.com/corral-go/corral v0.3.0
+	github.com/corral-go/corral/internal/brokertest v0.3.0
+	github.com/corral-go/corral/queue/jetstream v0.3.0
+	github.com/corral-go/corral/queue/postgres v0.3.0
+	github.com/corral-go/corral/queue/redis v0.3.0
 	github.com/failsafe-go/failsafe-go v0.9.8
 	github.com/gammazero/workerpool v1.1.3
 	github.com/hibiken/asynq v0.26.0

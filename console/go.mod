@@ -5,7 +5,7 @@ go 1.26.0
 require (
 	github.com/chromedp/cdproto v0.160.1
 	github.com/chromedp/chromedp v0.23.1
-	github.com/corral-go/corral v0.2.0
+	github.com/corral-go/corral v0.3.0
 	go.uber.org/goleak v1.3.0
 )
 

@@ -3,7 +3,7 @@ module github.com/corral-go/corral/otelcorral
 go 1.26.0
 
 require (
-	github.com/corral-go/corral v0.2.0
+	github.com/corral-go/corral v0.3.0
 	go.opentelemetry.io/otel v1.47.0
 	go.opentelemetry.io/otel/metric v1.47.0
 	go.opentelemetry.io/otel/sdk v1.47.0

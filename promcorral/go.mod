@@ -3,7 +3,7 @@ module github.com/corral-go/corral/promcorral
 go 1.26.0
 
 require (
-	github.com/corral-go/corral v0.2.0
+	github.com/corral-go/corral v0.3.0
 	github.com/prometheus/client_golang v1.25.0
 	github.com/prometheus/common v0.72.0
 	go.uber.org/goleak v1.3.0

@@ -3,7 +3,7 @@ module github.com/corral-go/corral/queue/jetstream
 go 1.26.0
 
 require (
-	github.com/corral-go/corral v0.2.0
+	github.com/corral-go/corral v0.3.0
 	github.com/nats-io/nats-server/v2 v2.14.5
 	github.com/nats-io/nats.go v1.53.0
 	github.com/stretchr/testify v1.12.1

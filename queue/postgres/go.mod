@@ -3,7 +3,7 @@ module github.com/corral-go/corral/queue/postgres
 go 1.26.0
 
 require (
-	github.com/corral-go/corral v0.2.0
+	github.com/corral-go/corral v0.3.0
 	github.com/jackc/pgx/v5 v5.12.0
 	go.uber.org/goleak v1.3.0
 )

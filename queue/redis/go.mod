@@ -2,7 +2,7 @@ module github.com/corral-go/corral/queue/redis
 
 go 1.26.0
 
-require github.com/corral-go/corral v0.2.0
+require github.com/corral-go/corral v0.3.0
 
 require (
 	github.com/redis/go-redis/v9 v9.23.0

@@ -3,12 +3,12 @@ module github.com/corral-go/corral/otelcorral/internal/acrossprocesses
 go 1.26.0
 
 require (
-	github.com/corral-go/corral v0.2.0
-	github.com/corral-go/corral/internal/brokertest v0.2.0
-	github.com/corral-go/corral/otelcorral v0.2.0
-	github.com/corral-go/corral/queue/jetstream v0.2.0
-	github.com/corral-go/corral/queue/postgres v0.2.0
-	github.com/corral-go/corral/queue/redis v0.2.0
+	github.com/corral-go/corral v0.3.0
+	github.com/corral-go/corral/internal/brokertest v0.3.0
+	github.com/corral-go/corral/otelcorral v0.3.0
+	github.com/corral-go/corral/queue/jetstream v0.3.0
+	github.com/corral-go/corral/queue/postgres v0.3.0
+	github.com/corral-go/corral/queue/redis v0.3.0
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/nats-io/nats.go v1.53.0
 	github.com/redis/go-redis/v9 v9.23.0
