@@ -90,12 +90,19 @@ func New(base context.Context, lease time.Duration, slots []*Slot, done <-chan s
 	return &Keeper{base: base, lease: lease, slots: slots, done: done, wake: make(chan struct{}, 1)}
 }
 
+// The bounds of sampleEvery: below minSample the keeper's timer would fire
+// faster than it is useful (a timer storm); above maxSample the clock it
+// keeps for the workers (see Now) would lag the time too far.
+const (
+	minSample = 100 * time.Microsecond
+	maxSample = 10 * time.Millisecond
+)
+
 // sampleEvery is how often Run looks at the running handlers, and so how
 // late past its lease a handler may be cancelled: a sixteenth of the lease,
-// but no less than 100µs (a timer storm) and no more than 10ms (the
-// keeper's clock should stay close to the time: see Now).
+// within [minSample, maxSample].
 func (k *Keeper) sampleEvery() time.Duration {
-	return min(max(k.lease/16, 100*time.Microsecond), 10*time.Millisecond)
+	return min(max(k.lease/16, minSample), maxSample)
 }
 
 // Run is the keeper's loop, on a goroutine of its own. While handlers run,
