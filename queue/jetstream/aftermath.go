@@ -32,7 +32,8 @@ type aftermath struct {
 	closed  bool                    // guarded by mu: later work runs in its caller
 	idle    chan struct{}           // guarded by mu: closed when the running goroutines end
 	// base is the parent of the work's contexts, made with the first goroutine; abandon,
-	// called by close when its ctx ends first, cancels it. Both guarded by mu.
+	// called by close, cancels it (cutting short the work still running when close's ctx
+	// ended first). Both guarded by mu.
 	base    context.Context
 	abandon context.CancelFunc
 }
@@ -90,13 +91,13 @@ func (a *aftermath) close(ctx context.Context) {
 	a.mu.Lock()
 	a.closed = true
 	a.mu.Unlock()
-	if a.wait(ctx) == nil {
-		return
-	}
+	err := a.wait(ctx)
 	a.mu.Lock()
-	a.todo = nil
+	if err != nil {
+		a.todo = nil
+	}
 	if a.abandon != nil {
-		a.abandon()
+		a.abandon() // when the work is done, this only releases base
 	}
 	a.mu.Unlock()
 }
