@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -25,18 +26,24 @@ import (
 func TestChaosAccounting(t *testing.T) {
 	seed := rand.Uint64()
 	t.Logf("seed %d", seed)
-	synctest.Test(t, func(t *testing.T) { chaos(t, seed, time.Second) })
+	synctest.Test(t, func(t *testing.T) { chaos(t, seed, time.Second, false) })
 }
 
 // The same on the real clock, 50 times faster, so that timers really fire
-// concurrently with handlers and settles.
+// concurrently with handlers and settles. Leases are 200ms here: on a
+// machine busy enough to hold the renewing goroutine off for longer, the
+// backend's lease lapses and the job is delivered again while its first
+// handler still runs, which the queue owns up to (ErrLeaseLost, counted in
+// BackendErrors). So each start that overlaps a run of its job or key must
+// be matched by a lease loss counted; in synctest, where renewals are never
+// late, there must be none.
 func TestChaosAccountingRealTime(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real time")
 	}
 	seed := rand.Uint64()
 	t.Logf("seed %d", seed)
-	chaos(t, seed, 20*time.Millisecond)
+	chaos(t, seed, 20*time.Millisecond, true)
 }
 
 const (
@@ -49,8 +56,10 @@ type chaosJob struct {
 	Key             string
 }
 
-// chaos runs the scenario with unit as its second.
-func chaos(t *testing.T, seed uint64, unit time.Duration) {
+// chaos runs the scenario with unit as its second. With lateRenewals, a
+// start overlapping a run of its job or key is not a failure by itself:
+// there may be as many as the lease losses the queue counted.
+func chaos(t *testing.T, seed uint64, unit time.Duration, lateRenewals bool) {
 	ms := unit / 1000
 	lease := 10 * unit
 	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
@@ -62,6 +71,7 @@ func chaos(t *testing.T, seed uint64, unit time.Duration) {
 		lastIdx  = map[string]int{} // key -> enqueue index of the last job started
 		accepted = map[string]bool{}
 		failures []string
+		overlaps []string // starts that overlapped a run of their job or key
 	)
 	fail := func(format string, args ...any) {
 		failures = append(failures, fmt.Sprintf(format, args...))
@@ -93,18 +103,22 @@ func chaos(t *testing.T, seed uint64, unit time.Duration) {
 	handler := func(ctx context.Context, j queue.Job[chaosJob]) error {
 		mu.Lock()
 		running[j.ID]++
+		var overlap []string
 		if running[j.ID] > 1 {
-			fail("job %s handled concurrently with itself", j.ID)
+			overlap = append(overlap, fmt.Sprintf("job %s handled concurrently with itself", j.ID))
 		}
 		if k := j.Payload.Key; k != "" {
 			keyBusy[k]++
 			if keyBusy[k] > 1 {
-				fail("key %s handled concurrently", k)
+				overlap = append(overlap, fmt.Sprintf("key %s handled concurrently", k))
 			}
 			if last, ok := lastIdx[k]; ok && j.Payload.Index < last {
 				fail("key %s: job %d started after job %d", k, j.Payload.Index, last)
 			}
 			lastIdx[k] = j.Payload.Index
+		}
+		if overlap != nil {
+			overlaps = append(overlaps, strings.Join(overlap, "; "))
 		}
 		mu.Unlock()
 		defer func() {
@@ -249,6 +263,16 @@ func chaos(t *testing.T, seed uint64, unit time.Duration) {
 		t.Fatal(err)
 	}
 	t.Logf("stats %+v", s)
+	switch {
+	case len(overlaps) > 0 && !lateRenewals:
+		t.Errorf("%d starts overlapped a run of their job or key: %v", len(overlaps), overlaps)
+	case uint64(len(overlaps)) > s.BackendErrors:
+		t.Errorf("%d starts overlapped a run of their job or key, %d lease losses counted: %v",
+			len(overlaps), s.BackendErrors, overlaps)
+	case len(overlaps) > 0:
+		t.Logf("%d starts overlapped a run of their job or key after %d lease losses: %v",
+			len(overlaps), s.BackendErrors, overlaps)
+	}
 	dead := s.DeadLetteredTotal()
 	if s.Ready+s.InFlight+s.Delayed != 0 || s.Acked+dead != s.Enqueued || uint64(s.Dead) != dead {
 		t.Errorf("stats %+v: want nothing stored and enqueued = acked + dead", s)

@@ -30,8 +30,11 @@
 //     the last allowed attempt dead-letters it.
 //   - A handler that runs past its lease has its context cancelled with
 //     cause [ErrLeaseExpired] and its job is redelivered (the attempt is
-//     spent). A job is never in flight twice at once: while its handler
-//     runs, the consumer renews the job's lease in the backend.
+//     spent). While its handler runs, the consumer renews the job's lease
+//     in the backend, so that the job is not delivered again meanwhile;
+//     renewals too late for the backend (a lease of milliseconds on a
+//     starved machine) let it deliver the job again, and then the handler,
+//     if it still runs, has its context cancelled with cause [ErrLeaseLost].
 //   - An attempt is a handler run: every backend counts one when a handler
 //     starts (driver.Backend's Start), and none for a delivery that never reached
 //     a handler (released at shutdown, or prefetched by a process that
