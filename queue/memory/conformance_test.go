@@ -15,13 +15,17 @@ func TestMemoryConformance(t *testing.T) {
 }
 
 // The suite's real-time mode, which broker backends use, run against the
-// in-memory backend so that the mode itself is tested.
+// in-memory backend so that the mode itself is tested. Its unit, 50ms, gives
+// the real-time bounds (a periodic tick enqueued within 5 units, none
+// skipped) room for a goroutine held off a core for a few hundred
+// milliseconds, as on a loaded two-core machine under -race; at 20ms a run
+// at load 7-14 saw PeriodicOnce fail once.
 func TestMemoryConformanceRealTime(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real time")
 	}
 	queuetest.Run(t, func(t *testing.T) driver.Backend { return memory.New() },
-		queuetest.Capabilities{RealTime: true, Unit: 20 * time.Millisecond})
+		queuetest.Capabilities{RealTime: true, Unit: 50 * time.Millisecond})
 }
 
 // bytesOnly hides the in-memory backend's value passing, so the queue
