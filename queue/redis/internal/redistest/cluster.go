@@ -180,9 +180,9 @@ func (c *Cluster) Kill(tb testing.TB, node int) {
 	all := c.Nodes()
 	for i, s := range all {
 		if i != node && s.r.Running() {
-			if err := do(ctx, s, "CONFIG", "SET", "cluster-replica-no-failover", "no").Err(); err != nil {
-				tb.Fatalf("redistest: making %s eligible again: %v", s.Addr(), err)
-			}
+			// A node that does not answer (paused) keeps its setting until the next Kill;
+			// node's replicas are set, and checked, below.
+			_ = do(ctx, s, "CONFIG", "SET", "cluster-replica-no-failover", "no").Err()
 		}
 	}
 	ports, err := replicaPorts(ctx, all[node])
@@ -190,8 +190,12 @@ func (c *Cluster) Kill(tb testing.TB, node int) {
 		tb.Fatalf("redistest: the replicas of %s: %v", all[node].Addr(), err)
 	}
 	for _, s := range all {
-		if i := slices.Index(ports, s.Port); i > 0 {
-			if err := do(ctx, s, "CONFIG", "SET", "cluster-replica-no-failover", "yes").Err(); err != nil {
+		if i := slices.Index(ports, s.Port); i >= 0 {
+			noFailover := "yes"
+			if i == 0 {
+				noFailover = "no"
+			}
+			if err := do(ctx, s, "CONFIG", "SET", "cluster-replica-no-failover", noFailover).Err(); err != nil {
 				tb.Fatalf("redistest: leaving one candidate for %s's election: %v", all[node].Addr(), err)
 			}
 		}
