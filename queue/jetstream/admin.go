@@ -41,8 +41,9 @@ import (
 // subjects, then every stored job (one request each) and the state record of each job that
 // has one (one more), or every dead letter (one request each); it filters, orders and pages
 // them in this process. Each List or Count costs a pass over the queue, which suits an
-// operator's use, not a loop. Get costs a handful of requests. A job's NextRun is its start
-// time when it has one to come; the end of a retry delay is not recorded, and reads as zero.
+// operator's use, not a loop. Get costs a handful of requests. A delayed job's NextRun is
+// the later of its start time and the end of the delay it was handed back with (a retry's or a
+// release's, recorded in its state record), whichever is still to come; zero once both passed.
 
 // pausePoll is how often a Receive that found the queue paused reads the pause record again,
 // and how long it hands a job it found back for.
@@ -364,8 +365,10 @@ func (b *Backend) jobInfo(ctx context.Context, raw *natsjs.RawStreamMsg, ci *nat
 		info.State, info.LeaseEnd = driver.StateInFlight, st.Until
 	case kinds[markWaiting] || kinds[markDelayed]:
 		info.State = driver.StateDelayed
-		if info.NotBefore.After(now) {
-			info.NextRun = info.NotBefore
+		for _, t := range []time.Time{info.NotBefore, st.Next} {
+			if t.After(now) && t.After(info.NextRun) {
+				info.NextRun = t
+			}
 		}
 	case kinds[markReady] || raw.Sequence > ci.Delivered.Stream:
 		info.State = driver.StateReady

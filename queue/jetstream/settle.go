@@ -112,7 +112,7 @@ func (b *Backend) Start(ctx context.Context, d *driver.Delivery) error {
 	}
 	st := tok.st
 	tok.st.Starts++
-	tok.st.Until, tok.st.Started = now.Add(ackWait), now
+	tok.st.Until, tok.st.Started, tok.st.Next = now.Add(ackWait), now, time.Time{}
 	if err := b.saveState(ctx, d, tok); err != nil {
 		if !errors.Is(err, driver.ErrCanceled) {
 			tok.st = st
@@ -198,7 +198,7 @@ func (b *Backend) nack(ctx context.Context, d *driver.Delivery, tok *delivered, 
 	}
 	tok.st.History = fillHistory(tok.st.History, d.Attempt)
 	tok.st.History = append(tok.st.History, a)
-	tok.st.Until, tok.st.Started = time.Time{}, time.Time{}
+	tok.st.Until, tok.st.Started, tok.st.Next = time.Time{}, time.Time{}, due(delay)
 	st, started := tok.st, tok.started
 	if a.Snoozed {
 		if tok.started {
@@ -222,6 +222,14 @@ func (b *Backend) nack(ctx context.Context, d *driver.Delivery, tok *delivered, 
 		return err
 	}
 	return b.ack(ctx, tok.msg, nakDelay(delay))
+}
+
+// due returns when a job handed back now with delay is due again: zero for no delay.
+func due(delay time.Duration) time.Time {
+	if delay <= 0 {
+		return time.Time{}
+	}
+	return time.Now().Add(delay)
 }
 
 // fillHistory adds an entry for each attempt before attempt that left none: its handler started
@@ -268,7 +276,7 @@ func (b *Backend) giveBack(ctx context.Context, d *driver.Delivery, tok *deliver
 		tok.st.Starts--
 		tok.started = false
 	}
-	tok.st.Until, tok.st.Started = time.Time{}, time.Time{}
+	tok.st.Until, tok.st.Started, tok.st.Next = time.Time{}, time.Time{}, due(delay)
 	tok.st.Released = true
 	if err := b.saveState(ctx, d, tok); err != nil {
 		return err

@@ -50,6 +50,10 @@ type jobState struct {
 	// Started is when the run in progress started (zero if none, or written by a version
 	// that did not record it).
 	Started time.Time `json:"started,omitzero"`
+	// Next is when the job, handed back with a delay (Nack's retry delay, Release's delay),
+	// is due again: zero if it was handed back without one, once a run started, or if written
+	// by a version that did not record it. Inspect reports it as NextRun.
+	Next time.Time `json:"next,omitzero"`
 	// Released says a delivery was handed to a consumer and given back by Release: the job
 	// has been started in time (see driver.Delivery.Redelivered).
 	Released bool             `json:"released,omitempty"`

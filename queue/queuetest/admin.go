@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/corral-go/corral/backoff"
 	"github.com/corral-go/corral/queue"
 	"github.com/corral-go/corral/queue/driver"
 )
@@ -129,6 +130,28 @@ func testAdminInspect(e *env) {
 		e.Errorf("Inspect(d1) = %+v: want delayed, payload later, key k, no attempt, next run in 1000 units", ji)
 	}
 	e.checkCancelWaiting(q)
+}
+
+// testAdminInspectRetry pins Inspect of a job waiting out its retry delay: delayed, after one
+// run, with that run's failure in its history, and NextRun the end of the delay.
+func testAdminInspectRetry(e *env) {
+	ev, hooks := newEvents()
+	q := e.adminQueue(hooks)
+	delay := 1000 * e.unit
+	e.consume(q, func(context.Context, queue.Job[string]) error { return errors.New("not yet") },
+		queue.WithWorkers(1), queue.WithBackoff(backoff.Constant(delay)))
+	before := time.Now()
+	id := e.enqueue(q, "retried")
+	recv(e, ev.retry, "retry")
+	ji, err := q.Inspect(context.Background(), id)
+	if err != nil {
+		e.Fatalf("Inspect(%s): %v", id, err)
+	}
+	if ji.State != queue.StateDelayed || ji.Job.Attempt != 1 || len(ji.History) != 1 || ji.History[0].Number != 1 ||
+		ji.History[0].Error != "not yet" ||
+		ji.NextRun.Before(before.Add(delay-time.Millisecond)) || ji.NextRun.After(time.Now().Add(delay)) {
+		e.Errorf("Inspect of a job waiting out its retry delay = %+v: want delayed, attempt 1, its failure in the history, next run in 1000 units", ji)
+	}
 }
 
 // checkCancelWaiting cancels d1, a delayed job, twice and checks its dead

@@ -85,6 +85,7 @@ func Run(t *testing.T, newBackend func(t *testing.T) driver.Backend, caps Capabi
 		{"BackendClose", testBackendClose},
 		{"AdminList", testAdminList},
 		{"AdminInspect", testAdminInspect},
+		{"AdminInspectRetry", testAdminInspectRetry},
 		{"AdminCancelRunning", testAdminCancelRunning},
 		{"AdminPause", testAdminPause},
 		{"AdminBulk", testAdminBulk},
