@@ -65,7 +65,7 @@ func clusterFailover(t *testing.T, opts ...redis.Option) failoverResult {
 	for i := range r.jobs {
 		if i == r.jobs/3 {
 			r.beforeKil = i
-			cl.Kill(t, cl.MasterOf(t, "corral:{"+name+"}:"))
+			cl.Nodes()[cl.MasterOf(t, "corral:{"+name+"}:")].Kill(t)
 			killed = time.Now()
 		}
 		for retried := false; ; retried = true {
@@ -195,7 +195,7 @@ func TestFailoverLastReplica(t *testing.T) {
 	}
 	key := "corral:{" + name + "}:"
 	old := cl.MasterOf(t, key)
-	cl.Kill(t, old)
+	cl.Nodes()[old].Kill(t)
 	// Until the cluster fails over, writes fail (the master is gone); after, they fail too,
 	// confirmed by no replica: the first one that reached the new master says so.
 	var err error

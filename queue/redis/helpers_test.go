@@ -125,7 +125,7 @@ type clusterBroker struct{ c *redistest.Cluster }
 
 func (cb clusterBroker) Nodes() int                      { return len(cb.c.Nodes()) }
 func (cb clusterBroker) Addr() string                    { return waitPrefix + strings.Join(cb.c.Addrs(), ",") }
-func (cb clusterBroker) Kill(t testing.TB, node int)     { cb.c.Kill(t, node) }
+func (cb clusterBroker) Kill(t testing.TB, node int)     { cb.c.Nodes()[node].Kill(t) }
 func (cb clusterBroker) Restart(t testing.TB, node int)  { cb.c.Nodes()[node].Restart(t) }
 func (cb clusterBroker) Pause(t testing.TB, node int)    { cb.c.Nodes()[node].Pause(t) }
 func (cb clusterBroker) Continue(t testing.TB, node int) { cb.c.Nodes()[node].Continue(t) }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -164,80 +163,6 @@ func until(f func() error) error {
 		}
 		time.Sleep(20 * time.Millisecond) // a polling pace: the cluster gives no other sign
 	}
-}
-
-// Kill SIGKILLs Nodes()[node] and waits for it. When that node is a master with two replicas
-// or more, Kill first leaves only one of them (the furthest along its master's stream) able
-// to stand in the election that follows (cluster-replica-no-failover on the others): two
-// candidates can split the masters' votes, and Redis Cluster tries a failed election again
-// only after four node timeouts, which no recovery bound of a few node timeouts covers. Kill
-// makes every other running node eligible again first, so that each Kill starts from a cluster
-// in which any replica may be elected.
-func (c *Cluster) Kill(tb testing.TB, node int) {
-	tb.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	all := c.Nodes()
-	for i, s := range all {
-		if i != node && s.r.Running() {
-			// A node that does not answer (paused) keeps its setting until the next Kill;
-			// node's replicas are set, and checked, below.
-			_ = do(ctx, s, "CONFIG", "SET", "cluster-replica-no-failover", "no").Err()
-		}
-	}
-	ports, err := replicaPorts(ctx, all[node])
-	if err != nil {
-		tb.Fatalf("redistest: the replicas of %s: %v", all[node].Addr(), err)
-	}
-	for _, s := range all {
-		if i := slices.Index(ports, s.Port); i >= 0 {
-			noFailover := "yes"
-			if i == 0 {
-				noFailover = "no"
-			}
-			if err := do(ctx, s, "CONFIG", "SET", "cluster-replica-no-failover", noFailover).Err(); err != nil {
-				tb.Fatalf("redistest: leaving one candidate for %s's election: %v", all[node].Addr(), err)
-			}
-		}
-	}
-	all[node].Kill(tb)
-}
-
-// replicaPorts returns the ports of s's replicas whose link is online, the furthest along
-// s's stream first, as s reports them (INFO replication); none if s is a replica.
-func replicaPorts(ctx context.Context, s *Server) ([]int, error) {
-	info, err := do(ctx, s, "INFO", "replication").Text()
-	if err != nil {
-		return nil, err
-	}
-	type replica struct{ port, offset int }
-	var rs []replica
-	for _, line := range strings.Split(info, "\r\n") {
-		k, v, ok := strings.Cut(line, ":")
-		if !ok || !strings.HasPrefix(k, "slave") || !strings.Contains(v, "state=online") {
-			continue
-		}
-		var r replica
-		for _, f := range strings.Split(v, ",") {
-			name, val, _ := strings.Cut(f, "=")
-			switch name {
-			case "port":
-				r.port, err = strconv.Atoi(val)
-			case "offset":
-				r.offset, err = strconv.Atoi(val)
-			}
-			if err != nil {
-				return nil, fmt.Errorf("redistest: INFO replication line %q: %w", line, err)
-			}
-		}
-		rs = append(rs, r)
-	}
-	slices.SortStableFunc(rs, func(a, b replica) int { return b.offset - a.offset })
-	ports := make([]int, len(rs))
-	for i, r := range rs {
-		ports[i] = r.port
-	}
-	return ports, nil
 }
 
 // Nodes returns every node: the masters as started, then the replicas.

@@ -166,10 +166,9 @@ func master(slot int64) int64 { return min(slot/(16384/3), 2) }
 
 // TestReplicatedClusterFailover: StartReplicatedCluster's nine nodes serve every slot with
 // two replicas behind each master; a write confirmed by WAIT 2 survives a SIGKILL of its
-// master by Cluster.Kill, which leaves exactly one of its replicas eligible; the cluster
-// promotes that one by itself within a bound (NodeTimeout, the election, and slack for a
-// loaded machine), and the other follows the new master (WAIT 1 answers 1); the killed master
-// restarted on its store comes back as a replica.
+// master, one of whose replicas the cluster promotes by itself within a bound (NodeTimeout,
+// the election, and slack for a loaded machine), and the other follows the new master (WAIT 1
+// answers 1); the killed master restarted on its store comes back as a replica.
 func TestReplicatedClusterFailover(t *testing.T) {
 	cl := redistest.StartReplicatedCluster(t, 3, 2, redistest.NodeTimeout)
 	if len(cl.Masters) != 3 || len(cl.Replicas) != 6 || len(cl.Nodes()) != 9 || len(cl.Addrs()) != 9 {
@@ -190,24 +189,8 @@ func TestReplicatedClusterFailover(t *testing.T) {
 	if n, err := mc.Wait(ctx, 2, 10*time.Second).Result(); err != nil || n != 2 {
 		t.Fatalf("WAIT 2 on the master: %d, %v; want 2", n, err)
 	}
-	cl.Kill(t, m)
+	cl.Masters[m].Kill(t)
 	killed := time.Now()
-	candidate := -1
-	for _, r := range []int{m + 3, m + 6} {
-		v, err := client(t, cl.Nodes()[r]).ConfigGet(ctx, "cluster-replica-no-failover").Result()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if v["cluster-replica-no-failover"] == "no" {
-			if candidate >= 0 {
-				t.Fatalf("nodes %d and %d may both stand in the election; Kill should leave one", candidate, r)
-			}
-			candidate = r
-		}
-	}
-	if candidate < 0 {
-		t.Fatal("neither replica of the killed master may stand in the election")
-	}
 	var now int
 	for now = cl.MasterOf(t, key); now == m; now = cl.MasterOf(t, key) {
 		// Redis's own election: CI saw it take over 20 s with two test runs side by side.
@@ -217,8 +200,8 @@ func TestReplicatedClusterFailover(t *testing.T) {
 		time.Sleep(50 * time.Millisecond) // a polling pace: the cluster gives no other sign
 	}
 	t.Logf("failover to node %d after %v", now, time.Since(killed).Round(time.Millisecond))
-	if now != candidate {
-		t.Errorf("the slot went to node %d, want %d, the one replica Kill left eligible", now, candidate)
+	if now != m+3 && now != m+6 {
+		t.Errorf("the slot went to node %d, want %d or %d, the killed master's replicas", now, m+3, m+6)
 	}
 	c.ReloadState(ctx)
 	var v string
