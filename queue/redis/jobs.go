@@ -42,9 +42,9 @@ func (b *Backend) Enqueue(ctx context.Context, m driver.Message) (driver.Enqueue
 	if m.EnqueuedAt.IsZero() {
 		m.EnqueuedAt = time.Now()
 	}
-	var nb int64
+	var nb int64 // NotBefore rounded up to the millisecond: the job is not ready before it
 	if !m.NotBefore.IsZero() {
-		nb = m.NotBefore.UnixMilli()
+		nb = m.NotBefore.Add(time.Millisecond - time.Nanosecond).UnixMilli()
 	}
 	for {
 		w := b.waiter()
@@ -229,13 +229,10 @@ func (b *Backend) Nack(ctx context.Context, d *driver.Delivery, delay time.Durat
 	return err
 }
 
-// millis is delay in whole milliseconds for the scripts, at least 1 for a positive delay.
-func millis(delay time.Duration) int64 {
-	ms := delay.Milliseconds()
-	if delay > 0 && ms == 0 {
-		ms = 1
-	}
-	return ms
+// millis is d in whole milliseconds for the scripts, rounded up, so that no delay, unique
+// period or rate window ends before d.
+func millis(d time.Duration) int64 {
+	return int64((d + time.Millisecond - time.Nanosecond) / time.Millisecond)
 }
 
 // Release implements driver.Backend: the job goes back to the stream (or, after a delay, to the

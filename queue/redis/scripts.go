@@ -345,7 +345,9 @@ if release ~= '1' then
 end
 if release == '2' then redis.call('HINCRBY', jk, 'snz', 1) end
 if delay > 0 then
-  redis.call('ZADD', P .. 'd', t + delay, id)
+  -- t is the current millisecond, begun up to 1ms ago: due at t + 1 + delay, never sooner
+  -- than delay from now.
+  redis.call('ZADD', P .. 'd', t + 1 + delay, id)
 else
   local s = redis.call('XADD', P .. 's', '*', 'id', id)
   redis.call('HSET', jk, 'sid', s)
