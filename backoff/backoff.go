@@ -385,12 +385,15 @@ func (p *Schedule) random(n int, prev time.Duration) uint64 {
 	if !p.seeded {
 		return rand.Uint64()
 	}
-	return mix(p.seed ^ mix(uint64(n)^mix(uint64(prev)+0x9e3779b97f4a7c15)))
+	return mix(p.seed ^ mix(uint64(n)^mix(uint64(prev)+golden)))
 }
+
+// golden is SplitMix64's increment (2^64 over the golden ratio).
+const golden = 0x9e3779b97f4a7c15
 
 // mix is the SplitMix64 finaliser: a bijective, well-distributed 64-bit hash.
 func mix(z uint64) uint64 {
-	z += 0x9e3779b97f4a7c15
+	z += golden
 	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
 	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
 	return z ^ (z >> 31)
@@ -442,8 +445,7 @@ func (s *Sequence) Next() time.Duration {
 		// draw leaves it 0 when the schedule has a seed or a source.
 		var r uint64
 		if s.rng != 0 {
-			r = mix(s.rng)
-			s.rng += 0x9e3779b97f4a7c15
+			r = s.step()
 		} else {
 			r = s.draw()
 		}
@@ -469,8 +471,14 @@ func (s *Sequence) draw() uint64 {
 		return s.p.draw(s.n, s.prev)
 	}
 	s.rng = rand.Uint64() | 1
+	return s.step()
+}
+
+// step returns the next value of the sequence's generator (a SplitMix64 stream: the mix of its
+// state, which then moves on by golden).
+func (s *Sequence) step() uint64 {
 	z := s.rng
-	s.rng += 0x9e3779b97f4a7c15
+	s.rng += golden
 	return mix(z)
 }
 

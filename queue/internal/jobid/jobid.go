@@ -5,8 +5,8 @@
 // [Generator.Ahead] at once, after [Generator.Init]. Next never returns the
 // same ID twice from one Generator, and two Generators share an ID only if
 // they drew the same random prefix. Ahead reports true for exactly the IDs
-// whose counter no call of Next has taken yet, so that a caller can refuse a user's ID that Next
-// would generate later.
+// whose counter no call of Next has taken yet, so that a caller can refuse
+// a user's ID that Next would generate later.
 package jobid
 
 import (
