@@ -304,13 +304,23 @@ func (m *Backend) storeIn(r *inMsg) {
 		c.msg.Headers, c.msg.StartBy = r.headers, r.startBy
 		e.hasCold = true
 	}
-	m.seq++
-	e.seq = m.seq
-	e.fresh = true
-	m.noteFresh(r.id)
-	m.all.push(e)
+	m.index(e, true)
 	e.state = stateReady
 	m.ready.push(e)
+}
+
+// index gives e, a new job, its place in the enqueue order and on the list
+// of every job, and files it by ID unless fresh (see stored). m.mu held.
+func (m *Backend) index(e *entry, fresh bool) {
+	m.seq++
+	e.seq, e.fresh = m.seq, fresh
+	if fresh {
+		m.noteFresh(e.id)
+	} else {
+		m.ids[e.id] = e
+		m.idsPeak = max(m.idsPeak, len(m.ids))
+	}
+	m.all.push(e)
 }
 
 // store adds msg as a new job, ready at notBefore; fresh says the queue
@@ -318,16 +328,7 @@ func (m *Backend) storeIn(r *inMsg) {
 func (m *Backend) store(msg driver.Message, fresh bool, notBefore, now time.Time) {
 	e := m.newEntry()
 	e.setMsg(&msg, now)
-	m.seq++
-	e.seq = m.seq
-	e.fresh = fresh
-	if fresh {
-		m.noteFresh(msg.ID)
-	} else {
-		m.ids[msg.ID] = e
-		m.idsPeak = max(m.idsPeak, len(m.ids))
-	}
-	m.all.push(e)
+	m.index(e, fresh)
 	if msg.Key != "" {
 		k := m.keys[msg.Key]
 		if k == nil {
