@@ -299,12 +299,12 @@ func raced(err error) bool {
 	return false
 }
 
-// retried runs op, an idempotent request of Open, once per slice of the call timeout until it gets
-// an answer or ctx ends; it also tries again, after a pause, when op failed only because another
-// process was creating the same stream or consumer, or the cluster could not place it yet, or
-// with a *notYetError. A cluster drops,
-// unanswered, a request to a stream whose leader is not elected yet (as right after another process
-// created it): without a second try, one lost request would spend Open's whole budget.
+// retried runs op, an idempotent request of Open, once per slice of the call timeout until it
+// gets an answer or ctx ends; it also tries again, after a pause, when op failed only because
+// another process was creating the same stream or consumer, or the cluster could not place it
+// yet, or with a *notYetError. A cluster drops, unanswered, a request to a stream whose leader
+// is not elected yet (as right after another process created it): without a second try, one
+// lost request would spend Open's whole budget.
 func retried[T any](ctx context.Context, b *Backend, op func(context.Context) (T, error)) (T, error) {
 	slice := max(b.o.callTimeout/4, 100*time.Millisecond)
 	for try := 1; ; try++ {
