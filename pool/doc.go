@@ -64,7 +64,7 @@ package pool
 // Where things are: pool.go holds Pool, New and Submit's placement of a task; worker.go the
 // worker goroutines and a task's walk through them (run, settle, count, fetch the next task,
 // park, exit); queue.go the queue of tasks (an internal/ring Ring); overflow.go what a full
-// pool does (options.go holds the Overflow policies), blocked.go the submitters blocked under Block; taskctx.go
-// the contexts tasks run with; inline.go tasks run in a caller's goroutine; close.go Close;
-// observe.go the pool's name, logger and pprof labels; group.go, handle.go, stats.go,
-// options.go and errors.go what their names say.
+// pool does (options.go holds the Overflow policies), blocked.go the submitters blocked under
+// Block; taskctx.go the contexts tasks run with; inline.go tasks run in a caller's goroutine;
+// close.go Close; observe.go the pool's name, logger and pprof labels; group.go, handle.go,
+// stats.go, options.go and errors.go what their names say.

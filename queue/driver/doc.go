@@ -29,10 +29,10 @@
 // [ErrUnavailable] when the caller's ctx ended; ErrUnavailable when the call
 // timed out or the broker could not be reached, which each backend decides
 // for its own client's errors); a call begins with [Call.CheckOpen], the
-// error of a call on a backend not opened or closed. A process asking for a shared setting other
-// than the queue's gets a [SettingsError] ([Shared.Diff] and
-// [CompareSettings] find it); [AgreeLease] is the body of a CheckLease. An
-// Enqueue at capacity fails with [Overflow.Refusal] under the policies that
+// error of a call on a backend not opened or closed. A process asking for a
+// shared setting other than the queue's gets a [SettingsError] ([Shared.Diff]
+// and [CompareSettings] find it); [AgreeLease] is the body of a CheckLease.
+// An Enqueue at capacity fails with [Overflow.Refusal] under the policies that
 // refuse a job, and a waiting Receive waits with [Call.Wait]. These are
 // exported, not internal to this repository, because the ErrUnavailable
 // rule is part of the contract: a third-party backend must report its calls
