@@ -77,7 +77,7 @@ func TestWaitOutlastsClose(t *testing.T) {
 
 		waited := make(chan error)
 		go func() { waited <- b.after.wait(context.Background()) }()
-		time.Sleep(time.Minute)
+		time.Sleep(time.Minute) // the bubble's clock: a minute passes, and the work still runs
 		synctest.Wait()
 		select {
 		case err := <-waited:
