@@ -13,9 +13,9 @@ import (
 // it from fields, keyed by the cell's data-field name, so that what the page shows when it is
 // loaded and what a snapshot writes into it later read alike.
 
-// notTimed is the text of a queue's timings when its consumers in this process recorded no
-// handler run: the queue is not timed (queue.WithTimings), or nothing has run yet.
-const notTimed = "not timed"
+// notTimed is the text of a queue's timings when its consumers in this process have timed no
+// handler run yet (they time a sample of the runs, or every run with queue.WithTimings).
+const notTimed = "none yet"
 
 // percentiles are the quantiles the overview shows, with their cells' suffixes.
 var percentiles = [...]struct {

@@ -22,8 +22,9 @@
 //   - The overview's numbers are the queues' Stats (and each Share's Stats, given with
 //     WithShare) read when the page is made, then at each sample: the page and the live
 //     updates write the same text. Wait and run time percentiles are those of the handler runs
-//     of this process's consumers, recorded only by a queue made with queue.WithTimings (or a
-//     success, retry or dead hook); a queue that recorded none shows "not timed".
+//     of this process's consumers: of a sample of about one run in 64, or of every run for a
+//     queue made with queue.WithTimings (or a success, retry or dead hook); beside them, the
+//     number of runs timed, or "none yet".
 //   - The console owns one goroutine, its sampler, which Close stops and waits for.
 //   - The page's HTML, CSS and script are this package's own, embedded, readable without a
 //     build step.

@@ -61,15 +61,18 @@ func checkCells(t *testing.T, what string, got, want map[string]string) {
 }
 
 // TestOverviewTimings: the overview shows a timed queue's wait and run time percentiles from
-// its Stats, exactly, on the virtual clock; an untimed queue's say "not timed"; the health
-// rows say reachable and paused as Stats does.
+// its Stats, exactly, on the virtual clock; an untimed queue's are those of its sample (here
+// its first run); a queue that ran nothing says "none yet"; the health rows say reachable
+// and paused as Stats does.
 func TestOverviewTimings(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
 		mail, _ := queue.New[int](ctx, queue.WithTimings())
 		plain, _ := queue.New[int](ctx)
+		idle, _ := queue.New[int](ctx)
 		defer mail.Close(ctx)
 		defer plain.Close(ctx)
+		defer idle.Close(ctx)
 		for i := 1; i <= 4; i++ {
 			if _, err := mail.Enqueue(ctx, i); err != nil {
 				t.Fatal(err)
@@ -101,7 +104,7 @@ func TestOverviewTimings(t *testing.T) {
 				s.Wait.Count, s.Wait.Sum, s.Run.Count, s.Run.Sum, wait.Sum, run.Sum)
 		}
 
-		c := console.New([]console.Source{console.Of("mail", mail), console.Of("plain", plain)})
+		c := console.New([]console.Source{console.Of("mail", mail), console.Of("plain", plain), console.Of("idle", idle)})
 		defer c.Close()
 		checkCells(t, "mail", overviewCells(t, c, `data-queue="mail"`), map[string]string{
 			"runs":    "4",
@@ -109,10 +112,19 @@ func TestOverviewTimings(t *testing.T) {
 			"runP50": console.Short(run.Quantile(0.5)), "runP95": "400ms", "runP99": "400ms",
 			"reachable": "reachable", "paused": "running", "inFlight": "0", "backendErrors": "0", "acked": "4",
 		})
+		var firstWait, firstRun latency.Histogram
+		firstWait.Record(time.Second)
+		firstRun.Record(100 * time.Millisecond)
 		checkCells(t, "plain", overviewCells(t, c, `data-queue="plain"`), map[string]string{
-			"runs":    "not timed",
-			"waitP50": "–", "waitP95": "–", "waitP99": "–", "runP50": "–", "runP95": "–", "runP99": "–",
+			"runs":    "1",
+			"waitP50": console.Short(firstWait.Quantile(0.5)), "waitP99": console.Short(firstWait.Quantile(0.99)),
+			"runP50": console.Short(firstRun.Quantile(0.5)), "runP99": console.Short(firstRun.Quantile(0.99)),
 			"reachable": "reachable", "paused": "paused", "acked": "4",
+		})
+		checkCells(t, "idle", overviewCells(t, c, `data-queue="idle"`), map[string]string{
+			"runs":    "none yet",
+			"waitP50": "–", "waitP95": "–", "waitP99": "–", "runP50": "–", "runP95": "–", "runP99": "–",
+			"acked": "0",
 		})
 		// The medians are the estimates of the 2nd wait and run, within latency's v/16.
 		if p, v := wait.Quantile(0.5), 1100*time.Millisecond; p < v-v/16 || p > v+v/16 {

@@ -20,7 +20,8 @@ import (
 //     "shutdown";
 //   - corral.pool.running, corral.pool.queued and corral.pool.workers: gauges.
 //
-// The distributions of wait and run times are in Stats.Wait and Stats.Run (a timed pool);
+// The distributions of wait and run times are in Stats.Wait and Stats.Run (of a sample of the
+// tasks, or of every task with pool.WithTimings);
 // OpenTelemetry has no asynchronous histogram to report them through. Unregister the
 // returned Registration when the pool is closed.
 func (t *Telemetry) ObservePool(name string, p *pool.Pool) (metric.Registration, error) {

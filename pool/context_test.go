@@ -10,6 +10,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/corral-go/corral/internal/sample"
 	"github.com/corral-go/corral/pool"
 )
 
@@ -196,20 +197,42 @@ func TestTaskContextCache(t *testing.T) {
 	})
 }
 
-// Without WithTimings, the pool reads no clock for its tasks and its distributions stay empty.
-func TestTimingsOffByDefault(t *testing.T) {
+// Without WithTimings, the pool times a sample of its tasks, picked as they are accepted, and
+// its distributions hold exactly those tasks' timings: here 300 tasks of 1ms each, in line
+// behind one worker, so that the k-th (from 0) waits k ms.
+func TestTimingsSampledByDefault(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p := pool.New(1, 1)
-		mustSubmit(t, p, bg, func(context.Context) error { time.Sleep(time.Second); return nil })
-		mustSubmit(t, p, bg, func(context.Context) error { return nil })
-		mustClose(t, p)
-		s := p.Stats()
-		if s.Completed != 2 || s.Wait.Count != 0 || s.Run.Count != 0 || s.EndToEnd.Count != 0 {
-			t.Fatalf("untimed: completed %d, timings of %d, %d, %d tasks", s.Completed,
-				s.Wait.Count, s.Run.Count, s.EndToEnd.Count)
+		const n = 300
+		p := pool.New(1, n)
+		for range n {
+			mustSubmit(t, p, bg, func(context.Context) error { time.Sleep(time.Millisecond); return nil })
 		}
-		if s.QueueWait != (pool.Summary{}) || s.RunTime != (pool.Summary{}) {
-			t.Fatalf("untimed summaries %+v %+v", s.QueueWait, s.RunTime)
+		mustClose(t, p)
+		var (
+			sampler        sample.Sampler
+			picked         uint64
+			waits, maxWait time.Duration
+		)
+		for k := range n {
+			if sampler.Take() {
+				picked++
+				waits += time.Duration(k) * time.Millisecond
+				maxWait = time.Duration(k) * time.Millisecond
+			}
+		}
+		if picked < 2 || picked > n/8 {
+			t.Fatalf("the sampler picks %d of %d tasks: not a sample", picked, n)
+		}
+		s := p.Stats()
+		if s.Completed != n || s.Wait.Count != picked || s.Run.Count != picked || s.EndToEnd.Count != picked {
+			t.Fatalf("completed %d, timings of %d, %d, %d tasks; want %d, and %d each", s.Completed,
+				s.Wait.Count, s.Run.Count, s.EndToEnd.Count, n, picked)
+		}
+		runs := time.Duration(picked) * time.Millisecond
+		if s.Wait.Sum != waits || s.Wait.Max != maxWait || s.Run.Sum != runs || s.Run.Max != time.Millisecond ||
+			s.EndToEnd.Sum != waits+runs {
+			t.Fatalf("wait sum %v max %v, run sum %v max %v, end to end %v; want %v %v, %v 1ms, %v",
+				s.Wait.Sum, s.Wait.Max, s.Run.Sum, s.Run.Max, s.EndToEnd.Sum, waits, maxWait, runs, waits+runs)
 		}
 	})
 }

@@ -38,9 +38,10 @@
 //
 // Stats. Pool.Stats returns a consistent snapshot of counters and gauges, with an exact
 // accounting identity (every submit ends in exactly one outcome). Counters are updated inside
-// critical sections the pool takes anyway. With WithTimings, which costs two clock reads per
-// task, Stats also holds the distributions of the tasks' wait, run and end-to-end times, as
-// latency.Histogram values from which p50, p95 and p99 are read:
+// critical sections the pool takes anyway. Stats also holds the distributions of the tasks'
+// wait, run and end-to-end times, as latency.Histogram values from which p50, p95 and p99 are
+// read: of a sample of about one task in 64 by default, whose clock readings are all the cost,
+// and of every task with WithTimings, which costs two clock reads per task:
 //
 //	p := pool.New(8, 1024, pool.WithTimings())
 //	...

@@ -106,7 +106,7 @@ func (g *Group) Go(fn func(ctx context.Context) error) {
 		panic(errZeroGroup)
 	}
 	gt := &gtask{g: g, fn: fn}
-	t := task{ctx: g.ctx, fn: fn, res: gt, enq: p.now()}
+	t := task{ctx: g.ctx, fn: fn, res: gt, enq: p.stamp()}
 	p.mu.Lock()
 	if g.waited {
 		p.mu.Unlock()
@@ -126,6 +126,7 @@ func (g *Group) Go(fn func(ctx context.Context) error) {
 		gt.resolve(ErrClosed)
 		return
 	}
+	p.sampleLocked(&t)
 	how, w := p.placeLocked(&t)
 	switch how {
 	case placedQueue:

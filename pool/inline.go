@@ -22,7 +22,7 @@ func (p *Pool) runContained(t task) {
 // Pool.inline.
 func (p *Pool) runInline(t task) {
 	var res error
-	start := p.now()
+	start := p.clockFor(&t)
 	ctx := p.life
 	var d derived
 	if !isBackground(t.ctx) {
@@ -51,11 +51,11 @@ func (p *Pool) runInline(t task) {
 		default:
 			err = res
 		}
-		now := p.now()
+		now := p.clockFor(&t)
 		p.mu.Lock()
 		p.finishedLocked(err, panicked)
-		if tt := p.st.times; tt != nil {
-			tt.record(t.enq, start, now)
+		if t.enq != 0 {
+			p.timesLocked().record(t.enq, start, now)
 		}
 		p.mu.Unlock()
 		p.finish(&t, err, now-start)

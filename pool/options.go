@@ -189,10 +189,10 @@ func WithIdleTimeout(d time.Duration) Option {
 	return optionFunc(func(o *options) { o.idle = d })
 }
 
-// WithTimings turns on the measurement of task timings: the distributions of wait, run and
-// end-to-end times in Stats.Wait, Stats.Run and Stats.EndToEnd. It reads the monotonic clock
-// when a task is submitted and when it returns, so it is off by default: without it, the
-// distributions stay empty. A Hooks.OnError turns it on too, for ErrorEvent.Duration.
+// WithTimings makes the pool time every task: the distributions of wait, run and end-to-end
+// times in Stats.Wait, Stats.Run and Stats.EndToEnd then hold every task, not a sample of
+// about one in 64 (see Stats). It reads the monotonic clock when each task is submitted and
+// when it returns. A Hooks.OnError turns it on too, for ErrorEvent.Duration.
 func WithTimings() Option {
 	return optionFunc(func(o *options) { o.timed = true })
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/corral-go/corral/internal/clock"
 	"github.com/corral-go/corral/internal/ring"
+	"github.com/corral-go/corral/internal/sample"
 
 	"github.com/corral-go/corral/internal/wake"
 )
@@ -36,6 +37,7 @@ type Pool struct {
 	live    int                // worker goroutines
 	inline  int                // tasks running in a caller's goroutine (CallerRuns, Group)
 	blocked waitLine           // submitters blocked under Block (blocked.go)
+	sampler sample.Sampler     // picks the tasks timed in a pool not timed as a whole
 	closed  bool               // set once by Close, never reset
 	drained bool               // closed && live == 0 && inline == 0; done is closed
 	done    chan struct{}      // made by the first Close
@@ -47,7 +49,7 @@ type task struct {
 	ctx context.Context // the submitter's context
 	fn  func(context.Context) error
 	res resolver // who learns the result: nil for Submit
-	enq int64    // when it was submitted (Pool.now)
+	enq int64    // 1 + when it was submitted (Pool.clock) if the task is timed, else 0
 }
 
 // A resolver learns a task's final error: the task's own, a *PanicError, or why it did not run.
@@ -94,9 +96,27 @@ const errZeroPool = "pool: zero Pool: use pool.New"
 // clock is the time since the pool was created, read from the monotonic clock.
 func (p *Pool) clock() int64 { return int64(p.epoch.Since()) }
 
-// now is clock, or 0 if the pool does not measure task timings (WithTimings).
-func (p *Pool) now() int64 {
+// stamp returns the enq of a task submitted now: 1 + clock in a timed pool (WithTimings), else
+// 0 (the task is not timed, unless sampleLocked picks it).
+func (p *Pool) stamp() int64 {
 	if !p.opts.timed {
+		return 0
+	}
+	return 1 + p.clock()
+}
+
+// sampleLocked times t, if it is not timed already, when the sampler picks it: a pool not
+// timed as a whole records the timings of a sample of its tasks (see Stats.Wait). The clock is
+// read under Pool.mu, before t can reach a worker, and only for the tasks picked.
+func (p *Pool) sampleLocked(t *task) {
+	if t.enq == 0 && p.sampler.Take() {
+		t.enq = 1 + p.clock()
+	}
+}
+
+// clockFor returns clock if t is timed, else 0: an untimed task costs no clock reading.
+func (p *Pool) clockFor(t *task) int64 {
+	if t.enq == 0 {
 		return 0
 	}
 	return p.clock()
@@ -160,7 +180,7 @@ func (p *Pool) placeLocked(t *task) (placement, *worker) {
 		p.compactLocked() // make room taken by tombstones
 	}
 	if p.queue.Len() < p.capacity && p.blocked.head == nil {
-		p.queue.PushFrom(t) // t.enq was read before taking the lock
+		p.queue.PushFrom(t)
 		p.queued++
 		return placedQueue, p.wakeOneLocked()
 	}
@@ -200,7 +220,7 @@ func (p *Pool) submit(ctx context.Context, fn func(context.Context) error, res r
 		p.mu.Unlock()
 		return context.Cause(ctx)
 	}
-	t := task{ctx: ctx, fn: fn, res: res, enq: p.now()}
+	t := task{ctx: ctx, fn: fn, res: res, enq: p.stamp()}
 	p.mu.Lock()
 	p.st.submitted++
 	if p.closed {
@@ -208,6 +228,7 @@ func (p *Pool) submit(ctx context.Context, fn func(context.Context) error, res r
 		p.mu.Unlock()
 		return ErrClosed
 	}
+	p.sampleLocked(&t)
 	how, w := p.placeLocked(&t)
 	if how != placedNowhere {
 		p.mu.Unlock()

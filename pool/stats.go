@@ -32,14 +32,24 @@ type Stats struct {
 	Waiting int // submitters blocked now (Block)
 	Workers int // worker goroutines now
 
-	// The distributions of the finished tasks' timings, recorded only when the pool is timed
-	// (WithTimings, or a Hooks.OnError, which times tasks too); otherwise they stay empty.
+	// The distributions of the finished tasks' timings. A timed pool (WithTimings, or a
+	// Hooks.OnError, which times tasks too) records every task; any other records a sample,
+	// about one task in 64, picked as the tasks are accepted, in gaps of 0 to 126 tasks that
+	// follow a fixed pseudo-random sequence (so that work that repeats with a period is not
+	// sampled in step with it). Only the picked tasks cost clock readings. The sample's
+	// percentiles estimate the whole's: the share of all tasks above a percentile read from
+	// the sample is off by about 1/sqrt(k) of itself (one standard deviation), where k is the
+	// number of picked tasks above it (10% for the p99 of 10,000 picked tasks), on top of the
+	// buckets' error (see latency.Histogram).
+	// Count, Sum and Max are the sample's: read the number of tasks from Completed, Failed
+	// and Panicked.
+	//
 	// A task is submitted when Submit, Call or Group.Go is called, starts when it begins to
 	// run (on a worker, or in the goroutine that runs it for its caller), and finishes when it
-	// returns, panics or calls runtime.Goexit. For every task, its end-to-end time is its wait plus its
-	// run time, so when the pool is timed
+	// returns, panics or calls runtime.Goexit. For every task, its end-to-end time is its wait
+	// plus its run time, so
 	//
-	//	Wait.Count == Run.Count == EndToEnd.Count == Completed + Failed + Panicked
+	//	Wait.Count == Run.Count == EndToEnd.Count (== Completed + Failed + Panicked when timed)
 	//	EndToEnd.Sum == Wait.Sum + Run.Sum
 	Wait     latency.Histogram // from submit to start: blocked in Submit, queued, handed over
 	Run      latency.Histogram // from start to finish
@@ -87,8 +97,9 @@ func summarise(h *latency.Histogram) Summary {
 	return Summary{Count: h.Count, Total: h.Sum, Max: h.Max}
 }
 
-// timings are the distributions of Stats.Wait, Run and EndToEnd, made by New for a timed pool
-// only (an untimed one does not carry their buckets). The sums and maxima of the three sit
+// timings are the distributions of Stats.Wait, Run and EndToEnd, made by New for a timed pool,
+// and by timesLocked when the first sampled task of another ends (a pool that runs no task does
+// not carry their buckets). The sums and maxima of the three sit
 // side by side, so that recording a task touches one line of them and one bucket of each; the
 // number of durations of each is the number of tasks finished, and Stats builds the
 // latency.Histogram values.
@@ -97,8 +108,18 @@ type timings struct {
 	wait, run, total [bucket.N]uint64 // counts per bucket
 }
 
-// record records a task submitted at enq, started at start and finished at end (Pool.now).
+// timesLocked returns the pool's timings, made on first use.
+func (p *Pool) timesLocked() *timings {
+	if p.st.times == nil {
+		p.st.times = new(timings)
+	}
+	return p.st.times
+}
+
+// record records a timed task of the stamp enq (1 + when it was submitted), started at start
+// and finished at end (Pool.clock).
 func (t *timings) record(enq, start, end int64) {
+	enq--
 	// A worker reads the clock before it takes the lock to fetch its next task, so a task
 	// submitted meanwhile can seem to start before it was submitted: it started at once.
 	start = max(start, enq)
@@ -130,7 +151,7 @@ type counters struct {
 	submitted, started, completed, failed, panicked, rejected, skipped, inline uint64
 	refused, evicted, shutdown                                                 uint64
 	running                                                                    int
-	times                                                                      *timings // nil unless the pool is timed
+	times                                                                      *timings // nil until a task's timings are recorded
 }
 
 // Stats returns a consistent snapshot of the pool's counters. It is safe for concurrent use;

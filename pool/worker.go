@@ -34,7 +34,7 @@ func (p *Pool) spawn(t task) {
 func (p *Pool) work(w *worker, s shift) {
 	p.labelled()
 	if s.t.fn != nil {
-		s.start = p.now()
+		s.start = p.clockFor(&s.t)
 	}
 	normal := false
 	defer func() {
@@ -51,10 +51,10 @@ func (p *Pool) work(w *worker, s shift) {
 // to the goroutine that takes over from one that runtime.Goexit ended.
 type shift struct {
 	t        task        // the task to run next (counted as started), or the zero task
-	start    int64       // when t started (Pool.now)
+	start    int64       // when t started (Pool.clock), if t is timed
 	out      task        // a finished task whose result is still to be delivered, or the zero task
 	outErr   error       // out's result
-	outRan   int64       // how long out ran (Pool.now units; 0 unless the pool is timed)
+	outRan   int64       // how long out ran (Pool.clock units; 0 unless out was timed)
 	parked   bool        // w is in Pool.idle (or was taken from it since): wait for a wake-up
 	exit     bool        // the pool is closed and has nothing left to run: exit
 	fetching bool        // woken to fetch queued work: counted on its way in Pool.idle
@@ -100,7 +100,7 @@ func (p *Pool) serve(w *worker, s *shift) (again bool) {
 			s.t = w.next
 			w.next = task{}
 			s.fetching = s.t.fn == nil
-			s.start = p.now()
+			s.start = p.clockFor(&s.t)
 		}
 		var err error
 		panicked := s.panicked != nil
@@ -117,7 +117,7 @@ func (p *Pool) serve(w *worker, s *shift) (again bool) {
 		}
 		// goexited takes the same step; it is written out here, not shared through a
 		// function, because a call on every task's path shows in BenchmarkPoolSubmit.
-		now := p.now()
+		now := p.clockFor(&s.t)
 		p.mu.Lock()
 		wk := p.nextLocked(w, s, err, panicked, now)
 		p.mu.Unlock()
@@ -132,16 +132,21 @@ func (p *Pool) deliver(s *shift) {
 	s.out, s.outErr, s.outRan = task{}, nil, 0
 	p.finish(&out, err, ran)
 	if s.t.fn != nil {
-		s.start = p.now() // the next task starts now, not before the delivery
+		s.start = p.clockFor(&s.t) // the next task starts now, not before the delivery
 	}
 }
 
 // finish delivers a finished task's result to its resolver or to Hooks.OnError; ran is how
-// long the task ran (measured when the pool is timed, which OnError makes it).
+// long the task ran, if it was timed. The event carries it when the pool is timed (which
+// OnError makes it): the sampled tasks of another pool, such as one whose only OnError is
+// WithLogger's, report none.
 func (p *Pool) finish(t *task, err error, ran int64) {
 	if t.res != nil {
 		t.res.resolve(err)
 	} else if err != nil && p.opts.hooks.OnError != nil {
+		if !p.opts.timed {
+			ran = 0
+		}
 		p.opts.hooks.OnError(t.ctx, ErrorEvent{Err: err, Duration: time.Duration(ran)})
 	}
 }
@@ -158,8 +163,8 @@ func (p *Pool) finish(t *task, err error, ran int64) {
 func (p *Pool) nextLocked(w *worker, s *shift, err error, panicked bool, now int64) wakeups {
 	if s.t.fn != nil {
 		p.finishedLocked(err, panicked)
-		if t := p.st.times; t != nil {
-			t.record(s.t.enq, s.start, now)
+		if s.t.enq != 0 {
+			p.timesLocked().record(s.t.enq, s.start, now)
 		}
 		if s.t.res != nil || err != nil && p.opts.hooks.OnError != nil {
 			s.out, s.outErr, s.outRan = s.t, err, now-s.start
@@ -172,7 +177,13 @@ func (p *Pool) nextLocked(w *worker, s *shift, err error, panicked bool, now int
 		s.fetching = false
 	}
 	if found, wk := p.fetchLocked(now, &s.t); found {
-		s.start = now
+		s.start = 0
+		if s.t.enq != 0 {
+			s.start = now
+			if now == 0 { // the task before was not timed
+				s.start = p.clock()
+			}
+		}
 		return wk
 	}
 	if p.closed {
@@ -181,7 +192,7 @@ func (p *Pool) nextLocked(w *worker, s *shift, err error, panicked bool, now int
 	}
 	w.parked = true
 	w.parkedAt = now
-	if !p.opts.timed {
+	if now == 0 {
 		w.parkedAt = p.clock()
 	}
 	p.idle.Park(w)
@@ -400,7 +411,7 @@ func (p *Pool) goexited(w *worker, s *shift) {
 		return // a hook's: its task is already accounted for
 	}
 	s.goexit = false
-	now := p.now()
+	now := p.clockFor(&s.t)
 	p.mu.Lock()
 	wk := p.nextLocked(w, s, ErrGoexit, false, now)
 	p.mu.Unlock()

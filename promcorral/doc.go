@@ -13,8 +13,9 @@
 // with the name given to the option. The histograms of wait, run and end-to-end time are
 // converted from the [latency.Histogram] values of pool.Stats and queue.Stats: their counts
 // and sums are exact, and their buckets are a subset of latency's (see [WithBuckets]). A pool
-// or queue records them only when it is timed (pool.WithTimings, queue.WithTimings): without
-// that they are exported empty.
+// or queue records them for a sample of about one task or handler run in 64, or for every one
+// when it is timed (pool.WithTimings, queue.WithTimings): without that, a histogram's count is
+// the sample's, and the number of tasks or jobs is read from the counters.
 //
 // A pool's Stats and a budget's balance are read on every scrape: they are in memory and
 // cheap. A queue's Stats and a Share's may ask a backend over the network, so the Collector

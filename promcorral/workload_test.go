@@ -68,7 +68,7 @@ corral_pool_tasks_running{pool="img"} 0
 # HELP corral_pool_workers Worker goroutines now.
 # TYPE corral_pool_workers gauge
 corral_pool_workers{pool="img"} 0
-# HELP corral_pool_task_wait_seconds Time from submit to start of the finished tasks (recorded with pool.WithTimings).
+# HELP corral_pool_task_wait_seconds Time from submit to start of the finished tasks (a sample of about one task in 64; every task with pool.WithTimings).
 # TYPE corral_pool_task_wait_seconds histogram
 corral_pool_task_wait_seconds_bucket{pool="img",le="0.001048576"} 2
 corral_pool_task_wait_seconds_bucket{pool="img",le="1.073741824"} 3
@@ -76,7 +76,7 @@ corral_pool_task_wait_seconds_bucket{pool="img",le="2.147483648"} 3
 corral_pool_task_wait_seconds_bucket{pool="img",le="+Inf"} 3
 corral_pool_task_wait_seconds_sum{pool="img"} 0.003
 corral_pool_task_wait_seconds_count{pool="img"} 3
-# HELP corral_pool_task_run_seconds Time from start to finish of the finished tasks (recorded with pool.WithTimings).
+# HELP corral_pool_task_run_seconds Time from start to finish of the finished tasks (a sample of about one task in 64; every task with pool.WithTimings).
 # TYPE corral_pool_task_run_seconds histogram
 corral_pool_task_run_seconds_bucket{pool="img",le="0.001048576"} 2
 corral_pool_task_run_seconds_bucket{pool="img",le="1.073741824"} 3
@@ -84,7 +84,7 @@ corral_pool_task_run_seconds_bucket{pool="img",le="2.147483648"} 3
 corral_pool_task_run_seconds_bucket{pool="img",le="+Inf"} 3
 corral_pool_task_run_seconds_sum{pool="img"} 0.003
 corral_pool_task_run_seconds_count{pool="img"} 3
-# HELP corral_pool_task_end_to_end_seconds Time from submit to finish of the finished tasks (recorded with pool.WithTimings).
+# HELP corral_pool_task_end_to_end_seconds Time from submit to finish of the finished tasks (a sample of about one task in 64; every task with pool.WithTimings).
 # TYPE corral_pool_task_end_to_end_seconds histogram
 corral_pool_task_end_to_end_seconds_bucket{pool="img",le="0.001048576"} 1
 corral_pool_task_end_to_end_seconds_bucket{pool="img",le="1.073741824"} 3
@@ -191,7 +191,7 @@ corral_queue_jobs_dead_lettered_total{queue="mail",reason="expired"} 0
 corral_queue_jobs_dead_lettered_total{queue="mail",reason="panic"} 1
 corral_queue_jobs_dead_lettered_total{queue="mail",reason="permanent"} 1
 corral_queue_jobs_dead_lettered_total{queue="mail",reason="version"} 0
-# HELP corral_queue_job_run_seconds Time from handler start to end of this process's handler runs (recorded with queue.WithTimings).
+# HELP corral_queue_job_run_seconds Time from handler start to end of this process's handler runs (a sample of about one run in 64; every run with queue.WithTimings).
 # TYPE corral_queue_job_run_seconds histogram
 corral_queue_job_run_seconds_bucket{queue="mail",le="0.001048576"} 6
 corral_queue_job_run_seconds_bucket{queue="mail",le="1.073741824"} 7
@@ -199,7 +199,7 @@ corral_queue_job_run_seconds_bucket{queue="mail",le="2.147483648"} 7
 corral_queue_job_run_seconds_bucket{queue="mail",le="+Inf"} 7
 corral_queue_job_run_seconds_sum{queue="mail"} 0.002
 corral_queue_job_run_seconds_count{queue="mail"} 7
-# HELP corral_queue_job_wait_seconds Time from enqueue (or NotBefore) to handler start of this process's handler runs (recorded with queue.WithTimings).
+# HELP corral_queue_job_wait_seconds Time from enqueue (or NotBefore) to handler start of this process's handler runs (a sample of about one run in 64; every run with queue.WithTimings).
 # TYPE corral_queue_job_wait_seconds histogram
 corral_queue_job_wait_seconds_bucket{queue="mail",le="0.001048576"} 4
 corral_queue_job_wait_seconds_bucket{queue="mail",le="1.073741824"} 7

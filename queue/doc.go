@@ -73,10 +73,11 @@
 //   - Consumers can share workers ([Share]): by weight or strict priority,
 //     each capped by its [WithWorkers], so that user-facing work does not
 //     wait behind a backfill and a backfill never takes every worker.
-//   - Latency is measured: with [WithTimings], [Stats] holds the
-//     distributions of this process's handler runs (wait, run, end to end)
-//     as latency.Histogram values, from which p50, p95 and p99 are read and
-//     which add up across processes.
+//   - Latency is measured: [Stats] holds the distributions of this
+//     process's handler runs (wait, run, end to end) as latency.Histogram
+//     values, from which p50, p95 and p99 are read and which add up across
+//     processes: of a sample of about one run in 64 by default, of every
+//     run with [WithTimings].
 //   - Events are observable: [WithHooks] calls a function per job event,
 //     [WithLogger] logs them to a *slog.Logger with one option (as in
 //     scope, pool and retry), and [WithName] names the queue in those

@@ -17,7 +17,8 @@ import (
 // event happens (the producer's or a worker's), may run concurrently with
 // each other, and must not block. A nil hook is skipped, and costs nothing:
 // a consumer reads the clock for [Event.Duration] only when OnSuccess,
-// OnRetry or OnDead is set (or [WithTimings]).
+// OnRetry or OnDead is set (or [WithTimings]); otherwise only for its
+// sample of runs (see [Stats]), and Event.Duration stays 0.
 //
 // The contexts: OnEnqueue, OnDrop, and OnDead of a job evicted by
 // DropOldest get the ctx of the Enqueue (or Redrive) that caused them.

@@ -1,14 +1,19 @@
 package queue
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/corral-go/corral/backoff"
+	"github.com/corral-go/corral/internal/logtest"
+	"github.com/corral-go/corral/internal/sample"
 	"github.com/corral-go/corral/latency"
 )
 
@@ -142,16 +147,13 @@ func TestStatsLatencyConcurrent(t *testing.T) {
 	}
 }
 
-// Without WithTimings the histograms stay empty; an OnSuccess, OnRetry or
-// OnDead hook times the runs as WithTimings does.
-func TestStatsLatencyOnlyTimed(t *testing.T) {
+// An OnSuccess, OnRetry or OnDead hook times every run as WithTimings does.
+func TestStatsLatencyTimed(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		opts []Option
 		runs uint64
 	}{
-		{"untimed", nil, 0},
-		{"OnStart", []Option{WithHooks(Hooks{OnStart: func(context.Context, Event) {}})}, 0},
 		{"WithTimings", []Option{WithTimings()}, 2},
 		{"OnSuccess", []Option{WithHooks(Hooks{OnSuccess: func(context.Context, Event) {}})}, 2},
 		{"OnRetry", []Option{WithHooks(Hooks{OnRetry: func(context.Context, Event) {}})}, 2},
@@ -175,15 +177,74 @@ func TestStatsLatencyOnlyTimed(t *testing.T) {
 				if s.Acked != 2 {
 					t.Fatalf("acked %d; want 2", s.Acked)
 				}
-				want := latency.Histogram{}
-				if tc.runs > 0 {
-					want = histograms(time.Second, time.Second+time.Minute)
-				}
+				want := histograms(time.Second, time.Second+time.Minute)
 				if s.Wait != want {
 					t.Errorf("Wait: count %d sum %v; want count %d sum %v", s.Wait.Count, s.Wait.Sum, want.Count, want.Sum)
 				}
-				if s.Run.Count != tc.runs || s.EndToEnd.Count != tc.runs || tc.runs > 0 && s.Run.Sum != 2*time.Minute {
+				if s.Run.Count != tc.runs || s.EndToEnd.Count != tc.runs || s.Run.Sum != 2*time.Minute {
 					t.Errorf("Run: count %d sum %v, EndToEnd count %d; want %d runs of 1m", s.Run.Count, s.Run.Sum, s.EndToEnd.Count, tc.runs)
+				}
+			})
+		})
+	}
+}
+
+// Without WithTimings (an OnStart hook does not time runs), a worker times
+// a sample of its runs, and the histograms hold exactly those: here 300
+// jobs of a minute each through one worker, so that the k-th (from 0)
+// waits 1s + k minutes. The events carry no duration: the logger's
+// records of the successes have none.
+func TestStatsLatencySampled(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		opts []Option
+	}{
+		{"untimed", nil},
+		{"OnStart", []Option{WithHooks(Hooks{OnStart: func(context.Context, Event) {}})}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				const n = 300
+				ctx := context.Background()
+				var log bytes.Buffer
+				q, _ := New[string](ctx, append(tc.opts, WithLogger(logtest.Text(&log, slog.LevelDebug)))...)
+				for range n {
+					enqueueOK(t, q, "x")
+				}
+				time.Sleep(time.Second)
+				c, _ := q.Consume(ctx, func(ctx context.Context, j Job[string]) error {
+					time.Sleep(time.Minute)
+					return nil
+				}, WithWorkers(1))
+				if _, err := c.Drain(ctx); err != nil {
+					t.Fatal(err)
+				}
+				var (
+					sampler sample.Sampler
+					waits   []time.Duration
+				)
+				for k := range n {
+					if sampler.Take() {
+						waits = append(waits, time.Second+time.Duration(k)*time.Minute)
+					}
+				}
+				if len(waits) < 2 || len(waits) > n/8 {
+					t.Fatalf("the sampler picks %d of %d runs: not a sample", len(waits), n)
+				}
+				s, _ := q.Stats(ctx)
+				if s.Acked != n {
+					t.Fatalf("acked %d; want %d", s.Acked, n)
+				}
+				if want := histograms(waits...); s.Wait != want {
+					t.Errorf("Wait: count %d sum %v; want count %d sum %v", s.Wait.Count, s.Wait.Sum, want.Count, want.Sum)
+				}
+				runs := uint64(len(waits))
+				if s.Run.Count != runs || s.EndToEnd.Count != runs || s.Run.Sum != time.Duration(runs)*time.Minute {
+					t.Errorf("Run: count %d sum %v, EndToEnd count %d; want %d runs of 1m", s.Run.Count, s.Run.Sum, s.EndToEnd.Count, runs)
+				}
+				ok, timed := strings.Count(log.String(), "job succeeded"), strings.Count(log.String(), "duration=")
+				if ok != n || timed != 0 {
+					t.Errorf("log: %d successes, %d records with a duration; want %d and none", ok, timed, n)
 				}
 			})
 		})

@@ -125,13 +125,13 @@ func WithMaxWait(d time.Duration) Option {
 // WithHooks replaces an earlier one whole.
 func WithHooks(h Hooks) Option { return optionFunc(func(o *options) { o.hooks = h }) }
 
-// WithTimings turns on the measurement of handler runs by this process's
-// consumers of the queue: the distributions of wait, run and end-to-end
-// times in Stats.Wait, Stats.Run and Stats.EndToEnd. A consumer then reads
-// the monotonic clock as each handler ends, and as it starts (except on the
-// in-memory backend's fast path, see [Stats]), so it is off by default:
-// without it, the distributions stay empty. An OnSuccess, OnRetry or OnDead hook turns it on too, for
-// [Event.Duration].
+// WithTimings makes this process's consumers of the queue time every
+// handler run: the distributions of wait, run and end-to-end times in
+// Stats.Wait, Stats.Run and Stats.EndToEnd then hold every run, not a
+// sample of about one in 64 (see [Stats]). A consumer then reads the
+// monotonic clock as each handler ends, and as it starts (except on the
+// in-memory backend's fast path, see [Stats]). An OnSuccess, OnRetry or
+// OnDead hook turns it on too, for [Event.Duration].
 func WithTimings() Option { return optionFunc(func(o *options) { o.timed = true }) }
 
 // WithCodec sets how payloads are encoded for backends that store bytes.

@@ -41,8 +41,8 @@ type Queue[T any] struct {
 	closed  atomic.Bool // set once by Close, never reset
 
 	clk clock.Anchored
-	// timed: the consumers time their handler runs (WithTimings, or a hook
-	// that gets Event.Duration), from epoch, into lat.
+	// timed: the consumers time every handler run (WithTimings, or a hook
+	// that gets Event.Duration), from epoch, into lat; otherwise a sample.
 	timed bool
 	epoch clock.Epoch
 	// labels carries the pprof label queue=name (WithName), or is nil.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/corral-go/corral/backoff"
 	"github.com/corral-go/corral/internal/panics"
+	"github.com/corral-go/corral/internal/sample"
 	"github.com/corral-go/corral/queue/driver"
 	"github.com/corral-go/corral/queue/internal/lease"
 	"github.com/corral-go/corral/queue/internal/ratelimit"
@@ -25,10 +26,13 @@ type worker[T any] struct {
 	hasNext bool
 	// chained says that the job in d was taken by the AckNext that settled
 	// the one before, and ended is when that one's run ended (since the
-	// queue's epoch), if the queue is timed: the run of a chained job is
+	// queue's epoch), if it was timed, else -1: the run of a chained job is
 	// timed from there, a clock reading less per job (see handle).
 	chained bool
 	ended   time.Duration
+	// sampler picks the runs this worker times when the queue is not
+	// timed as a whole (see Stats.Wait).
+	sampler sample.Sampler
 	// at is when an InProcess backend leased the job in d (ReceiveAt), or
 	// the keeper's reading of the clock when the worker took it with
 	// AckNext, from which the backend leased it; zero with any other
@@ -315,7 +319,7 @@ func (w *worker[T]) handle() {
 	if h := q.hooks.OnStart; h != nil {
 		callHook(hctx, c, "OnStart", h, Event{ID: d.ID, Key: d.Key, Attempt: d.Attempt})
 	}
-	if c.timed {
+	if c.timed || w.sampler.Take() {
 		runStart = w.runStart(now)
 	}
 	herr = c.h(hctx, job)
@@ -339,7 +343,7 @@ func (w *worker[T]) runStart(now time.Time) time.Duration {
 	switch {
 	case c.fast == nil || c.lane != nil || c.q.hooks.OnStart != nil:
 		return c.q.epoch.Since()
-	case w.chained:
+	case w.chained && w.ended >= 0:
 		return w.ended
 	}
 	return c.q.epoch.At(now)
@@ -460,9 +464,13 @@ func (w *worker[T]) finish(hctx context.Context, catch *panics.Catcher, herrp *e
 	}
 	failed := herr != nil || panicErr != nil
 	var run time.Duration
+	w.ended = -1
 	if runStart >= 0 {
 		w.ended = c.q.epoch.Since()
 		run = c.q.lat.Record(&w.d.Message, c.q.epoch, runStart, w.ended)
+		if !c.timed {
+			run = 0 // a sampled run: events carry durations in a timed queue only
+		}
 	}
 	leaseOver := w.ls.End()
 	shutdown := !leaseOver && c.base.Err() != nil
