@@ -126,7 +126,9 @@ func (g *Group) Go(fn func(ctx context.Context) error) {
 		gt.resolve(ErrClosed)
 		return
 	}
-	p.sampleLocked(&t)
+	if p.sampler.Take() {
+		p.stampLocked(&t)
+	}
 	how, w := p.placeLocked(&t)
 	switch how {
 	case placedQueue:

@@ -105,11 +105,15 @@ func (p *Pool) stamp() int64 {
 	return 1 + p.clock()
 }
 
-// sampleLocked times t, if it is not timed already, when the sampler picks it: a pool not
-// timed as a whole records the timings of a sample of its tasks (see Stats.Wait). The clock is
-// read under Pool.mu, before t can reach a worker, and only for the tasks picked.
-func (p *Pool) sampleLocked(t *task) {
-	if t.enq == 0 && p.sampler.Take() {
+// stampLocked times t, a task the pool's sampler picked (p.sampler.Take, written at each place
+// that accepts a task, where it is inlined), if it is not timed already (in a timed pool, every
+// task is): a pool not timed as a whole records the timings of a sample of its tasks (see
+// Stats.Wait). The clock is read under Pool.mu, before t can reach a worker, and only for the
+// tasks picked.
+//
+//go:noinline
+func (p *Pool) stampLocked(t *task) {
+	if t.enq == 0 {
 		t.enq = 1 + p.clock()
 	}
 }
@@ -228,7 +232,9 @@ func (p *Pool) submit(ctx context.Context, fn func(context.Context) error, res r
 		p.mu.Unlock()
 		return ErrClosed
 	}
-	p.sampleLocked(&t)
+	if p.sampler.Take() {
+		p.stampLocked(&t)
+	}
 	how, w := p.placeLocked(&t)
 	if how != placedNowhere {
 		p.mu.Unlock()
