@@ -164,7 +164,7 @@ func (q *Queue[T]) Consume(ctx context.Context, h Handler[T], opts ...ConsumerOp
 	c.workers = make([]*worker[T], o.loops())
 	slots := make([]*lease.Slot, len(c.workers))
 	for i := range c.workers {
-		w := &worker[T]{c: c}
+		w := &worker[T]{c: c, index: i}
 		if o.share != nil {
 			w.grant, w.renew = make(chan struct{}, 1), w.Renew
 		}

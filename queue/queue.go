@@ -61,7 +61,7 @@ type Queue[T any] struct {
 	_   [64]byte
 	ids jobid.Generator
 	c   stats.Counters
-	lat stats.Latencies
+	lat stats.Shards
 }
 
 // New returns a queue of jobs with payload T, with its backend opened:

@@ -156,10 +156,9 @@ func (q *Queue[T]) Stats(ctx context.Context) (Stats, error) {
 		Snoozed:         q.c.Snoozed.Load(),
 		BackendErrors:   q.c.BackendErrors.Load(),
 		DeadLettered:    q.c.DeadLettered(),
-		Wait:            q.lat.Wait.Snapshot(),
-		Run:             q.lat.Run.Snapshot(),
-		EndToEnd:        q.lat.EndToEnd.Snapshot(),
 	}
+	lat := q.lat.Snapshot()
+	s.Wait, s.Run, s.EndToEnd = lat.Wait, lat.Run, lat.EndToEnd
 	if !bs.Oldest.IsZero() {
 		s.Lag = time.Since(bs.Oldest)
 	}

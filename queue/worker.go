@@ -12,6 +12,7 @@ import (
 	"github.com/corral-go/corral/queue/driver"
 	"github.com/corral-go/corral/queue/internal/lease"
 	"github.com/corral-go/corral/queue/internal/ratelimit"
+	"github.com/corral-go/corral/queue/internal/stats"
 )
 
 // worker is the state of one worker loop, reused for every job so that
@@ -31,8 +32,13 @@ type worker[T any] struct {
 	chained bool
 	ended   time.Duration
 	// sampler picks the runs this worker times when the queue is not
-	// timed as a whole (see Stats.Wait).
+	// timed as a whole (see Stats.Wait); lat is the shard of the queue's
+	// distributions it records them into (see stats.Shards), taken on its
+	// first.
 	sampler sample.Sampler
+	lat     *stats.Latencies
+	// index is the worker's index in its consumer.
+	index int
 	// at is when an InProcess backend leased the job in d (ReceiveAt), or
 	// the keeper's reading of the clock when the worker took it with
 	// AckNext, from which the backend leased it; zero with any other
@@ -467,7 +473,10 @@ func (w *worker[T]) finish(hctx context.Context, catch *panics.Catcher, herrp *e
 	w.ended = -1
 	if runStart >= 0 {
 		w.ended = c.q.epoch.Since()
-		run = c.q.lat.Record(&w.d.Message, c.q.epoch, runStart, w.ended)
+		if w.lat == nil {
+			w.lat = c.q.lat.Shard(w.index)
+		}
+		run = w.lat.Record(&w.d.Message, c.q.epoch, runStart, w.ended)
 		if !c.timed {
 			run = 0 // a sampled run: events carry durations in a timed queue only
 		}

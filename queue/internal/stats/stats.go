@@ -2,7 +2,8 @@
 // one process, which queue.Stats reports.
 //
 // The contract: any goroutine may add to a counter, record a run, or read
-// either, at once and without a lock. Counters only grow. A reader sees
+// either, at once and without a lock (but for the first use of a shard).
+// Counters only grow. A reader sees
 // every addition and every run recorded before its read began (that
 // synchronizes before the read), and perhaps some made while it reads: the
 // counters and distributions read one after the other are not a snapshot
@@ -10,6 +11,7 @@
 package stats
 
 import (
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -22,6 +24,60 @@ import (
 // (wait + run) of the handler runs.
 type Latencies struct {
 	Wait, Run, EndToEnd latency.Recorder
+}
+
+// Shards are the distributions of a queue's handler runs, kept in a few
+// Latencies (shards) that Snapshot merges: the workers of the queue record
+// into shard i%Count, i being the worker's index in its consumer, so that
+// workers running on different cores seldom write the same cache lines (a
+// run recorded into lines that another core wrote last costs a transfer of
+// each line), and the memory stays bounded whatever the number of workers.
+// A shard is made when first used. The zero Shards is ready to use.
+type Shards struct {
+	mu     sync.Mutex // taken to make a shard
+	shards [Count]atomic.Pointer[Latencies]
+}
+
+// Count is the number of shards.
+const Count = 8
+
+// A Snapshot is the three distributions of Latencies, merged.
+type Snapshot struct {
+	Wait, Run, EndToEnd latency.Histogram
+}
+
+// Shard returns the shard of the worker of index i (i >= 0).
+func (s *Shards) Shard(i int) *Latencies {
+	p := &s.shards[i%Count]
+	if l := p.Load(); l != nil {
+		return l
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if l := p.Load(); l != nil {
+		return l
+	}
+	l := new(Latencies)
+	p.Store(l)
+	return l
+}
+
+// Snapshot returns the runs recorded into every shard.
+func (s *Shards) Snapshot() Snapshot {
+	var snap Snapshot
+	for i := range s.shards {
+		if l := s.shards[i].Load(); l != nil {
+			snap.add(l)
+		}
+	}
+	return snap
+}
+
+// add merges l's distributions into s.
+func (s *Snapshot) add(l *Latencies) {
+	s.Wait.Merge(l.Wait.Snapshot())
+	s.Run.Merge(l.Run.Snapshot())
+	s.EndToEnd.Merge(l.EndToEnd.Snapshot())
 }
 
 // Record records a handler run of the job m that started at start and

@@ -69,3 +69,61 @@ func TestDeadLettered(t *testing.T) {
 		}
 	}
 }
+
+// Shards merge the runs of every shard exactly; workers of indices that
+// are equal modulo Count share a shard.
+func TestShards(t *testing.T) {
+	var s stats.Shards
+	epoch := clock.Start()
+	m := driver.Message{EnqueuedAt: time.Now()}
+	start := epoch.At(m.EnqueuedAt)
+	if snap := s.Snapshot(); snap != (stats.Snapshot{}) {
+		t.Fatalf("zero Shards: %+v", snap)
+	}
+	a, b := s.Shard(0), s.Shard(1)
+	if a == b || s.Shard(stats.Count) != a || s.Shard(stats.Count+1) != b {
+		t.Fatal("shards not taken by index modulo Count")
+	}
+	a.Record(&m, epoch, start+time.Second, start+3*time.Second) // waits 1s, runs 2s
+	b.Record(&m, epoch, start+2*time.Second, start+6*time.Second)
+	b.Record(&m, epoch, start, start+time.Millisecond)
+	snap := s.Snapshot()
+	if snap.Wait.Count != 3 || snap.Run.Count != 3 || snap.EndToEnd.Count != 3 ||
+		snap.Wait.Sum != 3*time.Second || snap.Run.Sum != 6*time.Second+time.Millisecond ||
+		snap.EndToEnd.Sum != 9*time.Second+time.Millisecond || snap.Run.Max != 4*time.Second || snap.Wait.Max != 2*time.Second {
+		t.Fatalf("wait %d %v max %v, run %d %v max %v, end to end %d %v",
+			snap.Wait.Count, snap.Wait.Sum, snap.Wait.Max, snap.Run.Count, snap.Run.Sum, snap.Run.Max,
+			snap.EndToEnd.Count, snap.EndToEnd.Sum)
+	}
+}
+
+// Workers taking shards and recording into them while a reader takes
+// snapshots: every snapshot's count is at least the one before, and the
+// last is exact (run it with -race).
+func TestShardsConcurrent(t *testing.T) {
+	const workers, runs = 2 * stats.Count, 2000
+	var s stats.Shards
+	epoch := clock.Start()
+	m := driver.Message{EnqueuedAt: time.Now()}
+	var wg sync.WaitGroup
+	for i := range workers {
+		wg.Go(func() {
+			for range runs {
+				s.Shard(i).Record(&m, epoch, time.Millisecond, 2*time.Millisecond)
+			}
+		})
+	}
+	var last uint64
+	for range 100 {
+		snap := s.Snapshot()
+		if snap.Run.Count < last {
+			t.Fatalf("the run count went back from %d to %d", last, snap.Run.Count)
+		}
+		last = snap.Run.Count
+	}
+	wg.Wait()
+	if snap := s.Snapshot(); snap.Run.Count != workers*runs || snap.Run.Sum != workers*runs*time.Millisecond {
+		t.Fatalf("%d runs, sum %v; want %d, %v", snap.Run.Count, snap.Run.Sum,
+			workers*runs, workers*runs*time.Millisecond)
+	}
+}
