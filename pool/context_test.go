@@ -197,7 +197,7 @@ func TestTaskContextCache(t *testing.T) {
 	})
 }
 
-// Without WithTimings, the pool times a sample of its tasks, picked as they are accepted, and
+// Without WithTimings, the pool times a sample of its tasks, picked as they are submitted, and
 // its distributions hold exactly those tasks' timings: here 300 tasks of 1ms each, in line
 // behind one worker, so that the k-th (from 0) waits k ms.
 func TestTimingsSampledByDefault(t *testing.T) {
@@ -233,6 +233,47 @@ func TestTimingsSampledByDefault(t *testing.T) {
 			s.EndToEnd.Sum != waits+runs {
 			t.Fatalf("wait sum %v max %v, run sum %v max %v, end to end %v; want %v %v, %v 1ms, %v",
 				s.Wait.Sum, s.Wait.Max, s.Run.Sum, s.Run.Max, s.EndToEnd.Sum, waits, maxWait, runs, waits+runs)
+		}
+	})
+}
+
+// Tasks that a full pool runs in the submitter's goroutine (CallerRuns) and a Group's tasks
+// are sampled as they are submitted, like any other, and timed exactly: here n tasks of 1ms
+// each, run inline while the one worker is held, then n through a Group.
+func TestTimingsSampledInlineAndGroup(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const n = 300
+		sleep := func(context.Context) error { time.Sleep(time.Millisecond); return nil }
+		var sampler sample.Sampler
+		var picked uint64
+		for range 1 + 2*n { // the task that holds the worker, n inline, n in the Group
+			if sampler.Take() {
+				picked++
+			}
+		}
+		p := pool.New(1, 0, pool.WithOverflow(pool.CallerRuns))
+		release := occupy(p)
+		for range n {
+			mustSubmit(t, p, bg, sleep)
+		}
+		release()
+		g := p.Group(bg)
+		for range n {
+			g.Go(sleep)
+		}
+		if err := g.Wait(); err != nil {
+			t.Fatal(err)
+		}
+		mustClose(t, p)
+		s := p.Stats()
+		// The first task, which held the worker while the n inline ones ran, is picked: it
+		// ran n ms; every other picked task ran 1ms.
+		runs := time.Duration(n)*time.Millisecond + time.Duration(picked-1)*time.Millisecond
+		if s.Completed != 1+2*n || s.Inline < n || s.Run.Count != picked || s.Wait.Count != picked ||
+			s.Run.Sum != runs || s.Run.Max != n*time.Millisecond {
+			t.Fatalf("completed %d (%d inline), runs timed %d (waits %d), sum %v, max %v; want %d (>= %d), %d, %v, %v",
+				s.Completed, s.Inline, s.Run.Count, s.Wait.Count, s.Run.Sum, s.Run.Max, 1+2*n, n, picked, runs,
+				n*time.Millisecond)
 		}
 	})
 }

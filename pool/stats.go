@@ -34,15 +34,14 @@ type Stats struct {
 
 	// The distributions of the finished tasks' timings. A timed pool (WithTimings, or a
 	// Hooks.OnError, which times tasks too) records every task; any other records a sample,
-	// about one task in 64, picked as the tasks are accepted, in gaps of 0 to 126 tasks that
+	// about one task in 64, picked as the tasks are submitted, in gaps of 0 to 126 tasks that
 	// follow a fixed pseudo-random sequence (so that work that repeats with a period is not
-	// sampled in step with it). Only the picked tasks cost clock readings. The sample's
-	// percentiles estimate the whole's: the share of all tasks above a percentile read from
-	// the sample is off by about 1/sqrt(k) of itself (one standard deviation), where k is the
-	// number of picked tasks above it (10% for the p99 of 10,000 picked tasks), on top of the
-	// buckets' error (see latency.Histogram).
-	// Count, Sum and Max are the sample's: read the number of tasks from Completed, Failed
-	// and Panicked.
+	// sampled in step with it). Timing costs a picked task two or three clock readings, and
+	// the others nothing. The sample's percentiles estimate the whole's: the share of all
+	// tasks above a percentile read from the sample is off by about 1/sqrt(k) of itself (one
+	// standard deviation), where k is the number of picked tasks above it (10% for the p99 of
+	// 10,000 picked tasks), on top of the buckets' error (see latency.Histogram). Count, Sum
+	// and Max are the sample's: read the number of tasks from Completed, Failed and Panicked.
 	//
 	// A task is submitted when Submit, Call or Group.Go is called, starts when it begins to
 	// run (on a worker, or in the goroutine that runs it for its caller), and finishes when it

@@ -190,9 +190,9 @@ func TestStatsLatencyTimed(t *testing.T) {
 }
 
 // Without WithTimings (an OnStart hook does not time runs), a worker times
-// a sample of its runs, and the histograms hold exactly those: here 300
-// jobs of a minute each through one worker, so that the k-th (from 0)
-// waits 1s + k minutes. The events carry no duration: the logger's
+// a sample of its runs, and the histograms hold exactly those: here 150
+// jobs of 100ms each through one worker, so that the k-th (from 0) waits
+// 1s + k*100ms. The events carry no duration: the logger's
 // records of the successes have none.
 func TestStatsLatencySampled(t *testing.T) {
 	for _, tc := range []struct {
@@ -204,7 +204,7 @@ func TestStatsLatencySampled(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				const n = 300
+				const n, unit = 150, 100 * time.Millisecond
 				ctx := context.Background()
 				var log bytes.Buffer
 				q, _ := New[string](ctx, append(tc.opts, WithLogger(logtest.Text(&log, slog.LevelDebug)))...)
@@ -213,7 +213,7 @@ func TestStatsLatencySampled(t *testing.T) {
 				}
 				time.Sleep(time.Second)
 				c, _ := q.Consume(ctx, func(ctx context.Context, j Job[string]) error {
-					time.Sleep(time.Minute)
+					time.Sleep(unit)
 					return nil
 				}, WithWorkers(1))
 				if _, err := c.Drain(ctx); err != nil {
@@ -225,7 +225,7 @@ func TestStatsLatencySampled(t *testing.T) {
 				)
 				for k := range n {
 					if sampler.Take() {
-						waits = append(waits, time.Second+time.Duration(k)*time.Minute)
+						waits = append(waits, time.Second+time.Duration(k)*unit)
 					}
 				}
 				if len(waits) < 2 || len(waits) > n/8 {
@@ -239,8 +239,8 @@ func TestStatsLatencySampled(t *testing.T) {
 					t.Errorf("Wait: count %d sum %v; want count %d sum %v", s.Wait.Count, s.Wait.Sum, want.Count, want.Sum)
 				}
 				runs := uint64(len(waits))
-				if s.Run.Count != runs || s.EndToEnd.Count != runs || s.Run.Sum != time.Duration(runs)*time.Minute {
-					t.Errorf("Run: count %d sum %v, EndToEnd count %d; want %d runs of 1m", s.Run.Count, s.Run.Sum, s.EndToEnd.Count, runs)
+				if s.Run.Count != runs || s.EndToEnd.Count != runs || s.Run.Sum != time.Duration(runs)*unit {
+					t.Errorf("Run: count %d sum %v, EndToEnd count %d; want %d runs of %v", s.Run.Count, s.Run.Sum, s.EndToEnd.Count, runs, unit)
 				}
 				ok, timed := strings.Count(log.String(), "job succeeded"), strings.Count(log.String(), "duration=")
 				if ok != n || timed != 0 {

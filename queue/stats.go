@@ -74,21 +74,22 @@ type Stats struct {
 	// The distributions of the handler runs of this process's consumers of
 	// the queue since New. A timed queue ([WithTimings], or an OnSuccess,
 	// OnRetry or OnDead hook) records every run; any other records a
-	// sample, about one run in 64: each worker times a run, then skips 0 to
-	// 126 runs, following a fixed pseudo-random sequence (so that jobs that
-	// repeat with a period are not sampled in step with it). Only the
-	// sampled runs cost clock readings. The sample's percentiles estimate
-	// the whole's: the share of all runs above a percentile read from the
-	// sample is off by about 1/sqrt(k) of itself (one standard deviation),
-	// where k is the number of sampled runs above it (10% for the p99 of
-	// 10,000 sampled runs), on top of the buckets' error (see
+	// sample, about one run in 64: each worker times its first run, then
+	// skips 0 to 126 runs before the next it times, following a fixed
+	// pseudo-random sequence (so that jobs that repeat with a period are
+	// not sampled in step with it). Timing costs a sampled run a clock
+	// reading or two, and the others nothing. The sample's percentiles
+	// estimate the whole's: the share of all runs above a percentile read
+	// from the sample is off by about 1/sqrt(k) of itself (one standard
+	// deviation), where k is the number of sampled runs above it (10% for
+	// the p99 of 10,000 sampled runs), on top of the buckets' error (see
 	// latency.Histogram). Count, Sum and Max are the sample's: read the
-	// number of runs from the counters. (The consumers of other processes record
-	// theirs: Merge the histograms of every process for the whole queue;
-	// their buckets are the same, so they add up). A run is recorded when
-	// its handler returns, panics or calls runtime.Goexit, before the job
-	// is settled (so a Stats call made after a job was seen settled counts
-	// its run); every run is recorded in all three, so, in a snapshot taken
+	// number of runs from the counters. (The consumers of other processes
+	// record theirs: Merge the histograms of every process for the whole
+	// queue; their buckets are the same, so they add up.) A timed run is recorded when its handler returns,
+	// panics or calls runtime.Goexit, before the job is settled (so a Stats
+	// call made after a job was seen settled counts its run, if timed);
+	// every timed run is recorded in all three, so, in a snapshot taken
 	// while no handler ends,
 	//
 	//	Wait.Count == Run.Count == EndToEnd.Count
