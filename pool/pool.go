@@ -97,7 +97,7 @@ const errZeroPool = "pool: zero Pool: use pool.New"
 func (p *Pool) clock() int64 { return int64(p.epoch.Since()) }
 
 // stamp returns the enq of a task submitted now: 1 + clock in a timed pool (WithTimings), else
-// 0 (the task is not timed, unless sampleLocked picks it).
+// 0 (the task is not timed, unless the sampler picks it: see stampLocked).
 func (p *Pool) stamp() int64 {
 	if !p.opts.timed {
 		return 0
@@ -105,11 +105,11 @@ func (p *Pool) stamp() int64 {
 	return 1 + p.clock()
 }
 
-// stampLocked times t, a task the pool's sampler picked (p.sampler.Take, written at each place
-// that accepts a task, where it is inlined), if it is not timed already (in a timed pool, every
-// task is): a pool not timed as a whole records the timings of a sample of its tasks (see
-// Stats.Wait). The clock is read under Pool.mu, before t can reach a worker, and only for the
-// tasks picked.
+// stampLocked times t, a task the pool's sampler picked (p.sampler.Take, called where Submit
+// and Group.Go take the task in, and inlined there), if it is not timed already (in a timed
+// pool, every task is): a pool not timed as a whole records the timings of a sample of its
+// tasks (see Stats.Wait). The clock is read under Pool.mu, before t can reach a worker, and
+// only for the tasks picked.
 //
 //go:noinline
 func (p *Pool) stampLocked(t *task) {

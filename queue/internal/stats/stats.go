@@ -3,11 +3,10 @@
 //
 // The contract: any goroutine may add to a counter, record a run, or read
 // either, at once and without a lock (but for the first use of a shard).
-// Counters only grow. A reader sees
-// every addition and every run recorded before its read began (that
-// synchronizes before the read), and perhaps some made while it reads: the
-// counters and distributions read one after the other are not a snapshot
-// of one instant.
+// Counters only grow. A reader sees every addition and every run recorded
+// before its read began (that synchronizes before the read), and perhaps
+// some made while it reads: the counters and distributions read one after
+// the other are not a snapshot of one instant.
 package stats
 
 import (
