@@ -29,11 +29,10 @@ func failoverJobs() int {
 
 // afterElectionBound bounds the time from the cluster naming a new master for the queue's
 // slot to the first enqueue acknowledged after the kill: the client's reload of the slots and
-// a call timeout or two. What comes before, the election, is Redis Cluster's: with two
-// replicas of the killed master standing, the two surviving masters can split their votes,
-// and each failed election is tried again four node timeouts later; CI saw two in a row (the
-// new master named more than 40s after the kill). The producer is only asked to recover once
-// there is a master, and the election is bounded by electionLimit.
+// a call timeout or two. What comes before, the election, is Redis Cluster's (one candidate:
+// StartReplicatedCluster lets only replica 0 stand, after CI saw two standing split the votes
+// for two minutes), and a failed one is tried again four node timeouts later. The producer is
+// only asked to recover once there is a master, and the election is bounded by electionLimit.
 const afterElectionBound = 2*redistest.NodeTimeout + 2*faultCallTimeout
 
 // electionLimit bounds the time from the kill to the cluster naming a new master: a test
@@ -49,6 +48,59 @@ type failoverResult struct {
 	lost      []int         // acknowledged jobs that the cluster no longer holds
 	recovery  time.Duration // from the kill to the first enqueue acknowledged after it
 	election  time.Duration // from the kill to the cluster naming a new master (<= recovery)
+}
+
+// election watches a cluster fail over the master that served key when the watch began.
+type election struct {
+	cl     *redistest.Cluster
+	key    string
+	old    int       // the node serving key when the watch began
+	killed time.Time // when the watch began: the kill
+	asked  time.Time // the last time the cluster was asked
+	after  time.Duration
+}
+
+// watchElection kills the master serving key and returns the watch of its failover.
+func watchElection(t *testing.T, cl *redistest.Cluster, key string) *election {
+	e := &election{cl: cl, key: key, old: cl.MasterOf(t, key)}
+	cl.Nodes()[e.old].Kill(t)
+	e.killed = time.Now()
+	return e
+}
+
+// done reports whether the cluster names a master other than the killed one: asked at most
+// every 250ms (a call that failed is the caller's cue), remembered once seen. A nil watch (no
+// kill yet) is never done.
+func (e *election) done(t *testing.T) bool {
+	if e == nil {
+		return false
+	}
+	if e.after == 0 && time.Since(e.asked) >= 250*time.Millisecond {
+		e.asked = time.Now()
+		if e.cl.MasterOf(t, e.key) != e.old {
+			e.after = time.Since(e.killed)
+		}
+	}
+	return e.after > 0
+}
+
+// overdue reports whether the election took longer than electionLimit, or the queue longer
+// than bound to recover from it; never before the kill (a nil watch).
+func (e *election) overdue(bound time.Duration) bool {
+	if e == nil {
+		return false
+	}
+	since := time.Since(e.killed)
+	return e.after == 0 && since > electionLimit || e.after > 0 && since-e.after > bound
+}
+
+// String says where the watch stands, for a test's failure.
+func (e *election) String() string {
+	if e == nil {
+		return "before the kill"
+	}
+	return fmt.Sprintf("%v after the kill, new master after %v (0: not yet)",
+		time.Since(e.killed).Round(time.Millisecond), e.after.Round(time.Millisecond))
 }
 
 // clusterFailover enqueues failoverJobs() jobs, one producer in order, on a cluster of three
@@ -71,50 +123,37 @@ func clusterFailover(t *testing.T, opts ...redis.Option) failoverResult {
 	}
 	t.Cleanup(func() { _ = b.Close(context.Background()) })
 	r := failoverResult{jobs: failoverJobs()}
-	key := "corral:{" + name + "}:"
-	var (
-		killed, asked time.Time // the kill; the last time the cluster was asked for the master
-		old           int
-		elected       bool // the cluster names a master other than the killed one
-	)
+	var e *election
 	for i := range r.jobs {
 		if i == r.jobs/3 {
 			r.beforeKil = i
-			old = cl.MasterOf(t, key)
-			cl.Nodes()[old].Kill(t)
-			killed = time.Now()
+			e = watchElection(t, cl, "corral:{"+name+"}:")
 		}
 		for retried := false; ; retried = true {
 			_, err := b.Enqueue(ctx, driver.Message{ID: fmt.Sprintf("j-%05d", i), Body: []byte("x")})
 			if err == nil || retried && errors.Is(err, queue.ErrDuplicate) {
 				break
 			}
-			since := time.Since(killed)
-			if !elected && !killed.IsZero() && time.Since(asked) >= 250*time.Millisecond {
-				asked = time.Now()
-				if cl.MasterOf(t, key) != old {
-					elected, r.election = true, since
-				}
-			}
-			if !errors.Is(err, queue.ErrUnavailable) || ctx.Err() != nil || !killed.IsZero() &&
-				(!elected && since > electionLimit || elected && since-r.election > 3*afterElectionBound) {
-				t.Fatalf("Enqueue %d: %v; want nil or ErrUnavailable, a new master within %v of the kill and an acknowledgment within %v of it (%v after the kill, new master after %v)\n%s",
-					i, err, electionLimit, 3*afterElectionBound, since.Round(time.Millisecond), r.election.Round(time.Millisecond), cl.Describe())
+			e.done(t)
+			if !errors.Is(err, queue.ErrUnavailable) || ctx.Err() != nil || e.overdue(3*afterElectionBound) {
+				t.Fatalf("Enqueue %d: %v; want nil or ErrUnavailable, a new master within %v of the kill and an acknowledgment within %v of it (%v)\n%s",
+					i, err, electionLimit, 3*afterElectionBound, e, cl.Describe())
 			}
 			r.retries++
 			if os.Getenv("CORRAL_FAULTS_DEBUG") != "" {
-				t.Logf("%s enqueue %d: %v", since.Round(time.Millisecond), i, err)
+				t.Logf("%v: enqueue %d: %v", e, i, err)
 			}
 			time.Sleep(20 * time.Millisecond) // a retry pace, not a synchronisation
 		}
-		if !killed.IsZero() && r.recovery == 0 {
-			r.recovery = time.Since(killed)
-			if !elected { // acknowledged before a retry saw the new master named
+		if e != nil && r.recovery == 0 {
+			r.recovery = time.Since(e.killed)
+			r.election = e.after
+			if r.election == 0 { // acknowledged before a retry saw the new master named
 				r.election = r.recovery
 			}
 		}
 	}
-	seen := drainIDs(ctx, t, b)
+	seen := drainIDs(ctx, t, b, cl)
 	for i := range r.jobs {
 		switch seen[fmt.Sprintf("j-%05d", i)] {
 		case 0:
@@ -134,9 +173,9 @@ func clusterFailover(t *testing.T, opts ...redis.Option) failoverResult {
 	return r
 }
 
-// drainIDs receives and acks every job of b, counting each ID's deliveries, until one
+// drainIDs receives and acks every job of b, on cl, counting each ID's deliveries, until one
 // Receive finds nothing within a second.
-func drainIDs(ctx context.Context, t *testing.T, b *redis.Backend) map[string]int {
+func drainIDs(ctx context.Context, t *testing.T, b *redis.Backend, cl *redistest.Cluster) map[string]int {
 	t.Helper()
 	if err := b.CheckLease(ctx, time.Minute); err != nil {
 		t.Fatal(err)
@@ -151,7 +190,7 @@ func drainIDs(ctx context.Context, t *testing.T, b *redis.Backend) map[string]in
 			return seen
 		}
 		if err != nil {
-			t.Fatalf("Receive: %v", err)
+			t.Fatalf("Receive: %v\n%s", err, cl.Describe())
 		}
 		seen[d.ID]++
 		if err := b.Ack(ctx, &d); err != nil {
@@ -221,31 +260,20 @@ func TestFailoverLastReplica(t *testing.T) {
 	if err := enq("before"); err != nil {
 		t.Fatal(err)
 	}
-	key := "corral:{" + name + "}:"
-	old := cl.MasterOf(t, key)
-	cl.Nodes()[old].Kill(t)
+	e := watchElection(t, cl, "corral:{"+name+"}:")
 	// Until the cluster fails over, writes fail (the master is gone); after, they fail too,
 	// confirmed by no replica: the first one that reached the new master says so, within
 	// afterElectionBound of the cluster naming it (the election is Redis's: electionLimit).
-	var (
-		err             error
-		asked, election time.Time
-	)
-	for start := time.Now(); ; {
+	var err error
+	for {
 		err = enq("after")
 		if err != nil && strings.Contains(err.Error(), "0 of 1 replicas") {
 			break
 		}
-		if election.IsZero() && time.Since(asked) >= 250*time.Millisecond {
-			asked = time.Now()
-			if cl.MasterOf(t, key) != old {
-				election = asked
-			}
-		}
-		if err == nil || !errors.Is(err, queue.ErrUnavailable) || election.IsZero() && time.Since(start) > electionLimit ||
-			!election.IsZero() && time.Since(election) > afterElectionBound {
-			t.Fatalf("Enqueue after the kill: %v; want ErrUnavailable, then confirmed by 0 of 1 replicas within %v of the cluster naming a new master (%v after the kill; new master: %t)\n%s",
-				err, afterElectionBound, time.Since(start).Round(time.Millisecond), !election.IsZero(), cl.Describe())
+		e.done(t)
+		if err == nil || !errors.Is(err, queue.ErrUnavailable) || e.overdue(afterElectionBound) {
+			t.Fatalf("Enqueue after the kill: %v; want ErrUnavailable, then confirmed by 0 of 1 replicas within %v of the cluster naming a new master (%v)\n%s",
+				err, afterElectionBound, e, cl.Describe())
 		}
 		time.Sleep(20 * time.Millisecond) // a retry pace
 	}
@@ -257,7 +285,7 @@ func TestFailoverLastReplica(t *testing.T) {
 	if err := enq("during"); !errors.Is(err, queue.ErrUnavailable) {
 		t.Errorf("Enqueue with the new master alone: %v, want ErrUnavailable", err)
 	}
-	cl.Nodes()[old].Restart(t) // back as the new master's replica
+	cl.Nodes()[e.old].Restart(t) // back as the new master's replica
 	// An attempt that failed unconfirmed (ErrUnavailable) may have written the job, which its
 	// retry then finds: ErrDuplicate after a failure means stored, as for any producer.
 	for start, retried := time.Now(), false; ; retried = true {
@@ -274,7 +302,7 @@ func TestFailoverLastReplica(t *testing.T) {
 			t.Errorf("Enqueue of %s again, a replica back: %v, want ErrDuplicate (it was written on the master)", id, err)
 		}
 	}
-	seen := drainIDs(ctx, t, b)
+	seen := drainIDs(ctx, t, b, cl)
 	ids := make([]string, 0, len(seen))
 	for id, n := range seen {
 		if n != 1 {

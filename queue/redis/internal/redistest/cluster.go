@@ -38,10 +38,13 @@ func StartCluster(tb testing.TB, n int) *Cluster {
 
 // StartReplicatedCluster is StartCluster with r replicas for each master (CLUSTER
 // REPLICATE) and cluster-node-timeout nodeTimeout: n*(1+r) nodes. It returns once every node
-// reports cluster_state:ok and every replica's link to its master is up, so that a master
+// reports cluster_state:ok and every replica has confirmed a write of its master, so that a master
 // SIGKILLed (or paused) from then on is failed over to one of its replicas by the cluster
 // itself, a little over nodeTimeout later (an election); its other replicas then follow the
-// new master.
+// new master. Only replica 0 of each master stands for election: the others are started with
+// cluster-replica-no-failover, since two candidates with the same replication offset can split
+// the surviving masters' votes round after round (CI saw two minutes of failed elections with
+// two replicas standing). A master restarted after its replica took over stands too.
 func StartReplicatedCluster(tb testing.TB, n, r int, nodeTimeout time.Duration) *Cluster {
 	tb.Helper()
 	return startCluster(tb, n, r, nodeTimeout)
@@ -50,12 +53,17 @@ func StartReplicatedCluster(tb testing.TB, n, r int, nodeTimeout time.Duration) 
 func startCluster(tb testing.TB, n, replicas int, nodeTimeout time.Duration) *Cluster {
 	tb.Helper()
 	c := &Cluster{NodeTimeout: nodeTimeout}
-	launch := func() *Server {
-		// A replica whose elections keep failing (two replicas of one master splitting the
-		// votes) would give up after 30s without cluster-replica-validity-factor 0.
+	launch := func(standsForElection bool) *Server {
+		// A replica whose election failed (its request reaching a master that had not yet
+		// marked the old one failed) would give up after 30s without
+		// cluster-replica-validity-factor 0.
+		noFailover := "yes"
+		if standsForElection {
+			noFailover = "no"
+		}
 		s, err := Launch("always", "--cluster-enabled", "yes",
 			"--cluster-node-timeout", strconv.FormatInt(nodeTimeout.Milliseconds(), 10),
-			"--cluster-replica-validity-factor", "0")
+			"--cluster-replica-validity-factor", "0", "--cluster-replica-no-failover", noFailover)
 		if err != nil {
 			tb.Fatal(err)
 		}
@@ -63,10 +71,10 @@ func startCluster(tb testing.TB, n, replicas int, nodeTimeout time.Duration) *Cl
 		return s
 	}
 	for range n {
-		c.Masters = append(c.Masters, launch())
+		c.Masters = append(c.Masters, launch(true))
 	}
-	for range n * replicas {
-		c.Replicas = append(c.Replicas, launch())
+	for i := range n * replicas {
+		c.Replicas = append(c.Replicas, launch(i < n))
 	}
 	if err := c.join(context.Background()); err != nil {
 		tb.Fatal(err)
@@ -77,8 +85,16 @@ func startCluster(tb testing.TB, n, replicas int, nodeTimeout time.Duration) *Cl
 	return c
 }
 
-// join gives each master its share of the slots, introduces every node to the first
-// (CLUSTER MEET) and makes each replica follow its master (CLUSTER REPLICATE).
+// join gives each master its share of the slots and every node a config epoch of its own,
+// introduces every node to the first (CLUSTER MEET) and makes each replica follow its master
+// (CLUSTER REPLICATE).
+//
+// The epochs are set before the nodes meet, as redis-cli --cluster create does: nodes that
+// meet with the same epoch (0; a replica starts as a master) settle their collision by
+// bumping one, and a replica that has not heard of its master's new epoch when the master
+// dies asks for votes with the old one, which every master refuses ("slot epoch > reqEpoch")
+// for as long as it stands: CI saw a master killed three seconds after the cluster was ready
+// never replaced.
 func (c *Cluster) join(ctx context.Context) error {
 	n := len(c.Masters)
 	per := 16384 / n
@@ -92,6 +108,11 @@ func (c *Cluster) join(ctx context.Context) error {
 		}
 	}
 	all := c.Nodes()
+	for i, s := range all {
+		if err := do(ctx, s, "CLUSTER", "SET-CONFIG-EPOCH", i+1).Err(); err != nil {
+			return err
+		}
+	}
 	for _, s := range all[1:] {
 		if err := do(ctx, s, "CLUSTER", "MEET", "127.0.0.1", all[0].Port).Err(); err != nil {
 			return err
@@ -110,17 +131,29 @@ func (c *Cluster) join(ctx context.Context) error {
 	return nil
 }
 
-// waitReady waits until every node reports cluster_state:ok and knows every other, and every
-// replica's link to its master is up.
+// waitReady waits until every node reports cluster_state:ok, knows every other and every
+// master's config epoch, and every replica's link to its master is up and carries writes.
 func (c *Cluster) waitReady() error {
 	ctx := context.Background()
 	all := c.Nodes()
 	known := "cluster_known_nodes:" + strconv.Itoa(len(all)) + "\r"
+	epochs := map[string]string{} // a master's ID: the config epoch join gave it
+	for i, m := range c.Masters {
+		id, err := do(ctx, m, "CLUSTER", "MYID").Text()
+		if err != nil {
+			return err
+		}
+		epochs[id] = strconv.Itoa(i + 1)
+	}
+	// Every node must know each master's epoch: a replica asks for votes with its master's.
 	for _, s := range all {
 		err := until(func() error {
 			info, err := do(ctx, s, "CLUSTER", "INFO").Text()
 			if err == nil && (!strings.Contains(info, "cluster_state:ok") || !strings.Contains(info, known)) {
 				err = errors.New("not ok yet:\n" + info)
+			}
+			if err == nil {
+				err = knowsEpochs(ctx, s, epochs)
 			}
 			return err
 		})
@@ -139,6 +172,51 @@ func (c *Cluster) waitReady() error {
 		if err != nil {
 			return err
 		}
+	}
+	// A replica whose link is up gets its master's writes only once it has acknowledged the
+	// copy it loaded (its first REPLCONF ACK, up to a second later): a master killed before
+	// then leaves a replica that has nothing of what it acknowledged, which a test of async
+	// replication cannot tell from a lag. A write that every replica confirms (WAIT) ends
+	// that window; FLUSHALL, on a cluster that holds nothing yet, writes without a key.
+	if r := len(c.Replicas) / len(c.Masters); r > 0 {
+		for _, m := range c.Masters {
+			err := until(func() error {
+				if err := do(ctx, m, "FLUSHALL").Err(); err != nil {
+					return err
+				}
+				if n, err := do(ctx, m, "WAIT", r, 4000).Int(); err != nil || n != r {
+					return fmt.Errorf("redistest: WAIT %d on %s: %d, %v", r, m.Addr(), n, err)
+				}
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// knowsEpochs returns an error unless s's CLUSTER NODES gives every master in epochs its
+// config epoch there (the seventh field of a node's line).
+func knowsEpochs(ctx context.Context, s *Server, epochs map[string]string) error {
+	nodes, err := do(ctx, s, "CLUSTER", "NODES").Text()
+	if err != nil {
+		return err
+	}
+	seen := 0
+	for line := range strings.Lines(nodes) {
+		f := strings.Fields(line)
+		if len(f) < 7 || epochs[f[0]] == "" {
+			continue
+		}
+		if f[6] != epochs[f[0]] {
+			return fmt.Errorf("%s sees master %s at config epoch %s, not %s yet:\n%s", s.Addr(), f[0], f[6], epochs[f[0]], nodes)
+		}
+		seen++
+	}
+	if seen != len(epochs) {
+		return fmt.Errorf("%s knows %d of the %d masters:\n%s", s.Addr(), seen, len(epochs), nodes)
 	}
 	return nil
 }
