@@ -21,11 +21,11 @@
 //
 // postgres.go holds the Backend, its options, Open and Close; schema.go and migrations/ the
 // schema; sql.go every statement; enqueue.go, receive.go, settle.go and dead.go the queue
-// contract (unique.go the unique keys, ratelimit.go TakeStart, the rate limit); headers.go
-// how job headers are stored; listen.go the notifications; tx.go Tx, SQLTx, EnqueueTx and
-// AckTx; batch.go EnqueueBatch and EnqueueBatchTx; settings.go the settings the processes of
-// a queue share; errors.go how errors map to queue.ErrUnavailable; admin.go the operator's
-// verbs (driver.Admin).
+// contract (group.go makes the Start and Ack calls of many workers one query; unique.go the
+// unique keys, ratelimit.go TakeStart, the rate limit); headers.go how job headers are stored;
+// listen.go the notifications; tx.go Tx, SQLTx, EnqueueTx and AckTx; batch.go EnqueueBatch and
+// EnqueueBatchTx; settings.go the settings the processes of a queue share; errors.go how errors
+// map to queue.ErrUnavailable; admin.go the operator's verbs (driver.Admin).
 //
 // # How the queue maps onto tables
 //

@@ -41,7 +41,8 @@ package queuetest
 // identity, stats), delays.go (delays, the retry schedule, start-by), deadletters.go,
 // dedup.go, keys.go (ordering keys), headers.go (job headers), admin.go and admin_procs.go
 // (the operator's verbs, and across processes), overflow.go, lease.go and close.go
-// (shutdown and Close), snooze.go, periodic.go, unique.go and ratelimit.go (jobs in time).
+// (shutdown and Close), snooze.go, periodic.go, unique.go and ratelimit.go (jobs in time),
+// attempts.go (attempts are handler runs), versions.go (payload versions, Release's delay).
 // The fault suite: faults.go holds Faults, Broker and RunFaults; faults_worker.go the worker
 // processes (ServeWorker's side, and the run's: start, stop, kill); faults_run.go a scenario's
 // run (producing, waiting, the events reported); faults_check.go its accounting check and
