@@ -176,7 +176,7 @@ func (p *Pool) nextLocked(w *worker, s *shift, err error, panicked bool, now int
 		p.idle.Arrived()
 		s.fetching = false
 	}
-	if found, wk := p.fetchLocked(now, &s.t); found {
+	if found, wk := p.fetchLocked(&s.t); found {
 		s.start = 0
 		if s.t.enq != 0 {
 			s.start = now
@@ -235,7 +235,7 @@ func (wk wakeups) send() {
 // is released. To skip a tombstone or an expired task it releases Pool.mu for a moment (to
 // signal the submitter admitted in its place, and for Hooks.OnDrop): the state may change
 // meanwhile, and it looks again.
-func (p *Pool) fetchLocked(now int64, next *task) (bool, wakeups) {
+func (p *Pool) fetchLocked(next *task) (bool, wakeups) {
 	for p.queue.Len() > 0 {
 		p.queue.PopInto(next)
 		var adm *waiter
