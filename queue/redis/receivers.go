@@ -52,7 +52,8 @@ func (b *Backend) reapAfter(lease time.Duration) time.Duration {
 // whose handler had started (Start, and no settle since) gets that run's history entry:
 // Number its attempt, Start when Start was called, End now, Error queue.ErrLeaseExpired's
 // text. With nothing ready it waits for a local enqueue or settle, the next delayed job, or
-// the poll interval.
+// the poll interval. A server with no consumer group for the queue (it lost the queue's keys)
+// makes it record again what Open and CheckLease recorded, and look again.
 //
 // Consumers of the group idle (as XINFO CONSUMERS counts it) for longer than twice lease, and
 // at least ten poll intervals, with no pending entry, are deleted by a look of Receive, which
@@ -129,8 +130,17 @@ func (b *Backend) look(ctx context.Context, lease time.Duration, d *driver.Deliv
 	if start {
 		st = "1"
 	}
-	v, err := b.run(ctx, "receive", receiveScript, b.consumer, max(lease.Milliseconds(), 1), jsonNow(),
-		leaseExpiredJSON, reap, nanos(time.Now()), b.cfg.DeadLetterLimit, st)
+	receive := func() (any, error) {
+		return b.run(ctx, "receive", receiveScript, b.consumer, max(lease.Milliseconds(), 1), jsonNow(),
+			leaseExpiredJSON, reap, nanos(time.Now()), b.cfg.DeadLetterLimit, st)
+	}
+	v, err := receive()
+	if noGroup(err) {
+		// The server lost the queue's keys (see Receive): record them again, and look again.
+		if err = b.regroup(ctx); err == nil {
+			v, err = receive()
+		}
+	}
 	if err != nil {
 		return false, err
 	}

@@ -356,7 +356,19 @@ func (b *Backend) Open(ctx context.Context, cfg driver.Config) error {
 	case closed:
 		return driver.ErrClosed
 	}
-	v, err := b.run(ctx, "open", settingsScript, cfg.Capacity, cfg.Overflow.String(),
+	if err := b.agree(ctx, "open", cfg); err != nil {
+		return err
+	}
+	b.mu.Lock()
+	b.opened, b.cfg = true, cfg
+	b.mu.Unlock()
+	return nil
+}
+
+// agree records cfg's shared settings, and the stream and its consumer group, where the
+// server has none, and compares cfg's settings with the queue's.
+func (b *Backend) agree(ctx context.Context, op string, cfg driver.Config) error {
+	v, err := b.run(ctx, op, settingsScript, cfg.Capacity, cfg.Overflow.String(),
 		cfg.DedupHorizon.Milliseconds(), cfg.DeadLetterLimit, b.o.replicas)
 	if err != nil {
 		return err
@@ -371,10 +383,29 @@ func (b *Backend) Open(ctx context.Context, cfg driver.Config) error {
 	); err != nil {
 		return fmt.Errorf("redis: queue %s: %w", b.name, err)
 	}
-	b.mu.Lock()
-	b.opened, b.cfg = true, cfg
-	b.mu.Unlock()
 	return nil
+}
+
+// regroup records again what Open and CheckLease recorded, for a server that lost the
+// queue's keys (see Receive).
+func (b *Backend) regroup(ctx context.Context) error {
+	if err := b.agree(ctx, "receive", b.cfg); err != nil {
+		return err
+	}
+	b.mu.Lock()
+	lease := b.lease
+	b.mu.Unlock()
+	if lease > 0 {
+		return b.CheckLease(ctx, lease)
+	}
+	return nil
+}
+
+// noGroup reports whether err is the server's answer to a command on a consumer group it
+// does not have.
+func noGroup(err error) bool {
+	var re goredis.Error
+	return errors.As(err, &re) && strings.HasPrefix(re.Error(), "NOGROUP ")
 }
 
 // CheckLease implements driver.SharedLease: the lease is one setting of the queue (the idle

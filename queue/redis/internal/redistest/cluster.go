@@ -146,52 +146,51 @@ func (c *Cluster) waitReady() error {
 		epochs[id] = strconv.Itoa(i + 1)
 	}
 	// Every node must know each master's epoch: a replica asks for votes with its master's.
-	for _, s := range all {
-		err := until(func() error {
-			info, err := do(ctx, s, "CLUSTER", "INFO").Text()
-			if err == nil && (!strings.Contains(info, "cluster_state:ok") || !strings.Contains(info, known)) {
-				err = errors.New("not ok yet:\n" + info)
-			}
-			if err == nil {
-				err = knowsEpochs(ctx, s, epochs)
-			}
-			return err
-		})
-		if err != nil {
-			return err
+	err := eachUntil(all, func(s *Server) error {
+		info, err := do(ctx, s, "CLUSTER", "INFO").Text()
+		if err == nil && (!strings.Contains(info, "cluster_state:ok") || !strings.Contains(info, known)) {
+			err = errors.New("not ok yet:\n" + info)
 		}
+		if err == nil {
+			err = knowsEpochs(ctx, s, epochs)
+		}
+		return err
+	})
+	if err != nil {
+		return err
 	}
-	for _, r := range c.Replicas {
-		err := until(func() error {
-			info, err := do(ctx, r, "INFO", "replication").Text()
-			if err == nil && !strings.Contains(info, "master_link_status:up") {
-				err = errors.New("replica not in sync:\n" + info)
-			}
-			return err
-		})
-		if err != nil {
-			return err
+	err = eachUntil(c.Replicas, func(r *Server) error {
+		info, err := do(ctx, r, "INFO", "replication").Text()
+		if err == nil && !strings.Contains(info, "master_link_status:up") {
+			err = errors.New("replica not in sync:\n" + info)
 		}
+		return err
+	})
+	if err != nil || len(c.Replicas) == 0 {
+		return err
 	}
 	// A replica whose link is up gets its master's writes only once it has acknowledged the
 	// copy it loaded (its first REPLCONF ACK, up to a second later): a master killed before
 	// then leaves a replica that has nothing of what it acknowledged, which a test of async
 	// replication cannot tell from a lag. A write that every replica confirms (WAIT) ends
 	// that window; FLUSHALL, on a cluster that holds nothing yet, writes without a key.
-	if r := len(c.Replicas) / len(c.Masters); r > 0 {
-		for _, m := range c.Masters {
-			err := until(func() error {
-				if err := do(ctx, m, "FLUSHALL").Err(); err != nil {
-					return err
-				}
-				if n, err := do(ctx, m, "WAIT", r, 4000).Int(); err != nil || n != r {
-					return fmt.Errorf("redistest: WAIT %d on %s: %d, %v", r, m.Addr(), n, err)
-				}
-				return nil
-			})
-			if err != nil {
-				return err
-			}
+	r := len(c.Replicas) / len(c.Masters)
+	return eachUntil(c.Masters, func(m *Server) error {
+		if err := do(ctx, m, "FLUSHALL").Err(); err != nil {
+			return err
+		}
+		if n, err := do(ctx, m, "WAIT", r, 4000).Int(); err != nil || n != r {
+			return fmt.Errorf("redistest: WAIT %d on %s: %d, %v", r, m.Addr(), n, err)
+		}
+		return nil
+	})
+}
+
+// eachUntil calls until(f(s)) for each s of servers in turn, and returns the first error.
+func eachUntil(servers []*Server, f func(s *Server) error) error {
+	for _, s := range servers {
+		if err := until(func() error { return f(s) }); err != nil {
+			return err
 		}
 	}
 	return nil
