@@ -55,8 +55,8 @@ type failoverResult struct {
 type election struct {
 	cl     *redistest.Cluster
 	key    string
-	old    int       // the node serving key when the watch began
-	killed time.Time // when the watch began: the kill
+	old    int           // the node serving key when the watch began
+	killed time.Time     // when the watch began: the kill
 	asked  time.Time     // the last time the cluster was asked
 	after  time.Duration // from the kill to the cluster naming a new master; 0 until seen
 }
