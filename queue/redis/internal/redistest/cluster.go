@@ -36,12 +36,12 @@ func StartCluster(tb testing.TB, n int) *Cluster {
 	return startCluster(tb, n, 0, NodeTimeout)
 }
 
-// StartReplicatedCluster is StartCluster with r replicas for each master (CLUSTER
-// REPLICATE) and cluster-node-timeout nodeTimeout: n*(1+r) nodes. It returns once every node
-// reports cluster_state:ok and every replica has confirmed a write of its master, so that a master
-// SIGKILLed (or paused) from then on is failed over to one of its replicas by the cluster
-// itself, a little over nodeTimeout later (an election); its other replicas then follow the
-// new master. Only replica 0 of each master stands for election: the others are started with
+// StartReplicatedCluster is StartCluster with r replicas for each master (CLUSTER REPLICATE)
+// and cluster-node-timeout nodeTimeout: n*(1+r) nodes. It returns once every node reports
+// cluster_state:ok and every replica has confirmed a write of its master, so that a master
+// SIGKILLed (or paused) from then on is failed over to its replica 0 by the cluster itself, a
+// little over nodeTimeout later (an election); its other replicas then follow the new master.
+// Only replica 0 of each master stands for election: the others are started with
 // cluster-replica-no-failover, since two candidates with the same replication offset can split
 // the surviving masters' votes round after round (CI saw two minutes of failed elections with
 // two replicas standing). A master restarted after its replica took over stands too.
