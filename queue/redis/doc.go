@@ -88,9 +88,9 @@
 // WithReplicas(n, d) needs n replicas left after a failover: with fewer, every write fails
 // with queue.ErrUnavailable (and still takes effect on the master) until a replica is back.
 // A server that lost every key of the queue (a replica promoted before it had any, a
-// restart without persistence) has no consumer group: the next Receive records again what
-// Open and CheckLease recorded (the stream, its group, the shared settings and the lease),
-// and the queue goes on with the jobs enqueued since; what the server lost stays lost.
+// restart without persistence) has no consumer group: the next Receive or Stats records
+// again what Open and CheckLease recorded (the stream, its group, the shared settings and the
+// lease), and the queue goes on with the jobs enqueued since; what the server lost stays lost.
 //
 // On a ClusterClient, the Backend asks the client to reload the cluster's slots when a node
 // cannot be reached, so that a failed-over master is left within seconds, not at the

@@ -352,9 +352,10 @@ func (b *Backend) Purge(ctx context.Context, id string) error {
 	return nil
 }
 
-// Stats implements driver.Backend, from one script's reading of the counters and sets.
+// Stats implements driver.Backend, from one script's reading of the counters and sets. On a
+// server that lost the queue's keys, it records them again, as Receive does.
 func (b *Backend) Stats(ctx context.Context) (driver.Stats, error) {
-	v, err := b.run(ctx, "stats", statsScript)
+	v, err := b.runHealed(ctx, "stats", statsScript)
 	if err != nil {
 		return driver.Stats{}, err
 	}

@@ -12,9 +12,10 @@ import (
 )
 
 // TestReceiveAfterKeysLost: a server that lost the queue's keys while its Backends were open
-// (a replica promoted before it had them, a restart without persistence) makes Receive
-// record them again as Open does, the consumer group and the shared settings, and deliver
-// the jobs enqueued since; what the server lost stays lost.
+// (a replica promoted before it had them, a restart without persistence) makes Stats, and
+// Receive, record them again as Open and CheckLease did (the consumer group, the shared
+// settings, the lease); Receive delivers the jobs enqueued since, and what the server lost
+// stays lost.
 func TestReceiveAfterKeysLost(t *testing.T) {
 	srv := redistest.Start(t, "always")
 	c := newClient(t, srv.Addr())
@@ -29,12 +30,20 @@ func TestReceiveAfterKeysLost(t *testing.T) {
 	if err := b.CheckLease(ctx, time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.Enqueue(ctx, driver.Message{ID: "lost", Body: []byte("x")}); err != nil {
-		t.Fatal(err)
+	lose := func(id string) { // enqueue id, then lose every key
+		t.Helper()
+		if _, err := b.Enqueue(ctx, driver.Message{ID: id, Body: []byte("x")}); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.FlushAll(ctx).Err(); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if err := c.FlushAll(ctx).Err(); err != nil {
-		t.Fatal(err)
+	lose("lost")
+	if st, err := b.Stats(ctx); err != nil || st != (driver.Stats{}) {
+		t.Fatalf("Stats after the keys were lost: %+v, %v; want zero stats", st, err)
 	}
+	lose("lost too")
 	if _, err := b.Enqueue(ctx, driver.Message{ID: "after", Body: []byte("y")}); err != nil {
 		t.Fatalf("Enqueue after the keys were lost: %v", err)
 	}

@@ -130,17 +130,10 @@ func (b *Backend) look(ctx context.Context, lease time.Duration, d *driver.Deliv
 	if start {
 		st = "1"
 	}
-	receive := func() (any, error) {
-		return b.run(ctx, "receive", receiveScript, b.consumer, max(lease.Milliseconds(), 1), jsonNow(),
-			leaseExpiredJSON, reap, nanos(time.Now()), b.cfg.DeadLetterLimit, st)
-	}
-	v, err := receive()
-	if noGroup(err) {
-		// The server lost the queue's keys (see Receive): record them again, and look again.
-		if err = b.regroup(ctx); err == nil {
-			v, err = receive()
-		}
-	}
+	// A receive that failed for want of the group promoted due jobs at most, which the next
+	// run does not do again.
+	v, err := b.runHealed(ctx, "receive", receiveScript, b.consumer, max(lease.Milliseconds(), 1), jsonNow(),
+		leaseExpiredJSON, reap, nanos(time.Now()), b.cfg.DeadLetterLimit, st)
 	if err != nil {
 		return false, err
 	}

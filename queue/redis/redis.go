@@ -386,10 +386,27 @@ func (b *Backend) agree(ctx context.Context, op string, cfg driver.Config) error
 	return nil
 }
 
-// regroup records again what Open and CheckLease recorded, for a server that lost the
-// queue's keys (see Receive).
-func (b *Backend) regroup(ctx context.Context) error {
-	if err := b.agree(ctx, "receive", b.cfg); err != nil {
+// runHealed is run for a script that may run again after it failed for want of the consumer
+// group (one that writes nothing before it reads the group, or only what it may write twice):
+// on a server that lost the queue's keys, it records them again as Open and CheckLease did
+// (regroup), and runs s once more.
+func (b *Backend) runHealed(ctx context.Context, op string, s *goredis.Script, args ...any) (any, error) {
+	v, err := b.run(ctx, op, s, args...)
+	if noGroup(err) {
+		if err = b.regroup(ctx, op); err == nil {
+			v, err = b.run(ctx, op, s, args...)
+		}
+	}
+	return v, err
+}
+
+// regroup records again what Open and CheckLease recorded, on an open Backend, for a server
+// that lost the queue's keys: the error of op if it could not.
+func (b *Backend) regroup(ctx context.Context, op string) error {
+	if err := b.checkOpen(); err != nil {
+		return err
+	}
+	if err := b.agree(ctx, op, b.cfg); err != nil {
 		return err
 	}
 	b.mu.Lock()
