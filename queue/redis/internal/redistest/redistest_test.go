@@ -209,14 +209,17 @@ func TestReplicatedClusterFailover(t *testing.T) {
 	if now != m+3 {
 		t.Errorf("the slot went to node %d, want %d, the killed master's replica 0 (replica 1, node %d, does not stand for election)", now, m+3, m+6)
 	}
-	c.ReloadState(ctx)
 	var v string
 	var err error
 	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); {
+		// A ClusterClient reloads the slots on MOVED and once a minute; a dead master sends
+		// no MOVED, and a node asked just after the election may not have heard of it yet:
+		// reload before every try, as the queue's backend does after a refused connection.
+		c.ReloadState(ctx)
 		if v, err = c.Get(ctx, key).Result(); err == nil {
 			break
 		}
-		time.Sleep(50 * time.Millisecond) // the client learns the new master on its own pace
+		time.Sleep(50 * time.Millisecond) // a polling pace
 	}
 	if err != nil || v != "v" {
 		t.Fatalf("GET after the failover = %q, %v; want \"v\"", v, err)
