@@ -91,6 +91,8 @@
 // restart without persistence) has no consumer group: the next Receive or Stats records
 // again what Open and CheckLease recorded (the stream, its group, the shared settings and the
 // lease), and the queue goes on with the jobs enqueued since; what the server lost stays lost.
+// A delivery taken before the loss went with it: its Start, Extend and settle calls return
+// queue.ErrLeaseLost and write nothing back.
 //
 // On a ClusterClient, the Backend asks the client to reload the cluster's slots when a node
 // cannot be reached, so that a failed-over master is left within seconds, not at the

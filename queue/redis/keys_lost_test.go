@@ -73,3 +73,63 @@ func TestReceiveAfterKeysLost(t *testing.T) {
 		t.Errorf("CheckLease with another lease after the keys were recorded again: %v; want a SettingsError on lease", err)
 	}
 }
+
+// TestSettleAfterKeysLost: a delivery taken before the server lost the queue's keys is gone
+// with them: settling or extending it, or starting its run, returns queue.ErrLeaseLost and
+// writes nothing back (no job, no dead letter); the admin calls find no job and no dead letter.
+func TestSettleAfterKeysLost(t *testing.T) {
+	srv := redistest.Start(t, "always")
+	c := newClient(t, srv.Addr())
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	b := redis.New(c, queueName(t), redis.WithPollInterval(10*time.Millisecond))
+	if err := b.Open(ctx, driver.Config{Capacity: 10}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Close(context.Background()) })
+	failed := driver.Attempt{Number: 1, Error: "boom"}
+	calls := []struct {
+		name string
+		call func(d *driver.Delivery) error
+	}{
+		{"Start", func(d *driver.Delivery) error { return b.Start(ctx, d) }},
+		{"Extend", func(d *driver.Delivery) error { return b.Extend(ctx, d, time.Minute) }},
+		{"Ack", func(d *driver.Delivery) error { return b.Ack(ctx, d) }},
+		{"Nack", func(d *driver.Delivery) error { return b.Nack(ctx, d, 0, failed) }},
+		{"Release", func(d *driver.Delivery) error { return b.Release(ctx, d, 0) }},
+		{"Bury", func(d *driver.Delivery) error {
+			_, err := b.Bury(ctx, d, driver.ReasonAttempts, failed)
+			return err
+		}},
+	}
+	for _, tc := range calls {
+		if _, err := b.Enqueue(ctx, driver.Message{ID: tc.name, Body: []byte("x")}); err != nil {
+			t.Fatal(err)
+		}
+		var d driver.Delivery
+		if err := b.Receive(ctx, time.Minute, &d); err != nil || d.ID != tc.name {
+			t.Fatalf("Receive: %q, %v; want %s", d.ID, err, tc.name)
+		}
+		if err := c.FlushAll(ctx).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if err := tc.call(&d); !errors.Is(err, driver.ErrLeaseLost) {
+			t.Errorf("%s of a delivery whose keys were lost: %v; want ErrLeaseLost", tc.name, err)
+		}
+		if st, err := b.Stats(ctx); err != nil || st != (driver.Stats{}) {
+			t.Errorf("Stats after %s: %+v, %v; want zero stats: nothing written back", tc.name, st, err)
+		}
+		if n, err := b.Count(ctx, driver.Filter{}); err != nil || n != 0 {
+			t.Errorf("Count after %s: %d, %v; want 0", tc.name, n, err)
+		}
+		if _, err := b.Get(ctx, tc.name); !errors.Is(err, driver.ErrNoJob) {
+			t.Errorf("Get(%s) after the loss: %v; want ErrNoJob", tc.name, err)
+		}
+		if err := b.Cancel(ctx, tc.name); !errors.Is(err, driver.ErrNoJob) {
+			t.Errorf("Cancel(%s) after the loss: %v; want ErrNoJob", tc.name, err)
+		}
+		if err := b.Redrive(ctx, tc.name); !errors.Is(err, driver.ErrNotFound) {
+			t.Errorf("Redrive(%s) after the loss: %v; want ErrNotFound", tc.name, err)
+		}
+	}
+}
