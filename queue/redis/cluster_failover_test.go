@@ -69,20 +69,17 @@ func watchElection(t *testing.T, cl *redistest.Cluster, key string) *election {
 	return e
 }
 
-// done reports whether the cluster names a master other than the killed one: asked at most
-// every 250ms (a call that failed is the caller's cue), remembered once seen. A nil watch (no
-// kill yet) is never done.
-func (e *election) done(t *testing.T) bool {
-	if e == nil {
-		return false
+// poll asks the cluster, at most every 250ms (a call that failed is the caller's cue), whether
+// it names a master other than the killed one, and once it does records when in e.after. A nil
+// watch (no kill yet) asks nothing.
+func (e *election) poll(t *testing.T) {
+	if e == nil || e.after > 0 || time.Since(e.asked) < 250*time.Millisecond {
+		return
 	}
-	if e.after == 0 && time.Since(e.asked) >= 250*time.Millisecond {
-		e.asked = time.Now()
-		if e.cl.MasterOf(t, e.key) != e.old {
-			e.after = time.Since(e.killed)
-		}
+	e.asked = time.Now()
+	if e.cl.MasterOf(t, e.key) != e.old {
+		e.after = time.Since(e.killed)
 	}
-	return e.after > 0
 }
 
 // overdue reports whether the election took longer than electionLimit, or the queue longer
@@ -135,7 +132,7 @@ func clusterFailover(t *testing.T, opts ...redis.Option) failoverResult {
 			if err == nil || retried && errors.Is(err, queue.ErrDuplicate) {
 				break
 			}
-			e.done(t)
+			e.poll(t)
 			if !errors.Is(err, queue.ErrUnavailable) || ctx.Err() != nil || e.overdue(3*afterElectionBound) {
 				t.Fatalf("Enqueue %d: %v; want nil or ErrUnavailable, a new master within %v of the kill and an acknowledgment within %v of it (%v)\n%s",
 					i, err, electionLimit, 3*afterElectionBound, e, cl.Describe())
@@ -271,7 +268,7 @@ func TestFailoverLastReplica(t *testing.T) {
 		if err != nil && strings.Contains(err.Error(), "0 of 1 replicas") {
 			break
 		}
-		e.done(t)
+		e.poll(t)
 		if err == nil || !errors.Is(err, queue.ErrUnavailable) || e.overdue(afterElectionBound) {
 			t.Fatalf("Enqueue after the kill: %v; want ErrUnavailable, then confirmed by 0 of 1 replicas within %v of the cluster naming a new master (%v)\n%s",
 				err, afterElectionBound, e, cl.Describe())
