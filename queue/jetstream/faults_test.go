@@ -2,6 +2,7 @@ package jetstream_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -54,6 +55,48 @@ func (nb natsBroker) Restart(t testing.TB, node int)       { nb.c.Nodes[node].Re
 func (nb natsBroker) Pause(t testing.TB, node int)         { nb.c.Nodes[node].Pause(t) }
 func (nb natsBroker) Continue(t testing.TB, node int)      { nb.c.Nodes[node].Continue(t) }
 func (nb natsBroker) Leader(t testing.TB, name string) int { return nb.leader(t, name) }
+
+// Describe implements queuetest.Describer: the work stream's state, its consumer's, and the
+// first stored jobs, as the servers answer within a few seconds.
+func (nb natsBroker) Describe(name string) string {
+	nc, err := nats.Connect(nb.c.URLs(), nats.Timeout(2*time.Second))
+	if err != nil {
+		return err.Error()
+	}
+	defer nc.Close()
+	js, err := natsjs.New(nc)
+	if err != nil {
+		return err.Error()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var b strings.Builder
+	s, err := js.Stream(ctx, "CORRAL_"+name)
+	if err != nil {
+		return "stream: " + err.Error()
+	}
+	si := s.CachedInfo()
+	fmt.Fprintf(&b, "work stream msgs %d seq %d-%d deleted %d cluster %+v", si.State.Msgs,
+		si.State.FirstSeq, si.State.LastSeq, si.State.NumDeleted, si.Cluster)
+	c, err := s.Consumer(ctx, "corral")
+	if err != nil {
+		fmt.Fprintf(&b, "\nconsumer: %v", err)
+	} else {
+		ci := c.CachedInfo()
+		fmt.Fprintf(&b, "\nconsumer delivered %+v ack floor %+v ack pending %d redelivered %d waiting %d pending %d cluster %+v",
+			ci.Delivered, ci.AckFloor, ci.NumAckPending, ci.NumRedelivered, ci.NumWaiting, ci.NumPending, ci.Cluster)
+	}
+	for seq, n := si.State.FirstSeq, 0; seq <= si.State.LastSeq && n < 20; n++ {
+		m, err := s.GetMsg(ctx, seq, natsjs.WithGetMsgSubject(">"))
+		if err != nil {
+			fmt.Fprintf(&b, "\nmsg from %d: %v", seq, err)
+			break
+		}
+		fmt.Fprintf(&b, "\nstored %d %s %s", m.Sequence, m.Header.Get("Corral-Id"), m.Time.Format(time.RFC3339Nano))
+		seq = m.Sequence + 1
+	}
+	return b.String()
+}
 
 // leader returns the node leading the queue's work stream (-1 on a single server).
 func (nb natsBroker) leader(t testing.TB, name string) int {

@@ -30,6 +30,13 @@ type Broker interface {
 	Leader(t testing.TB, name string) int
 }
 
+// A Describer is a Broker that can describe what it stores for the queue called name: a
+// scenario that times out prints it, to tell a job the broker holds but does not deliver from
+// one a worker holds.
+type Describer interface {
+	Describe(name string) string
+}
+
 // OpenFunc returns a new, unopened backend for the queue called name on the servers at addr
 // (see Broker.Addr), and a function that releases it. The suite calls it in the test's
 // process and, through ServeWorker, in worker processes.

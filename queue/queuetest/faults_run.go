@@ -232,6 +232,9 @@ func (r *faultRun) diagnosis() string {
 	defer cancel()
 	s, err := r.q.Stats(ctx)
 	fmt.Fprintf(&b, "stats %+v (%v)\n", s, err)
+	if d, ok := r.f.Broker.(Describer); ok {
+		fmt.Fprintf(&b, "broker: %s\n", d.Describe(r.name))
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for i, w := range r.workers {
