@@ -61,6 +61,14 @@
 // among the deliveries after a reconnection, and in Stats. A job acked in the instant the
 // server crashed may still be handled once more: a duplicate handling, as at-least-once allows.
 //
+// A job the consumer lost track of before it started is delivered again: a 2.9 consumer can skip
+// a job in a leader change, or keep counting as ack pending a job it no longer has. When the
+// consumer has nothing ack pending, or delivered nothing for two leases while workers wait, the
+// backend publishes again each stored job it has delivered that was neither settled, started,
+// nor handed back with a delay (with the later jobs of its ordering key behind it), and deletes
+// it at its old place; Backend.Requeued counts them. It looks in Stats, and in a Receive that
+// waited a call timeout, at most once per lease.
+//
 // An ID is taken while its job is stored (a precondition on the job's subject, checked by the
 // broker) and, with queue.WithDedupHorizon, for the horizon after its enqueue (the stream's
 // duplicate window is set to the horizon, so the promise is the broker's, not an emulation).

@@ -71,8 +71,15 @@ type Backend struct {
 	reconnSeen   atomic.Uint64
 	suspectUntil atomic.Int64
 	resurrected  atomic.Uint64 // settled jobs found back and removed
-	pauseSeen    atomic.Bool   // a Receive found the queue paused (see holdWhilePaused)
-	runningSeen  atomic.Int64  // when (UnixNano) a read of the pause record found none (see pausedNow)
+	requeued     atomic.Uint64 // jobs the consumer skipped, published again (see requeue)
+	// See stalled: the consumer's count of deliveries last seen, since when, and when a
+	// stalled consumer's jobs may be looked at next. Guarded by statsMu.
+	stallSeq    uint64
+	stallSince  time.Time
+	stallNext   time.Time
+	tidyAt      atomic.Int64 // when (UnixNano) an idle Receive may tidy next (see tidyIdle)
+	pauseSeen   atomic.Bool  // a Receive found the queue paused (see holdWhilePaused)
+	runningSeen atomic.Int64 // when (UnixNano) a read of the pause record found none (see pausedNow)
 
 	// See staleRun: the last time (UnixNano) this backend saw the broker fail to answer, or
 	// the consumer change leaders.

@@ -24,7 +24,8 @@ import (
 // While it waits, Receive looks at the connection every call timeout: when the client is not
 // connected, or the broker missed its heartbeats to the prefetch, it returns an error matching
 // queue.ErrUnavailable, so that "no job" is never mistaken for "no broker" (the consumer
-// retries after a backoff, and queue.Health reports it).
+// retries after a backoff, and queue.Health reports it); when it is connected, it tidies the
+// queue at most once per lease, as Stats does (see resurrect.go).
 func (b *Backend) Receive(ctx context.Context, lease time.Duration, d *driver.Delivery) error {
 	if lease <= 0 {
 		return fmt.Errorf("jetstream: lease %v must be positive", lease)
@@ -48,7 +49,7 @@ func (b *Backend) Receive(ctx context.Context, lease time.Duration, d *driver.De
 		} else {
 			tick.Reset(b.o.callTimeout)
 		}
-		a, ok, err := b.await(ctx, p, tick.C)
+		a, ok, err := b.await(ctx, p, tick.C, lease)
 		if err != nil {
 			return err
 		}
@@ -73,17 +74,22 @@ func (b *Backend) Receive(ctx context.Context, lease time.Duration, d *driver.De
 
 // await waits on p, which counts the caller as a receiver, for a prefetched message, and
 // counts the caller out. It returns the message (true), or none (false) when the caller should
-// get a pump again: p stopped or died, or a call timeout passed with the connection fine. It
+// get a pump again: p stopped or died, or a call timeout passed with the connection fine (then
+// it may tidy the queue: see tidyIdle). It
 // fails with the connection's error (see connectionError), or with the cause of ctx once ctx
 // ended, after handing back the message it took and stopping p if no other receiver is left.
-func (b *Backend) await(ctx context.Context, p *pump, tick <-chan time.Time) (arrival, bool, error) {
+func (b *Backend) await(ctx context.Context, p *pump, tick <-chan time.Time, lease time.Duration) (arrival, bool, error) {
 	var a arrival
 	var ok bool
 	if ctx.Err() == nil {
 		select {
 		case <-tick:
 			b.leave(p, stay)
-			return a, false, b.connectionError(p)
+			if err := b.connectionError(p); err != nil {
+				return a, false, err
+			}
+			b.tidyIdle(ctx, lease)
+			return a, false, nil
 		case a = <-p.buf:
 			ok = true
 		case <-p.stopped:

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	natsjs "github.com/nats-io/nats.go/jetstream"
 
 	"github.com/corral-go/corral/queue/driver"
@@ -56,6 +57,23 @@ import (
 // record, makes sure that the job is still stored. Starts are serialised by the record
 // (compare-and-set), so a Start that succeeds after another delivery's Ack dropped the record
 // finds the job gone, and does not run it.
+
+// A replicated consumer of a server older than 2.11 can also skip a job it never delivered: after
+// a change of leaders, its next sequence can stay past jobs whose delivery its replicas never
+// agreed on (nats-server#6566). The consumer then counts such a job as delivered and neither
+// pending nor ack pending, and never delivers it. When the consumer has nothing ack pending (no
+// job is in any process's hands) and the broker has served calmly for two leases, sweep
+// publishes every such job that the records show neither settled nor started again, on its
+// subject and on the condition that it is still the last message there, and then deletes it at
+// its old sequence: the consumer delivers the copy (see requeue). The later jobs of its ordering
+// key are moved behind it, so that the key keeps its order.
+// A 2.9 consumer can also count as ack pending a job it no longer has, and never deliver it
+// again (seen after a single server's SIGKILL and restart: its ack floor stays below that job
+// for good), which hides from the count above a stored job it does not track. So when this
+// process sees the consumer deliver nothing for two leases while it counts jobs ack pending and
+// pull requests wait for more (see stalled), sweep looks at every stored job it has delivered
+// (if they are at most stalledMax), deletes the settled ones, and moves the ones that were
+// neither started nor handed back with a delay.
 
 // ackWait returns the consumer's AckWait: the lease of Receive, 0 until the first Receive.
 func (b *Backend) ackWait() time.Duration {
@@ -135,12 +153,13 @@ func (b *Backend) keyFree(ctx context.Context, d *driver.Delivery) (bool, error)
 // sweepMax bounds the jobs one sweep looks at.
 const sweepMax = 10_000
 
-// sweep deletes the settled jobs the consumer no longer tracks (see above), given the work
-// stream's and the consumer's info, and reports whether it deleted any. b.statsMu held.
+// sweep deletes the settled jobs the consumer no longer tracks, and publishes again the jobs it
+// skipped (see above), given the work stream's and the consumer's info, and reports whether it
+// removed any from their sequence. b.statsMu held.
 func (b *Backend) sweep(ctx context.Context, wi *natsjs.StreamInfo, ci *natsjs.ConsumerInfo) (bool, error) {
-	orphans := int64(wi.State.Msgs) - int64(ci.NumPending) - int64(ci.NumAckPending)
+	mode, budget := b.sweepMode(wi, ci)
 	removed := false
-	for seq, n := wi.State.FirstSeq, 0; orphans > 0 && seq <= ci.Delivered.Stream && n < sweepMax; n++ {
+	for seq, n := wi.State.FirstSeq, 0; budget > 0 && seq <= ci.Delivered.Stream && n < sweepMax; n++ {
 		raw, err := b.statWork.GetMsg(ctx, seq, natsjs.WithGetMsgSubject(b.jobPrefix+">"))
 		if errors.Is(err, natsjs.ErrMsgNotFound) {
 			break
@@ -152,23 +171,183 @@ func (b *Backend) sweep(ctx context.Context, wi *natsjs.StreamInfo, ci *natsjs.C
 			break
 		}
 		seq = raw.Sequence + 1
-		// With pull requests waiting, the consumer has nothing to deliver: a job it still
-		// tracked whose lease ended would have gone to one of them.
-		settled, err := b.settledAbove(ctx, raw.Sequence, raw.Header.Get(hdrID), ci.AckFloor.Stream, ci.NumWaiting > 0)
+		moved, err := b.sweepOne(ctx, wi, ci, raw, mode)
 		if err != nil {
 			return removed, err
 		}
-		if !settled {
-			continue
-		}
-		if err := b.statWork.DeleteMsg(ctx, raw.Sequence); err != nil && !gone(err) {
-			return removed, b.fail(ctx, "remove a settled job", err)
-		}
-		b.resurrected.Add(1)
-		removed = true
-		orphans--
+		removed = removed || moved > 0
+		budget -= int64(moved)
 	}
 	return removed, nil
+}
+
+// sweepMode says which stored jobs that the consumer has delivered sweep looks at, and what it
+// does with one that is not settled.
+type sweepMode int
+
+const (
+	sweepOrphans sweepMode = iota // the stream holds more than the consumer tracks: delete the settled
+	sweepIdle                     // nothing ack pending: none is tracked; move the ones not started
+	sweepStalled                  // see stalled: move the ones not started and not handed back
+)
+
+// sweepMode returns what sweep does with wi and ci, and how many jobs it removes at most (zero:
+// nothing to do). b.statsMu held.
+func (b *Backend) sweepMode(wi *natsjs.StreamInfo, ci *natsjs.ConsumerInfo) (sweepMode, int64) {
+	stalled := b.stalled(ci)
+	orphans := int64(wi.State.Msgs) - int64(ci.NumPending) - int64(ci.NumAckPending)
+	delivered := int64(wi.State.Msgs) - int64(ci.NumPending)
+	calm := b.calmFor(2 * ci.Config.AckWait)
+	switch {
+	case ci.NumAckPending == 0 && orphans > 0 && calm:
+		return sweepIdle, orphans
+	case stalled && calm && delivered > 0 && delivered <= stalledMax:
+		return sweepStalled, delivered
+	}
+	return sweepOrphans, orphans
+}
+
+// stalledMax bounds the stored jobs a sweep of a stalled consumer looks at.
+const stalledMax = 100
+
+// stalled reports whether the consumer, with jobs ack pending and pull requests waiting for
+// more, delivered nothing for two leases, as this process saw its count of deliveries in the
+// info read by Stats and idle Receives; true at most once per lease. A job ack pending whose
+// lease ended would have gone to a waiting request: every job it still tracks is being run
+// (with its lease renewed) or was handed back with a delay. b.statsMu held.
+func (b *Backend) stalled(ci *natsjs.ConsumerInfo) bool {
+	now := time.Now()
+	if ci.Delivered.Consumer != b.stallSeq || b.stallSince.IsZero() {
+		b.stallSeq, b.stallSince = ci.Delivered.Consumer, now
+		return false
+	}
+	lease := ci.Config.AckWait
+	if ci.NumAckPending == 0 || ci.NumWaiting == 0 || now.Sub(b.stallSince) <= 2*lease || now.Before(b.stallNext) {
+		return false
+	}
+	b.stallNext = now.Add(lease)
+	return true
+}
+
+// sweepOne deals with raw, a stored job the consumer has delivered, as mode says: it deletes it
+// if it was settled, or moves it to a new sequence (see requeue). It returns how many jobs it
+// removed from their sequence.
+func (b *Backend) sweepOne(ctx context.Context, wi *natsjs.StreamInfo, ci *natsjs.ConsumerInfo, raw *natsjs.RawStreamMsg, mode sweepMode) (int, error) {
+	id := raw.Header.Get(hdrID)
+	// With pull requests waiting, the consumer has nothing to deliver: a job it still
+	// tracked whose lease ended would have gone to one of them.
+	settled, err := b.settledAbove(ctx, raw.Sequence, id, ci.AckFloor.Stream, ci.NumWaiting > 0)
+	if err != nil {
+		return 0, err
+	}
+	if settled {
+		if err := b.statWork.DeleteMsg(ctx, raw.Sequence); err != nil && !gone(err) {
+			return 0, b.fail(ctx, "remove a settled job", err)
+		}
+		b.resurrected.Add(1)
+		return 1, nil
+	}
+	switch mode {
+	case sweepIdle:
+		return b.requeue(ctx, wi, raw)
+	case sweepStalled:
+		marks, err := b.marksOf(ctx, id)
+		if err != nil || len(marks) > 0 {
+			return 0, err // handed back with a delay, perhaps: the consumer tracks it
+		}
+		return b.requeue(ctx, wi, raw)
+	}
+	return 0, nil
+}
+
+// requeue moves raw, a stored job that the consumer skipped and that was neither settled nor
+// started (see above), to a new sequence of the work stream, with every later stored job of
+// its ordering key after it, in their order; it reports how many jobs it moved. It moves none
+// when one of them has a state record (a run of it may be in progress), when there are more
+// than requeueChainMax, or when the stream has no room for them beside the jobs it holds (the
+// next sweep tries again). Should the stream fill up between the two, the jobs not moved yet
+// would run before the ones moved.
+func (b *Backend) requeue(ctx context.Context, wi *natsjs.StreamInfo, raw *natsjs.RawStreamMsg) (int, error) {
+	chain, err := b.keyChain(ctx, raw)
+	if err != nil || chain == nil {
+		return 0, err
+	}
+	if b.cfg.Capacity > 0 && int(wi.State.Msgs)+len(chain) > b.cfg.Capacity {
+		return 0, nil
+	}
+	for _, m := range chain {
+		if _, rec, err := b.loadState(ctx, m.Sequence, m.Header.Get(hdrID)); err != nil || rec != 0 {
+			return 0, err
+		}
+	}
+	for i, m := range chain {
+		if ok, err := b.requeueCopy(ctx, m); err != nil || !ok {
+			return i, err
+		}
+		if err := b.statWork.DeleteMsg(ctx, m.Sequence); err != nil && !gone(err) {
+			return i, b.fail(ctx, "requeue "+m.Header.Get(hdrID), err)
+		}
+		b.requeued.Add(1)
+	}
+	return len(chain), nil
+}
+
+// requeueChainMax bounds the jobs requeue moves at once.
+const requeueChainMax = 100
+
+// keyChain returns raw and, if it has an ordering key, every later stored job of its key, in
+// order; nil if they are more than requeueChainMax.
+func (b *Backend) keyChain(ctx context.Context, raw *natsjs.RawStreamMsg) ([]*natsjs.RawStreamMsg, error) {
+	chain := []*natsjs.RawStreamMsg{raw}
+	key := raw.Header.Get(hdrKey)
+	for seq := raw.Sequence + 1; key != ""; {
+		next, err := b.statWork.GetMsg(ctx, seq, natsjs.WithGetMsgSubject(b.keySubjects(key)))
+		if errors.Is(err, natsjs.ErrMsgNotFound) {
+			break
+		}
+		if err != nil {
+			return nil, b.fail(ctx, "requeue "+raw.Header.Get(hdrID), err)
+		}
+		if len(chain) == requeueChainMax {
+			return nil, nil
+		}
+		chain = append(chain, next)
+		seq = next.Sequence + 1
+	}
+	return chain, nil
+}
+
+// requeueCopy publishes raw again on its subject, on the condition that raw is still the last
+// message there (or a copy follows it already), and reports whether the copy is stored: false
+// when the stream is full.
+func (b *Backend) requeueCopy(ctx context.Context, raw *natsjs.RawStreamMsg) (bool, error) {
+	// The broker's own headers stay behind: the job's Nats-Msg-Id would make the copy a
+	// duplicate of the job itself.
+	h := nats.Header{}
+	for k, v := range raw.Header {
+		if !strings.HasPrefix(k, "Nats-") {
+			h[k] = v
+		}
+	}
+	msg := &nats.Msg{Subject: raw.Subject, Header: h, Data: raw.Data}
+	_, err := b.js.PublishMsg(ctx, msg, natsjs.WithExpectLastSequencePerSubject(raw.Sequence))
+	switch apiCode(err) {
+	case 0:
+		if err != nil {
+			return false, b.fail(ctx, "requeue "+raw.Header.Get(hdrID), err)
+		}
+	case codeWrongLast, codeWrongLR: // a copy is there already: a process stopped before the deletion
+	case codeFull:
+		return false, nil
+	default:
+		return false, b.fail(ctx, "requeue "+raw.Header.Get(hdrID), err)
+	}
+	return true, nil
+}
+
+// calmFor reports whether this backend saw no unrest (see staleRun) for longer than d.
+func (b *Backend) calmFor(d time.Duration) bool {
+	return time.Since(time.Unix(0, b.unrest.Load())) > d
 }
 
 // tombstoneAge is how long the records of acked jobs are kept for a 2.9 server.
@@ -253,6 +432,10 @@ func (b *Backend) settledAbove(ctx context.Context, seq uint64, id string, floor
 // Resurrected returns how many settled jobs this backend found back in the work stream (see
 // resurrect.go) and removed.
 func (b *Backend) Resurrected() uint64 { return b.resurrected.Load() }
+
+// Requeued returns how many jobs that the consumer had skipped this backend published again
+// (see resurrect.go).
+func (b *Backend) Requeued() uint64 { return b.requeued.Load() }
 
 // gone reports whether err, from deleting a message, says it was not there: another process
 // deleted it first.

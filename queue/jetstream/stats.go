@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	natsjs "github.com/nats-io/nats.go/jetstream"
 
@@ -25,25 +26,9 @@ func (b *Backend) Stats(ctx context.Context) (driver.Stats, error) {
 	defer cancel()
 	b.statsMu.Lock()
 	defer b.statsMu.Unlock()
-	wi, err := b.statWork.Info(ctx)
+	wi, ci, err := b.tidy(ctx)
 	if err != nil {
-		return s, b.fail(ctx, "stats", err)
-	}
-	ci, err := b.statCons.Info(ctx)
-	if err != nil {
-		return s, b.fail(ctx, "stats", err)
-	}
-	b.noteLeader(ci)
-	removed, err := b.removeAcked(ctx, wi, ci)
-	if err != nil {
-		return s, b.fail(ctx, "stats", err)
-	}
-	if swept, err := b.sweep(ctx, wi, ci); err != nil {
 		return s, err
-	} else if removed || swept {
-		if wi, err = b.statWork.Info(ctx); err != nil {
-			return s, b.fail(ctx, "stats", err)
-		}
 	}
 	di, err := b.statDead.Info(ctx)
 	if err != nil {
@@ -65,6 +50,50 @@ func (b *Backend) Stats(ctx context.Context) (driver.Stats, error) {
 		s.Oldest = wi.State.FirstTime
 	}
 	return s, nil
+}
+
+// tidy reads the work stream's and the consumer's info, deletes the settled jobs the broker
+// keeps and publishes again the ones the consumer skipped (see resurrect.go), and returns the
+// info, the stream's as it is after. b.statsMu held.
+func (b *Backend) tidy(ctx context.Context) (*natsjs.StreamInfo, *natsjs.ConsumerInfo, error) {
+	wi, err := b.statWork.Info(ctx)
+	if err != nil {
+		return nil, nil, b.fail(ctx, "stats", err)
+	}
+	ci, err := b.statCons.Info(ctx)
+	if err != nil {
+		return nil, nil, b.fail(ctx, "stats", err)
+	}
+	b.noteLeader(ci)
+	removed, err := b.removeAcked(ctx, wi, ci)
+	if err != nil {
+		return nil, nil, b.fail(ctx, "stats", err)
+	}
+	swept, err := b.sweep(ctx, wi, ci)
+	if err != nil {
+		return nil, nil, err
+	}
+	if removed || swept {
+		if wi, err = b.statWork.Info(ctx); err != nil {
+			return nil, nil, b.fail(ctx, "stats", err)
+		}
+	}
+	return wi, ci, nil
+}
+
+// tidyIdle is tidy for a Receive that waited a call timeout for a job, at most once per lease
+// in a process: without it, a job the consumer skipped would wait for someone to ask for Stats.
+func (b *Backend) tidyIdle(ctx context.Context, lease time.Duration) {
+	now := time.Now()
+	next := b.tidyAt.Load()
+	if now.UnixNano() < next || !b.tidyAt.CompareAndSwap(next, now.Add(lease).UnixNano()) {
+		return
+	}
+	ctx, cancel := b.req(ctx)
+	defer cancel()
+	b.statsMu.Lock()
+	defer b.statsMu.Unlock()
+	_, _, _ = b.tidy(ctx) // a failure is noted in the backend's health (see fail)
 }
 
 // markCounts counts the markers of jobs by kind (see markWaiting, markDelayed, markReady).

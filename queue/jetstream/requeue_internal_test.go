@@ -1,0 +1,215 @@
+package jetstream
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+	"testing"
+	"time"
+
+	natsjs "github.com/nats-io/nats.go/jetstream"
+
+	"github.com/corral-go/corral/queue/driver"
+	"github.com/corral-go/corral/queue/jetstream/internal/natstest"
+)
+
+// A consumer that skipped jobs (see resurrect.go) is simulated by the info a replicated 2.9
+// consumer gives after nats-server#6566: every stored job delivered, none pending or ack
+// pending. sweep publishes again the jobs neither settled nor started, at new sequences, a
+// keyed one with the later jobs of its key behind it, and leaves a job with a state record, and
+// the jobs of its key before it; the real consumer, which has delivered nothing, then delivers
+// each stored job once, each key's in order.
+func TestSweepRequeuesSkippedJobs(t *testing.T) {
+	s := natstest.Start(t)
+	js, err := natsjs.New(s.Connect(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	b := New(js, natstest.Prefix(t)+"requeue", WithCallTimeout(10*time.Second))
+	if err := b.Open(ctx, driver.Config{DedupHorizon: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close(context.Background())
+	seqs := map[string]uint64{}
+	for _, m := range []driver.Message{
+		{ID: "plain", Body: []byte("p"), Headers: map[string]string{"trace": "t1"}},
+		{ID: "alone", Key: "k1", Body: []byte("a")},
+		{ID: "head", Key: "k2", Body: []byte("h")},
+		{ID: "tail", Key: "k2", Body: []byte("t")},
+		{ID: "recorded", Body: []byte("r")},
+		{ID: "copied", Body: []byte("c")},
+		{ID: "first", Key: "k3", Body: []byte("f")},
+		{ID: "second", Key: "k3", Body: []byte("s")},
+	} {
+		if _, err := b.Enqueue(ctx, m); err != nil {
+			t.Fatalf("enqueue %s: %v", m.ID, err)
+		}
+		raw, err := b.work.GetLastMsgForSubject(ctx, b.jobSubject(m.Key, m.ID))
+		if err != nil {
+			t.Fatal(err)
+		}
+		seqs[m.ID] = raw.Sequence
+	}
+	// "recorded" and "second" have a state record (a run of them may be in progress
+	// somewhere), which holds "first", the earlier job of its key, too; "copied" was
+	// published again by a process that stopped before it deleted the original.
+	for _, id := range []string{"recorded", "second"} {
+		rec, _ := json.Marshal(jobState{ID: id, Starts: 1})
+		if _, err := js.Publish(ctx, b.stateSubject(seqs[id]), rec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	raw, err := b.work.GetMsg(ctx, seqs["copied"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.requeueCopy(ctx, raw); err != nil {
+		t.Fatal(err)
+	}
+
+	wi, err := b.statWork.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	skipped := &natsjs.ConsumerInfo{
+		Config:    natsjs.ConsumerConfig{AckWait: time.Second},
+		Delivered: natsjs.SequenceInfo{Stream: seqs["second"]}, // the copy of "copied" is later
+	}
+	b.unrest.Store(time.Now().Add(-3 * time.Second).UnixNano()) // calm for more than two leases
+	b.statsMu.Lock()
+	swept, err := b.sweep(ctx, wi, skipped)
+	b.statsMu.Unlock()
+	if err != nil || !swept {
+		t.Fatalf("sweep = %v, %v; want true, nil", swept, err)
+	}
+	if n := b.Requeued(); n != 5 {
+		t.Errorf("Requeued() = %d, want 5 (plain, alone, head, tail, copied)", n)
+	}
+	moved := map[string]bool{"plain": true, "alone": true, "head": true, "tail": true, "copied": true}
+	for id, seq := range seqs {
+		raw, err := b.work.GetMsg(ctx, seq)
+		if stays := err == nil && raw.Header.Get(hdrID) == id; stays == moved[id] {
+			t.Errorf("%s at its old sequence %d: stored = %v, want %v (err %v)", id, seq, stays, !moved[id], err)
+		}
+	}
+
+	var got []string
+	at := map[string]uint64{}
+	for len(got) < len(seqs) {
+		var d driver.Delivery
+		if err := b.Receive(ctx, time.Minute, &d); err != nil {
+			t.Fatalf("receive after %v: %v", got, err)
+		}
+		if moved[d.ID] == (d.Seq == seqs[d.ID]) {
+			t.Errorf("%s delivered at sequence %d (enqueued at %d), moved %v", d.ID, d.Seq, seqs[d.ID], moved[d.ID])
+		}
+		if d.ID == "plain" && (string(d.Body) != "p" || d.Headers["trace"] != "t1") {
+			t.Errorf("plain delivered with body %q, headers %v", d.Body, d.Headers)
+		}
+		got = append(got, d.ID)
+		at[d.ID] = d.Seq
+		if d.ID == "recorded" || d.ID == "second" {
+			continue // its record says it was started: the test does not settle it
+		}
+		if err := b.Start(ctx, &d); err != nil {
+			t.Fatalf("start %s: %v", d.ID, err)
+		}
+		if err := b.Ack(ctx, &d); err != nil {
+			t.Fatalf("ack %s: %v", d.ID, err)
+		}
+	}
+	slices.Sort(got)
+	if want := []string{"alone", "copied", "first", "head", "plain", "recorded", "second", "tail"}; !slices.Equal(got, want) {
+		t.Errorf("delivered %v, want each job once: %v", got, want)
+	}
+	if at["head"] >= at["tail"] || at["first"] >= at["second"] {
+		t.Errorf("sequences %v: a key's jobs out of order", at)
+	}
+}
+
+// A 2.9 consumer that counts as ack pending a job it no longer has (see resurrect.go) hides a
+// job it does not track from the counts. Once this process has seen it deliver nothing for two
+// leases with pull requests waiting, sweep deletes the settled jobs among those it delivered,
+// publishes again the ones neither started nor handed back, and leaves the rest; and it looks
+// again only a lease later.
+func TestSweepOfStalledConsumer(t *testing.T) {
+	s := natstest.Start(t)
+	js, err := natsjs.New(s.Connect(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	b := New(js, natstest.Prefix(t)+"stalled", WithCallTimeout(10*time.Second))
+	if err := b.Open(ctx, driver.Config{}); err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close(context.Background())
+	if !b.tombstones {
+		t.Fatal("the test server keeps no tombstones: it is not a 2.9 server")
+	}
+	seqs := map[string]uint64{}
+	for _, id := range []string{"lost", "marked", "acked", "late"} {
+		if _, err := b.Enqueue(ctx, driver.Message{ID: id, Body: []byte(id)}); err != nil {
+			t.Fatalf("enqueue %s: %v", id, err)
+		}
+		raw, err := b.work.GetLastMsgForSubject(ctx, b.jobSubject("", id))
+		if err != nil {
+			t.Fatal(err)
+		}
+		seqs[id] = raw.Sequence
+	}
+	if err := b.mark(ctx, "marked", markDelayed); err != nil {
+		t.Fatal(err)
+	}
+	b.tombstone(ctx, &driver.Delivery{Message: driver.Message{ID: "acked"}, Seq: seqs["acked"]})
+
+	wi, err := b.statWork.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stalled := &natsjs.ConsumerInfo{
+		Config:        natsjs.ConsumerConfig{AckWait: time.Second},
+		Delivered:     natsjs.SequenceInfo{Consumer: 40, Stream: seqs["marked"] + 1}, // "late" is not delivered yet
+		NumAckPending: 3,                                                             // "marked", and two it no longer has: the counts show no job untracked
+		NumWaiting:    1,
+		NumPending:    1,
+	}
+	b.unrest.Store(time.Now().Add(-3 * time.Second).UnixNano())
+	sweep := func() bool {
+		t.Helper()
+		b.statsMu.Lock()
+		defer b.statsMu.Unlock()
+		swept, err := b.sweep(ctx, wi, stalled)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return swept
+	}
+	if sweep() {
+		t.Fatal("the first sight of the consumer's delivery count swept jobs")
+	}
+	b.statsMu.Lock()
+	b.stallSince = b.stallSince.Add(-3 * time.Second) // two leases and more ago
+	b.statsMu.Unlock()
+	if !sweep() {
+		t.Fatal("a consumer that delivered nothing for two leases: nothing swept")
+	}
+	if r, q := b.Resurrected(), b.Requeued(); r != 1 || q != 1 {
+		t.Errorf("Resurrected, Requeued = %d, %d; want 1 (acked), 1 (lost)", r, q)
+	}
+	for id, stays := range map[string]bool{"lost": false, "marked": true, "acked": false, "late": true} {
+		raw, err := b.work.GetMsg(ctx, seqs[id])
+		if got := err == nil && raw.Header.Get(hdrID) == id; got != stays {
+			t.Errorf("%s at its sequence %d: stored = %v, want %v (err %v)", id, seqs[id], got, stays, err)
+		}
+	}
+	if _, err := b.work.GetLastMsgForSubject(ctx, b.jobSubject("", "lost")); err != nil {
+		t.Errorf("lost not published again: %v", err)
+	}
+	if sweep() {
+		t.Error("a second sweep within the lease looked at the jobs again")
+	}
+}
