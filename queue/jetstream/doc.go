@@ -65,7 +65,9 @@
 // a job in a leader change, or keep counting as ack pending a job it no longer has. When the
 // consumer has nothing ack pending, or delivered nothing for two leases while workers wait, the
 // backend publishes again each stored job it has delivered that was neither settled, started,
-// nor handed back with a delay (with the later jobs of its ordering key behind it), and deletes
+// held for a start (a delivery waiting for a rate limit's start or a Share's slot has a state
+// record from its first Extend), nor handed back with a delay (with the later jobs of its
+// ordering key behind it), and deletes
 // it at its old place; Backend.Requeued counts them. It looks in Stats, and in a Receive that
 // waited a call timeout, at most once per lease.
 //

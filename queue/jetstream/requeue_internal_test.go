@@ -132,8 +132,8 @@ func TestSweepRequeuesSkippedJobs(t *testing.T) {
 // A 2.9 consumer that counts as ack pending a job it no longer has (see resurrect.go) hides a
 // job it does not track from the counts. Once this process has seen it deliver nothing for two
 // leases with pull requests waiting, sweep deletes the settled jobs among those it delivered,
-// publishes again the ones neither started nor handed back, and leaves the rest; and it looks
-// again only a lease later.
+// publishes again the ones neither started, held for a start nor handed back, and leaves the
+// rest; and it looks again only a lease later.
 func TestSweepOfStalledConsumer(t *testing.T) {
 	s := natstest.Start(t)
 	js, err := natsjs.New(s.Connect(t))
@@ -151,7 +151,7 @@ func TestSweepOfStalledConsumer(t *testing.T) {
 		t.Fatal("the test server keeps no tombstones: it is not a 2.9 server")
 	}
 	seqs := map[string]uint64{}
-	for _, id := range []string{"lost", "marked", "acked", "late"} {
+	for _, id := range []string{"held", "lost", "marked", "acked", "late"} {
 		if _, err := b.Enqueue(ctx, driver.Message{ID: id, Body: []byte(id)}); err != nil {
 			t.Fatalf("enqueue %s: %v", id, err)
 		}
@@ -160,6 +160,15 @@ func TestSweepOfStalledConsumer(t *testing.T) {
 			t.Fatal(err)
 		}
 		seqs[id] = raw.Sequence
+	}
+	// "held" is in a process's hands, waiting for a start (a rate limit's) with its lease
+	// renewed.
+	var held driver.Delivery
+	if err := b.Receive(ctx, time.Minute, &held); err != nil || held.ID != "held" {
+		t.Fatalf("receive = %s, %v; want held", held.ID, err)
+	}
+	if err := b.Extend(ctx, &held, time.Minute); err != nil {
+		t.Fatal(err)
 	}
 	if err := b.mark(ctx, "marked", markDelayed); err != nil {
 		t.Fatal(err)
@@ -173,7 +182,7 @@ func TestSweepOfStalledConsumer(t *testing.T) {
 	stalled := &natsjs.ConsumerInfo{
 		Config:        natsjs.ConsumerConfig{AckWait: time.Second},
 		Delivered:     natsjs.SequenceInfo{Consumer: 40, Stream: seqs["marked"] + 1}, // "late" is not delivered yet
-		NumAckPending: 3,                                                             // "marked", and two it no longer has: the counts show no job untracked
+		NumAckPending: 4,                                                             // "held", "marked", and two it no longer has: no job looks untracked
 		NumWaiting:    1,
 		NumPending:    1,
 	}
@@ -200,7 +209,7 @@ func TestSweepOfStalledConsumer(t *testing.T) {
 	if r, q := b.Resurrected(), b.Requeued(); r != 1 || q != 1 {
 		t.Errorf("Resurrected, Requeued = %d, %d; want 1 (acked), 1 (lost)", r, q)
 	}
-	for id, stays := range map[string]bool{"lost": false, "marked": true, "acked": false, "late": true} {
+	for id, stays := range map[string]bool{"held": true, "lost": false, "marked": true, "acked": false, "late": true} {
 		raw, err := b.work.GetMsg(ctx, seqs[id])
 		if got := err == nil && raw.Header.Get(hdrID) == id; got != stays {
 			t.Errorf("%s at its sequence %d: stored = %v, want %v (err %v)", id, seqs[id], got, stays, err)

@@ -57,8 +57,9 @@ func (b *Backend) leased(d *driver.Delivery) (*delivered, error) {
 
 // Extend implements driver.Backend with InProgress, which restarts the broker's lease at the
 // consumer's AckWait (the lease of Receive) whatever lease is asked for. The lease of a started
-// run in the job's state record moves on with it; that write finds an operator's cancel of the
-// job, and Extend then returns queue.ErrCanceled (see admin.go).
+// run in the job's state record moves on with it, and a job not started yet gets a record of the
+// delivery's lease (see jobState.Held); that write finds an operator's cancel of the job, and
+// Extend then returns queue.ErrCanceled (see admin.go).
 func (b *Backend) Extend(ctx context.Context, d *driver.Delivery, lease time.Duration) error {
 	tok, err := b.leased(d)
 	if err != nil {
@@ -73,12 +74,16 @@ func (b *Backend) Extend(ctx context.Context, d *driver.Delivery, lease time.Dur
 	if tok.st.Canceled { // found by an earlier call on d
 		return driver.ErrCanceled
 	}
+	// Written before the +WPI, so that the record's lease ends before the broker's. A job not
+	// started yet (waiting for a rate limit's start, or a Share's slot) gets a record too, so
+	// that a sweep does not take it for one the consumer skipped (see requeue).
 	if tok.started {
-		// Written before the +WPI, so that the record's lease ends before the broker's.
 		tok.st.Until = start.Add(ackWait)
-		if err := b.saveState(ctx, d, tok); err != nil {
-			return err
-		}
+	} else {
+		tok.st.Held = start.Add(ackWait)
+	}
+	if err := b.saveState(ctx, d, tok); err != nil {
+		return err
 	}
 	if err := b.ack(ctx, tok.msg, "+WPI"); err != nil {
 		return err
@@ -112,7 +117,7 @@ func (b *Backend) Start(ctx context.Context, d *driver.Delivery) error {
 	}
 	st := tok.st
 	tok.st.Starts++
-	tok.st.Until, tok.st.Started, tok.st.Next = now.Add(ackWait), now, time.Time{}
+	tok.st.Until, tok.st.Started, tok.st.Next, tok.st.Held = now.Add(ackWait), now, time.Time{}, time.Time{}
 	if err := b.saveState(ctx, d, tok); err != nil {
 		if !errors.Is(err, driver.ErrCanceled) {
 			tok.st = st

@@ -54,6 +54,9 @@ type jobState struct {
 	// is due again: zero if it was handed back without one, once a run started, or if written
 	// by a version that did not record it. Inspect reports it as NextRun.
 	Next time.Time `json:"next,omitzero"`
+	// Held is when the lease of a delivery that waits, not started, for a start (a rate
+	// limit's, or a Share's slot) ends, as its last Extend set it: zero once a run started.
+	Held time.Time `json:"held,omitzero"`
 	// Released says a delivery was handed to a consumer and given back by Release: the job
 	// has been started in time (see driver.Delivery.Redelivered).
 	Released bool             `json:"released,omitempty"`
