@@ -345,8 +345,13 @@ func (b *Backend) requeueCopy(ctx context.Context, raw *natsjs.RawStreamMsg) (bo
 	return true, nil
 }
 
-// calmFor reports whether this backend saw no unrest (see staleRun) for longer than d.
+// calmFor reports whether this backend saw no unrest (see staleRun) and no reconnection for
+// longer than d. A reconnection counts from the first call that sees it: a restarted server
+// delivers again, within a lease, jobs its consumer info may not count yet.
 func (b *Backend) calmFor(d time.Duration) bool {
+	if n := b.nc.Stats().Reconnects; b.calmSeen.Swap(n) != n {
+		b.restless()
+	}
 	return time.Since(time.Unix(0, b.unrest.Load())) > d
 }
 
