@@ -63,7 +63,8 @@
 //
 // A job the consumer lost track of before it started is delivered again: a 2.9 consumer can skip
 // a job in a leader change, or keep counting as ack pending a job it no longer has. When the
-// consumer has nothing ack pending, or delivered nothing for two leases while workers wait, the
+// consumer has nothing ack pending, or delivered nothing for two leases while workers wait, and
+// the process saw every request answered for two leases and no reconnection for four, the
 // backend publishes again each stored job it has delivered that was neither settled, started,
 // held for a start (a delivery waiting for a rate limit's start or a Share's slot has a state
 // record from its first Extend), nor handed back with a delay (with the later jobs of its

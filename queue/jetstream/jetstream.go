@@ -72,7 +72,6 @@ type Backend struct {
 	suspectUntil atomic.Int64
 	resurrected  atomic.Uint64 // settled jobs found back and removed
 	requeued     atomic.Uint64 // jobs the consumer skipped, published again (see requeue)
-	calmSeen     atomic.Uint64 // the reconnections calmFor last saw
 	// See stalled: the consumer's count of deliveries last seen, since when, and when a
 	// stalled consumer's jobs may be looked at next. Guarded by statsMu.
 	stallSeq    uint64

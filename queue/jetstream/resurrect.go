@@ -62,7 +62,7 @@ import (
 // a change of leaders, its next sequence can stay past jobs whose delivery its replicas never
 // agreed on (nats-server#6566). The consumer then counts such a job as delivered and neither
 // pending nor ack pending, and never delivers it. When the consumer has nothing ack pending (no
-// job is in any process's hands) and the broker has served calmly for two leases, sweep
+// job is in any process's hands) and the broker has served calmly (see calm), sweep
 // publishes every such job that the records show neither settled nor started again, on its
 // subject and on the condition that it is still the last message there, and then deletes it at
 // its old sequence: the consumer delivers the copy (see requeue). The later jobs of its ordering
@@ -197,7 +197,7 @@ func (b *Backend) sweepMode(wi *natsjs.StreamInfo, ci *natsjs.ConsumerInfo) (swe
 	stalled := b.stalled(ci)
 	orphans := int64(wi.State.Msgs) - int64(ci.NumPending) - int64(ci.NumAckPending)
 	delivered := int64(wi.State.Msgs) - int64(ci.NumPending)
-	calm := b.calmFor(2 * ci.Config.AckWait)
+	calm := b.calm(ci.Config.AckWait)
 	switch {
 	case ci.NumAckPending == 0 && orphans > 0 && calm:
 		return sweepIdle, orphans
@@ -345,14 +345,12 @@ func (b *Backend) requeueCopy(ctx context.Context, raw *natsjs.RawStreamMsg) (bo
 	return true, nil
 }
 
-// calmFor reports whether this backend saw no unrest (see staleRun) and no reconnection for
-// longer than d. A reconnection counts from the first call that sees it: a restarted server
-// delivers again, within a lease, jobs its consumer info may not count yet.
-func (b *Backend) calmFor(d time.Duration) bool {
-	if n := b.nc.Stats().Reconnects; b.calmSeen.Swap(n) != n {
-		b.restless()
-	}
-	return time.Since(time.Unix(0, b.unrest.Load())) > d
+// calm reports whether this backend saw no unrest (see staleRun) for two leases, and no
+// reconnection for four (see suspect): a restarted 2.9 server delivers again, seconds after it
+// serves, jobs that its consumer's info counts as neither pending nor ack pending (seen in the
+// fault suite).
+func (b *Backend) calm(lease time.Duration) bool {
+	return !b.suspect(lease) && time.Since(time.Unix(0, b.unrest.Load())) > 2*lease
 }
 
 // tombstoneAge is how long the records of acked jobs are kept for a 2.9 server.
