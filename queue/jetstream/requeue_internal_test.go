@@ -20,18 +20,7 @@ import (
 // the jobs of its key before it; the real consumer, which has delivered nothing, then delivers
 // each stored job once, each key's in order.
 func TestSweepRequeuesSkippedJobs(t *testing.T) {
-	s := natstest.Start(t)
-	js, err := natsjs.New(s.Connect(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	b := New(js, natstest.Prefix(t)+"requeue", WithCallTimeout(10*time.Second))
-	if err := b.Open(ctx, driver.Config{DedupHorizon: time.Minute}); err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close(context.Background())
+	ctx, js, b := openSweepTest(t, driver.Config{DedupHorizon: time.Minute})
 	seqs := map[string]uint64{}
 	for _, m := range []driver.Message{
 		{ID: "plain", Body: []byte("p"), Headers: map[string]string{"trace": "t1"}},
@@ -135,18 +124,7 @@ func TestSweepRequeuesSkippedJobs(t *testing.T) {
 // publishes again the ones neither started, held for a start nor handed back, and leaves the
 // rest; and it looks again only a lease later.
 func TestSweepOfStalledConsumer(t *testing.T) {
-	s := natstest.Start(t)
-	js, err := natsjs.New(s.Connect(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	b := New(js, natstest.Prefix(t)+"stalled", WithCallTimeout(10*time.Second))
-	if err := b.Open(ctx, driver.Config{}); err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close(context.Background())
+	ctx, _, b := openSweepTest(t, driver.Config{})
 	if !b.tombstones {
 		t.Fatal("the test server keeps no tombstones: it is not a 2.9 server")
 	}
@@ -221,4 +199,22 @@ func TestSweepOfStalledConsumer(t *testing.T) {
 	if sweep() {
 		t.Error("a second sweep within the lease looked at the jobs again")
 	}
+}
+
+// openSweepTest opens a Backend with cfg on a server of its own, closed at the test's end, and
+// returns a context bounding the test, the connection's JetStream and the Backend.
+func openSweepTest(t *testing.T, cfg driver.Config) (context.Context, natsjs.JetStream, *Backend) {
+	t.Helper()
+	js, err := natsjs.New(natstest.Start(t).Connect(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	b := New(js, natstest.Prefix(t)+"sweep", WithCallTimeout(10*time.Second))
+	if err := b.Open(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Close(context.Background()) })
+	return ctx, js, b
 }
