@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -67,11 +68,30 @@ func TestSweepRequeuesSkippedJobs(t *testing.T) {
 		Delivered: natsjs.SequenceInfo{Stream: seqs["second"]}, // the copy of "copied" is later
 	}
 	b.unrest.Store(time.Now().Add(-3 * time.Second).UnixNano()) // calm for more than two leases
-	b.statsMu.Lock()
-	swept, err := b.sweep(ctx, wi, skipped)
-	b.statsMu.Unlock()
-	if err != nil || !swept {
-		t.Fatalf("sweep = %v, %v; want true, nil", swept, err)
+	sweep := func() bool {
+		t.Helper()
+		b.statsMu.Lock()
+		defer b.statsMu.Unlock()
+		swept, err := b.sweep(ctx, wi, skipped)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return swept
+	}
+	// While another process's claim lasts, this one moves nothing.
+	claim := func(end time.Time) {
+		t.Helper()
+		if _, err := js.Publish(ctx, b.sweepSubject(), []byte(strconv.FormatInt(end.UnixNano(), 10))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	claim(time.Now().Add(time.Hour))
+	if sweep() || b.Requeued() != 0 {
+		t.Fatalf("a sweep under another's claim moved %d jobs", b.Requeued())
+	}
+	claim(time.Now().Add(-time.Second))
+	if !sweep() {
+		t.Fatal("a sweep after the other's claim ended moved nothing")
 	}
 	if n := b.Requeued(); n != 5 {
 		t.Errorf("Requeued() = %d, want 5 (plain, alone, head, tail, copied)", n)

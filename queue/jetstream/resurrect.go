@@ -66,7 +66,8 @@ import (
 // publishes every such job that the records show neither settled nor started again, on its
 // subject and on the condition that it is still the last message there, and then deletes it at
 // its old sequence: the consumer delivers the copy (see requeue). The later jobs of its ordering
-// key are moved behind it, so that the key keeps its order.
+// key are moved behind it, so that the key keeps its order, and one process at a time moves
+// jobs (see claimSweep).
 // A 2.9 consumer can also count as ack pending a job it no longer has, and never deliver it
 // again (seen after a single server's SIGKILL and restart: its ack floor stays below that job
 // for good), which hides from the count above a stored job it does not track. So when this
@@ -157,7 +158,10 @@ const sweepMax = 10_000
 // skipped (see above), given the work stream's and the consumer's info, and reports whether it
 // removed any from their sequence. b.statsMu held.
 func (b *Backend) sweep(ctx context.Context, wi *natsjs.StreamInfo, ci *natsjs.ConsumerInfo) (bool, error) {
-	mode, budget := b.sweepMode(wi, ci)
+	mode, budget, err := b.sweepMode(ctx, wi, ci)
+	if err != nil {
+		return false, err
+	}
 	removed := false
 	for seq, n := wi.State.FirstSeq, 0; budget > 0 && seq <= ci.Delivered.Stream && n < sweepMax; n++ {
 		raw, err := b.statWork.GetMsg(ctx, seq, natsjs.WithGetMsgSubject(b.jobPrefix+">"))
@@ -192,19 +196,59 @@ const (
 )
 
 // sweepMode returns what sweep does with wi and ci, and how many jobs it removes at most (zero:
-// nothing to do). b.statsMu held.
-func (b *Backend) sweepMode(wi *natsjs.StreamInfo, ci *natsjs.ConsumerInfo) (sweepMode, int64) {
+// nothing to do). A sweep that may move jobs claims it first (see claimSweep). b.statsMu held.
+func (b *Backend) sweepMode(ctx context.Context, wi *natsjs.StreamInfo, ci *natsjs.ConsumerInfo) (sweepMode, int64, error) {
 	stalled := b.stalled(ci)
 	orphans := int64(wi.State.Msgs) - int64(ci.NumPending) - int64(ci.NumAckPending)
 	delivered := int64(wi.State.Msgs) - int64(ci.NumPending)
-	calm := b.calm(ci.Config.AckWait)
-	switch {
+	mode, budget := sweepOrphans, orphans
+	switch calm := b.calm(ci.Config.AckWait); {
 	case ci.NumAckPending == 0 && orphans > 0 && calm:
-		return sweepIdle, orphans
+		mode = sweepIdle
 	case stalled && calm && delivered > 0 && delivered <= stalledMax:
-		return sweepStalled, delivered
+		mode, budget = sweepStalled, delivered
 	}
-	return sweepOrphans, orphans
+	if mode == sweepOrphans {
+		return mode, budget, nil
+	}
+	if claimed, err := b.claimSweep(ctx); err != nil || !claimed {
+		return sweepOrphans, orphans, err
+	}
+	return mode, budget, nil
+}
+
+// sweepSubject is the subject, in the state stream, of the claim of a sweep that moves jobs.
+func (b *Backend) sweepSubject() string { return b.statePrefix + "sweep" }
+
+// claimSweep reports whether this process may move the jobs the consumer skipped, for a call
+// timeout: it writes the claim's end (by its clock) at sweepSubject, compare-and-set, unless
+// another process's claim has not ended. Two processes moving a key's jobs at once could put a
+// later job before an earlier one.
+func (b *Backend) claimSweep(ctx context.Context) (bool, error) {
+	var last uint64
+	raw, err := b.state.GetLastMsgForSubject(ctx, b.sweepSubject())
+	switch {
+	case err == nil:
+		end, perr := strconv.ParseInt(string(raw.Data), 10, 64)
+		if perr == nil && time.Now().UnixNano() < end {
+			return false, nil
+		}
+		last = raw.Sequence
+	case !errors.Is(err, natsjs.ErrMsgNotFound):
+		return false, b.fail(ctx, "claim the sweep", err)
+	}
+	end := strconv.FormatInt(time.Now().Add(b.o.callTimeout).UnixNano(), 10)
+	_, err = b.js.Publish(ctx, b.sweepSubject(), []byte(end), natsjs.WithExpectLastSequencePerSubject(last))
+	switch apiCode(err) {
+	case 0:
+		if err != nil {
+			return false, b.fail(ctx, "claim the sweep", err)
+		}
+		return true, nil
+	case codeWrongLast, codeWrongLR:
+		return false, nil
+	}
+	return false, b.fail(ctx, "claim the sweep", err)
 }
 
 // stalledMax bounds the stored jobs a sweep of a stalled consumer looks at.
