@@ -19,7 +19,8 @@ import (
 // says it was acked), so a resurrected job would stay for ever, the oldest job of its ordering
 // key, blocking every later job of that key. The backend removes them, from its own records of
 // what was settled:
-//   - a job at or below the consumer's ack floor was acked (Open and Stats purge those);
+//   - a job at or below the consumer's ack floor was acked (Open, Stats and idle Receives purge
+//     those, once the broker has served calmly: see removeAcked);
 //   - a job with a dead letter written from its stream sequence was dead-lettered;
 //   - on a server older than 2.10, a job with a tombstone was acked: Ack writes one per job,
 //     at corral.<name>.done.<sequence> in CORRAL_<name>_DONE after the ack (in the background,

@@ -123,10 +123,13 @@ func (b *Backend) countMarks(subjects map[string]uint64) markCounts {
 
 // removeAcked deletes the jobs at or below the consumer's ack floor. Every one of them was
 // acked, so a work-queue stream should not hold it, but a server restart can leave one behind
-// (the ack persisted, the removal not), and the consumer never delivers it again. b.statsMu
-// held.
+// (the ack persisted, the removal not), and the consumer never delivers it again. It does so
+// only once the broker served calmly (see calm), when the consumer's info can be trusted: in
+// the fault suite a 2.9 server's consumer reported, seconds after its restart, an ack floor at
+// the stream's last sequence and nothing pending or ack pending, and then delivered two of the
+// stored jobs again. b.statsMu held.
 func (b *Backend) removeAcked(ctx context.Context, wi *natsjs.StreamInfo, ci *natsjs.ConsumerInfo) (bool, error) {
-	if wi.State.Msgs == 0 || ci.AckFloor.Stream < wi.State.FirstSeq {
+	if wi.State.Msgs == 0 || ci.AckFloor.Stream < wi.State.FirstSeq || !b.calm(ci.Config.AckWait) {
 		return false, nil
 	}
 	if err := b.statWork.Purge(ctx, natsjs.WithPurgeSequence(ci.AckFloor.Stream+1)); err != nil {
