@@ -108,7 +108,9 @@ func (f Faults) RecoveryBound() time.Duration {
 // never neither (acked by a worker's report, or handled by a worker killed before it could
 // report the ack), nothing is left stored, the dead letters are exactly the poison jobs, every
 // attempt number is a handler run (no job's attempt exceeds the handler starts seen for it,
-// beyond the starts a kill may have hidden), duplicate handlings are counted and bounded by the
+// beyond the starts a kill may have hidden, and in a pause, for a backend that starts jobs as
+// it receives them, the receives abandoned at their deadline that the server ran when it
+// continued), duplicate handlings are counted and bounded by the
 // jobs that can be in flight at each fault, no ordering key is left stuck, and the time to
 // recover from each fault is measured and held to f.RecoveryBound(). Its log lines starting
 // with "FAULTS" give the numbers; with CORRAL_FAULTS_DEBUG set in the environment, they also

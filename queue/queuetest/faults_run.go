@@ -14,6 +14,7 @@ import (
 
 	"github.com/corral-go/corral/backoff"
 	"github.com/corral-go/corral/queue"
+	"github.com/corral-go/corral/queue/driver"
 	"github.com/corral-go/corral/retry"
 )
 
@@ -34,6 +35,10 @@ type faultRun struct {
 	name string
 	q    *queue.Queue[string]
 	ctx  context.Context // ends at the scenario's bound
+	// startsOnReceive says the backend records a start as it receives a job
+	// (driver.ReceiveStarter): a receive abandoned at its deadline spends an attempt if the
+	// server ran it after all.
+	startsOnReceive bool
 
 	mu       sync.Mutex // guards the fields below
 	workers  []*workerProc
@@ -62,6 +67,10 @@ func newFaultRun(t *testing.T, f Faults, size faultSize) *faultRun {
 	t.Cleanup(release)
 	r := &faultRun{t: t, f: f, size: size, name: name, q: q, ctx: ctx,
 		accepted: map[string]bool{}, payload: map[string]string{}, changed: make(chan struct{}, 1)}
+	if be, rel, err := f.Open(f.Broker.Addr(), name); err == nil {
+		_, r.startsOnReceive = be.(driver.ReceiveStarter)
+		rel()
+	}
 	t.Cleanup(r.killWorkers)
 	return r
 }

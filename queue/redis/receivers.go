@@ -77,7 +77,9 @@ func (b *Backend) Receive(ctx context.Context, lease time.Duration, d *driver.De
 // Start does, and the delivery's Token marks it, so that a Bury of it with no run (an
 // Attempt of Number 0) gives the attempt back, as Release does; a consumer that dies before
 // it runs the handler spends the attempt, whose run gets its history entry when the job is
-// taken back (queue.ErrLeaseExpired).
+// taken back (queue.ErrLeaseExpired). So does a call abandoned at its deadline (see
+// WithCallTimeout) whose script the server ran after all: a paused server runs the scripts
+// queued on its connections when it continues.
 func (b *Backend) ReceiveStart(ctx context.Context, lease time.Duration, d *driver.Delivery) error {
 	err := b.receive(ctx, lease, d, true)
 	if err == nil {
