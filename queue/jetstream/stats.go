@@ -93,7 +93,7 @@ func (b *Backend) tidyIdle(ctx context.Context, lease time.Duration) {
 	defer cancel()
 	b.statsMu.Lock()
 	defer b.statsMu.Unlock()
-	_, _, _ = b.tidy(ctx) // a failure is noted in the backend's health (see fail)
+	_, _, _ = b.tidy(ctx) // a failure waits for the next tidy; Receive reports an unreachable broker itself
 }
 
 // markCounts counts the markers of jobs by kind (see markWaiting, markDelayed, markReady).
