@@ -68,16 +68,7 @@ func TestSweepRequeuesSkippedJobs(t *testing.T) {
 		Delivered: natsjs.SequenceInfo{Stream: seqs["second"]}, // the copy of "copied" is later
 	}
 	b.unrest.Store(time.Now().Add(-3 * time.Second).UnixNano()) // calm for more than two leases
-	sweep := func() bool {
-		t.Helper()
-		b.statsMu.Lock()
-		defer b.statsMu.Unlock()
-		swept, err := b.sweep(ctx, wi, skipped)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return swept
-	}
+	sweep := func() bool { return sweepOnce(ctx, t, b, wi, skipped) }
 	// While another process's claim lasts, this one moves nothing.
 	claim := func(end time.Time) {
 		t.Helper()
@@ -185,16 +176,7 @@ func TestSweepOfStalledConsumer(t *testing.T) {
 		NumPending:    1,
 	}
 	b.unrest.Store(time.Now().Add(-3 * time.Second).UnixNano())
-	sweep := func() bool {
-		t.Helper()
-		b.statsMu.Lock()
-		defer b.statsMu.Unlock()
-		swept, err := b.sweep(ctx, wi, stalled)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return swept
-	}
+	sweep := func() bool { return sweepOnce(ctx, t, b, wi, stalled) }
 	if sweep() {
 		t.Fatal("the first sight of the consumer's delivery count swept jobs")
 	}
@@ -237,4 +219,16 @@ func openSweepTest(t *testing.T, cfg driver.Config) (context.Context, natsjs.Jet
 	}
 	t.Cleanup(func() { _ = b.Close(context.Background()) })
 	return ctx, js, b
+}
+
+// sweepOnce runs b's sweep with wi and ci, as Stats does, and reports whether it removed jobs.
+func sweepOnce(ctx context.Context, t *testing.T, b *Backend, wi *natsjs.StreamInfo, ci *natsjs.ConsumerInfo) bool {
+	t.Helper()
+	b.statsMu.Lock()
+	defer b.statsMu.Unlock()
+	swept, err := b.sweep(ctx, wi, ci)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return swept
 }
