@@ -66,11 +66,11 @@
 // consumer has nothing ack pending, or delivered nothing for two leases while workers wait, and
 // the process saw every request answered for two leases and no reconnection for four, the
 // backend publishes again each stored job it has delivered that was neither settled, started,
-// held for a start (a delivery waiting for a rate limit's start or a Share's slot has a state
-// record from its first Extend), nor handed back with a delay (with the later jobs of its
-// ordering key behind it), and deletes
-// it at its old place; Backend.Requeued counts them. It looks in Stats, and in a Receive that
-// waited a call timeout, at most once per lease.
+// nor held for a start (a delivery waiting for a rate limit's start or a Share's slot has a
+// state record from its first Extend), and, in the second case, not handed back with a delay
+// either; the later jobs of its ordering key follow it, in order. It then deletes the job at its
+// old place; Backend.Requeued counts them. It looks in Stats, and in a Receive that waited a
+// call timeout, at most once per lease.
 //
 // An ID is taken while its job is stored (a precondition on the job's subject, checked by the
 // broker) and, with queue.WithDedupHorizon, for the horizon after its enqueue (the stream's
