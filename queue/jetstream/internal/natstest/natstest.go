@@ -72,6 +72,13 @@ func StartCluster(tb testing.TB, n int) *Cluster {
 	if err != nil {
 		tb.Fatal(err)
 	}
+	// The stores' directories are made before the kill is registered, so that the kill (a
+	// cleanup, run last-registered first) ends the servers before their directories are
+	// removed: a server still writing makes the removal fail.
+	dirs := make([]string, n)
+	for i := range dirs {
+		dirs[i] = tb.TempDir()
+	}
 	c := &Cluster{}
 	tb.Cleanup(c.kill)
 	var routes []string
@@ -80,7 +87,7 @@ func StartCluster(tb testing.TB, n int) *Cluster {
 	}
 	prefix := Prefix(tb)
 	for i := range n {
-		dir := tb.TempDir()
+		dir := dirs[i]
 		nd := &Node{
 			URL:  "nats://127.0.0.1:" + strconv.Itoa(ports[i]),
 			Name: fmt.Sprintf("%s-n%d", prefix, i),
