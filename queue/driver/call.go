@@ -23,7 +23,7 @@ import (
 //     matches ErrUnavailable and err;
 //   - else the error matches err, and not ErrUnavailable.
 //
-// Every error of Fail starts with "Name: op: " (those of CheckOpen say
+// Every error of Fail starts with "Name: op: " (those of [Lifecycle] say
 // what they are: see there).
 type Call struct {
 	// Name is the backend's package name, the first word of its errors.
@@ -94,20 +94,4 @@ func (Call) Wait(ctx context.Context, wake, closing <-chan struct{}, d time.Dura
 	case <-ctx.Done():
 		return false, context.Cause(ctx)
 	}
-}
-
-// CheckOpen is a backend's check at the start of a call: it returns the
-// error of a call made on a backend not opened yet (Open has not
-// succeeded: an error starting with "Name: backend not opened", a
-// mistake of the program), ErrClosed for one closed, and nil for one
-// open. The backend passes its state as read under the lock that guards
-// it, so that the call is ordered after the Open that opened it.
-func (c Call) CheckOpen(opened, closed bool) error {
-	if !opened {
-		return errors.New(c.Name + ": backend not opened")
-	}
-	if closed {
-		return ErrClosed
-	}
-	return nil
 }

@@ -127,21 +127,3 @@ func TestCallWait(t *testing.T) {
 		}
 	})
 }
-
-// One rule for a call on a backend that is not open: not opened (a
-// mistake, named by the backend), closed (ErrClosed), else none; a backend
-// closed before it opened is not opened.
-func TestCallCheckOpen(t *testing.T) {
-	if err := testCall.CheckOpen(false, false); err == nil || err.Error() != "kit: backend not opened" || errors.Is(err, driver.ErrClosed) {
-		t.Errorf("CheckOpen(not opened) = %v, want \"kit: backend not opened\"", err)
-	}
-	if err := testCall.CheckOpen(false, true); err == nil || err.Error() != "kit: backend not opened" {
-		t.Errorf("CheckOpen(closed, never opened) = %v, want \"kit: backend not opened\"", err)
-	}
-	if err := testCall.CheckOpen(true, true); err != driver.ErrClosed {
-		t.Errorf("CheckOpen(closed) = %v, want ErrClosed", err)
-	}
-	if err := testCall.CheckOpen(true, false); err != nil {
-		t.Errorf("CheckOpen(open) = %v, want nil", err)
-	}
-}

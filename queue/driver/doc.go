@@ -28,10 +28,11 @@
 // failure into the error the queue expects (context.Cause(ctx) and
 // [ErrUnavailable] when the caller's ctx ended; ErrUnavailable when the call
 // timed out or the broker could not be reached, which each backend decides
-// for its own client's errors); a call begins with [Call.CheckOpen], the
-// error of a call on a backend not opened or closed. A process asking for a
-// shared setting other than the queue's gets a [SettingsError] ([Shared.Diff]
-// and [CompareSettings] find it); [AgreeLease] is the body of a CheckLease.
+// for its own client's errors); a [Lifecycle] runs its Open, marks its
+// Close, and gives a call made before Open or after Close its error. A
+// process asking for a shared setting other than the queue's gets a
+// [SettingsError] ([Shared.Diff] and [CompareSettings] find it);
+// [AgreeLease] is the body of a CheckLease.
 // An Enqueue at capacity fails with [Overflow.Refusal] under the policies that
 // refuse a job, and a waiting Receive waits with [Call.Wait]. These are
 // exported, not internal to this repository, because the ErrUnavailable
@@ -43,8 +44,8 @@ package driver
 // it (Message, Delivery, DeadMessage, the results, Stats, SharedLease,
 // Reconnecter, RateLimiter, ReceiveStarter); admin.go Admin, the operator's verbs, with
 // Filter, Cursor and JobInfo, and Gather (and NewGather), List and Count
-// read in a backend's process; call.go Call, how a broker backend checks, bounds, reports
-// and waits for its calls; settings.go Shared, SettingsError, CompareSettings
+// read in a backend's process; call.go Call, how a broker backend bounds, reports and waits
+// for its calls; lifecycle.go Lifecycle, its state from Open to Close; settings.go Shared, SettingsError, CompareSettings
 // and AgreeLease, the shared settings; config.go Config and Overflow;
 // attempt.go Attempt and Reason;
 // errors.go the sentinel errors; inprocess.go InProcess, the optional

@@ -41,31 +41,29 @@ func ExampleCall_Wait() {
 	// false true
 }
 
-// Every call of a backend starts with the check of its state, read under
-// the lock that guards it.
-func ExampleCall_CheckOpen() {
+// A backend's Open, Close and the check at the start of its other calls,
+// kept by one Lifecycle.
+func ExampleLifecycle() {
 	call := driver.Call{Name: "mybackend"}
 	var (
-		mu             sync.Mutex
-		opened, closed bool
+		life driver.Lifecycle
+		cfg  driver.Config // set by open, read by the calls after Check
 	)
-	check := func() error {
-		mu.Lock()
-		defer mu.Unlock()
-		return call.CheckOpen(opened, closed)
-	}
-	fmt.Println(check())
-	mu.Lock()
-	opened = true // Open succeeded
-	mu.Unlock()
-	fmt.Println(check())
-	mu.Lock()
-	closed = true // Close
-	mu.Unlock()
-	fmt.Println(errors.Is(check(), driver.ErrClosed))
+	fmt.Println(life.Check(call))
+	err := life.Open(call, func() error {
+		cfg = driver.Config{Capacity: 10} // and the requests that set up the broker
+		return nil
+	})
+	fmt.Println(err, life.Check(call), cfg.Capacity)
+	fmt.Println(life.Open(call, func() error { return nil }))
+	fmt.Println(life.Close())
+	fmt.Println(errors.Is(life.Check(call), driver.ErrClosed))
+	<-life.Closing() // closed by Close: a waiting call returns ErrClosed
 	// Output:
 	// mybackend: backend not opened
-	// <nil>
+	// <nil> <nil> 10
+	// mybackend: backend already opened
+	// true true
 	// true
 }
 

@@ -36,24 +36,23 @@ type Backend struct {
 	workStream, deadStream, stateStream, doneStream, consumerName string
 	jobPrefix, deadPrefix, statePrefix, markPrefix, donePrefix    string
 
-	// openMu serialises Open and is held across its requests (see Open); pumpMu serialises
-	// the starts of the prefetch pump and the changes of the lease, and is held across their
-	// requests (see pumpFor). Each is taken before mu, never while holding it.
-	openMu sync.Mutex
+	// life is whether the backend is open; its Open is held across Open's requests, so that
+	// a second Open waits for the first, and no other call does. Open sets cfg, work, dead,
+	// done, tombstones and state once, under mu, before it marks the backend opened; the
+	// calls that found it opened (checkOpen, pumpFor) read them without mu.
+	life driver.Lifecycle
+	// pumpMu serialises the starts of the prefetch pump and the changes of the lease, and is
+	// held across their requests (see pumpFor). It is taken before mu, never while holding it.
 	pumpMu sync.Mutex
 
 	// mu guards the fields below. It is held for a few instructions, never across a request
-	// to the broker: every Enqueue and Receive takes it. Open sets cfg, work, dead, done,
-	// tombstones and state once, with opened, under mu; the calls that found the backend
-	// opened (checkOpen, pumpFor) read them without it.
-	mu     sync.Mutex
-	opened bool
-	closed bool
-	cfg    driver.Config
-	set    settings // the queue's shared settings, as agreed at Open and CheckLease
-	work   natsjs.Stream
-	dead   natsjs.Stream
-	done   natsjs.Stream // nil unless tombstones
+	// to the broker: every Enqueue and Receive takes it. It is taken before life's lock.
+	mu   sync.Mutex
+	cfg  driver.Config
+	set  settings // the queue's shared settings, as agreed at Open and CheckLease
+	work natsjs.Stream
+	dead natsjs.Stream
+	done natsjs.Stream // nil unless tombstones
 	// tombstones says the server is older than 2.10: Ack records each acked job (see
 	// resurrect.go).
 	tombstones bool
@@ -216,9 +215,7 @@ func (b *Backend) checkOpen() error {
 	if b.js == nil {
 		panic(zeroBackend)
 	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return calls.CheckOpen(b.opened, b.closed)
+	return b.life.Check(calls)
 }
 
 // Delete deletes the queue from the servers: its streams, with every job, dead letter and
@@ -256,12 +253,10 @@ func (b *Backend) Close(ctx context.Context) error {
 	if b.js == nil {
 		panic(zeroBackend)
 	}
-	b.mu.Lock()
-	if b.closed {
-		b.mu.Unlock()
+	if first, _ := b.life.Close(); !first {
 		return b.after.wait(ctx)
 	}
-	b.closed = true
+	b.mu.Lock()
 	p := b.pump
 	b.pump = nil
 	b.mu.Unlock()

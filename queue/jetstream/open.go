@@ -36,27 +36,18 @@ func (b *Backend) Open(ctx context.Context, cfg driver.Config) error {
 	// Open makes a dozen requests: bound them together.
 	ctx, cancel := calls.Context(ctx, 4*b.o.callTimeout)
 	defer cancel()
-	// Held across the requests, so that a second Open waits for the first and then finds the
-	// backend opened (or opens it, if the first failed); b.mu is not, so that no other call
-	// waits for a request it did not make.
-	b.openMu.Lock()
-	defer b.openMu.Unlock()
-	b.mu.Lock()
-	opened := b.opened
-	b.mu.Unlock()
-	if opened {
-		return errors.New("jetstream: backend already opened")
-	}
-	o, err := b.open(ctx, cfg)
-	if err != nil {
-		return err
-	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.opened, b.cfg, b.set, b.work, b.dead, b.state, b.cons = true, cfg, o.set, o.work, o.dead, o.state, o.cons
-	b.done, b.tombstones = o.done, o.tombstones
-	b.lease = o.set.Lease
-	return nil
+	return b.life.Open(calls, func() error {
+		o, err := b.open(ctx, cfg)
+		if err != nil {
+			return err
+		}
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		b.cfg, b.set, b.work, b.dead, b.state, b.cons = cfg, o.set, o.work, o.dead, o.state, o.cons
+		b.done, b.tombstones = o.done, o.tombstones
+		b.lease = o.set.Lease
+		return nil
+	})
 }
 
 // openedQueue is what Open found or made on the servers, for the Backend's fields.

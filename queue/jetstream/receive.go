@@ -309,7 +309,7 @@ func (b *Backend) pumpFor(ctx context.Context, lease time.Duration) (*pump, erro
 func (b *Backend) runningPump(lease time.Duration) (*pump, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if err := calls.CheckOpen(b.opened, b.closed); err != nil {
+	if err := b.life.Check(calls); err != nil {
 		return nil, err
 	}
 	if b.lease != lease || b.pump == nil {
@@ -338,16 +338,16 @@ func (b *Backend) startPump(ctx context.Context, lease time.Duration) (p, old *p
 			return nil, nil, err
 		}
 		b.mu.Lock()
-		if b.closed {
+		if err := b.life.Check(calls); err != nil {
 			b.mu.Unlock()
-			return nil, nil, driver.ErrClosed
+			return nil, nil, err
 		}
 		b.cons, b.lease = c, lease
 		old, b.pump = b.pump, nil
 		b.mu.Unlock()
 	}
 	b.mu.Lock()
-	if err := calls.CheckOpen(b.opened, b.closed); err != nil {
+	if err := b.life.Check(calls); err != nil {
 		b.mu.Unlock()
 		return nil, old, err
 	}
@@ -363,10 +363,10 @@ func (b *Backend) startPump(ctx context.Context, lease time.Duration) (p, old *p
 		return nil, old, err
 	}
 	b.mu.Lock()
-	if b.closed { // Close found no pump to stop: this one is the caller's to stop
+	if err := b.life.Check(calls); err != nil { // Close found no pump to stop: this one is the caller's
 		b.mu.Unlock()
 		b.stopPump(context.Background(), p)
-		return nil, old, driver.ErrClosed
+		return nil, old, err
 	}
 	b.pump = p
 	b.receivers++

@@ -40,19 +40,20 @@ func leaseMargin(lease time.Duration) time.Duration {
 	return min(lease/10, time.Second)
 }
 
-// leased returns d's token if its lease has not ended.
-func (b *Backend) leased(d *driver.Delivery) (*delivered, error) {
-	tok, err := b.token(d)
-	if err != nil {
-		return nil, err
+// leased returns d's token, if its lease has not ended, and the context of the requests a
+// call on d makes (see req); the caller calls cancel, which is never nil.
+func (b *Backend) leased(ctx context.Context, d *driver.Delivery) (tok *delivered, rctx context.Context, cancel context.CancelFunc, err error) {
+	if tok, err = b.token(d); err != nil {
+		return nil, nil, func() {}, err
 	}
 	tok.mu.Lock()
 	end := tok.leaseEnd
 	tok.mu.Unlock()
 	if !time.Now().Before(end) {
-		return nil, driver.ErrLeaseLost
+		return nil, nil, func() {}, driver.ErrLeaseLost
 	}
-	return tok, nil
+	rctx, cancel = b.req(ctx)
+	return tok, rctx, cancel, nil
 }
 
 // Extend implements driver.Backend with InProgress, which restarts the broker's lease at the
@@ -61,12 +62,11 @@ func (b *Backend) leased(d *driver.Delivery) (*delivered, error) {
 // delivery's lease (see jobState.Held); that write finds an operator's cancel of the job, and
 // Extend then returns queue.ErrCanceled (see admin.go).
 func (b *Backend) Extend(ctx context.Context, d *driver.Delivery, lease time.Duration) error {
-	tok, err := b.leased(d)
+	tok, ctx, cancel, err := b.leased(ctx, d)
+	defer cancel()
 	if err != nil {
 		return err
 	}
-	ctx, cancel := b.req(ctx)
-	defer cancel()
 	ackWait := b.ackWait()
 	start := time.Now() // the broker restarts its lease after this
 	tok.stMu.Lock()
@@ -102,12 +102,11 @@ func (b *Backend) Extend(ctx context.Context, d *driver.Delivery, lease time.Dur
 // queue.ErrLeaseLost: the job is not started twice at once. A record an operator's Cancel wrote
 // makes it return queue.ErrCanceled.
 func (b *Backend) Start(ctx context.Context, d *driver.Delivery) error {
-	tok, err := b.leased(d)
+	tok, ctx, cancel, err := b.leased(ctx, d)
+	defer cancel()
 	if err != nil {
 		return err
 	}
-	ctx, cancel := b.req(ctx)
-	defer cancel()
 	ackWait := b.ackWait()
 	tok.stMu.Lock()
 	defer tok.stMu.Unlock()
@@ -146,12 +145,11 @@ func (b *Backend) Start(ctx context.Context, d *driver.Delivery) error {
 // aftermath.go). Ack makes them itself, before it returns, when 4096 acked jobs already wait for
 // them, and, on a queue of one replica, for four leases after a reconnection.
 func (b *Backend) Ack(ctx context.Context, d *driver.Delivery) error {
-	tok, err := b.leased(d)
+	tok, rctx, cancel, err := b.leased(ctx, d)
+	defer cancel()
 	if err != nil {
 		return err
 	}
-	rctx, cancel := b.req(ctx)
-	defer cancel()
 	ackErr := tok.msg.DoubleAck(rctx)
 	ackWait := b.ackWait()
 	if b.mayHaveForgotten(ackWait) {
@@ -185,12 +183,11 @@ func (b *Backend) Ack(ctx context.Context, d *driver.Delivery) error {
 // counted, as Release does, and counts in the state's Snoozes. A job an operator cancelled is
 // buried instead, with ReasonCanceled (see admin.go).
 func (b *Backend) Nack(ctx context.Context, d *driver.Delivery, delay time.Duration, a driver.Attempt) error {
-	tok, err := b.leased(d)
+	tok, ctx, cancel, err := b.leased(ctx, d)
+	defer cancel()
 	if err != nil {
 		return err
 	}
-	ctx, cancel := b.req(ctx)
-	defer cancel()
 	return b.buryIfCanceled(ctx, d, a, b.nack(ctx, d, tok, delay, a))
 }
 
@@ -261,12 +258,11 @@ func fillHistory(h []driver.Attempt, attempt int) []driver.Attempt {
 // the job is recorded as started in time, and it is ready again after delay (NakWithDelay). A
 // job an operator cancelled is buried instead, with ReasonCanceled (see admin.go).
 func (b *Backend) Release(ctx context.Context, d *driver.Delivery, delay time.Duration) error {
-	tok, err := b.leased(d)
+	tok, ctx, cancel, err := b.leased(ctx, d)
+	defer cancel()
 	if err != nil {
 		return err
 	}
-	ctx, cancel := b.req(ctx)
-	defer cancel()
 	return b.buryIfCanceled(ctx, d, driver.Attempt{}, b.giveBack(ctx, d, tok, delay))
 }
 
@@ -298,11 +294,11 @@ func (b *Backend) giveBack(ctx context.Context, d *driver.Delivery, tok *deliver
 // duplicate dead letter at worst (deduplicated by the broker for ten minutes), never a lost job.
 // At the dead-letter limit, the oldest dead letters are deleted first and reported.
 func (b *Backend) Bury(ctx context.Context, d *driver.Delivery, reason driver.Reason, a driver.Attempt) (driver.BuryResult, error) {
-	if _, err := b.leased(d); err != nil {
+	_, ctx, cancel, err := b.leased(ctx, d)
+	defer cancel()
+	if err != nil {
 		return driver.BuryResult{}, err
 	}
-	ctx, cancel := b.req(ctx)
-	defer cancel()
 	evicted, err := b.bury(ctx, d, reason, a)
 	return driver.BuryResult{DeadEvicted: evicted}, err
 }

@@ -34,19 +34,17 @@ type Backend struct {
 
 	rateRowMade atomic.Bool // the queue's row of the table rates exists (see TakeStart)
 
-	openMu sync.Mutex // serialises Open, held across its queries; taken before mu
+	// life is whether the backend is open. Open sets cfg and set once, before it marks the
+	// backend opened; the calls that found it opened (checkOpen) read them without mu.
+	life    driver.Lifecycle
+	closing <-chan struct{} // life's, closed by Close
 
 	// mu guards the fields below. It is held for a few instructions, never across a query.
-	// Open sets cfg and set once, with opened; the calls that found the backend opened read
-	// cfg without mu.
-	mu     sync.Mutex
-	opened bool
-	closed bool
-	cfg    driver.Config
-	set    settings
+	mu  sync.Mutex
+	cfg driver.Config
+	set settings
 
-	wake       signal        // wakes waiting receivers (see receive.go)
-	closing    chan struct{} // closed by Close
+	wake       signal // wakes waiting receivers (see receive.go)
 	stopListen context.CancelFunc
 	listenDone chan struct{} // closed when the listener has returned
 
@@ -156,8 +154,8 @@ func New(pool *pgxpool.Pool, name string, opts ...Option) *Backend {
 	b := &Backend{
 		pool: pool, name: name, o: o, sql: newStatements(o.schema),
 		channel: "corral_" + o.schema,
-		closing: make(chan struct{}),
 	}
+	b.closing = b.life.Closing()
 	b.starts = group{run: b.startMany, call: b.call}
 	b.acks = group{run: b.ackMany, call: b.call}
 	return b
@@ -186,17 +184,11 @@ func (b *Backend) Open(ctx context.Context, cfg driver.Config) error {
 	}
 	ctx, cancel := calls.Context(ctx, 2*b.o.callTimeout)
 	defer cancel()
-	b.openMu.Lock()
-	defer b.openMu.Unlock()
-	b.mu.Lock()
-	opened, closed := b.opened, b.closed
-	b.mu.Unlock()
-	switch {
-	case opened:
-		return errors.New("postgres: backend already opened")
-	case closed:
-		return driver.ErrClosed
-	}
+	return b.life.Open(calls, func() error { return b.open(ctx, cfg) })
+}
+
+// open is Open's setting up, run by b.life.
+func (b *Backend) open(ctx context.Context, cfg driver.Config) error {
 	if err := checkSchema(ctx, b.pool, b.o.schema); err != nil {
 		var se *SchemaError
 		if errors.As(err, &se) {
@@ -208,11 +200,16 @@ func (b *Backend) Open(ctx context.Context, cfg driver.Config) error {
 	if err != nil {
 		return err
 	}
-	lctx, stop := context.WithCancel(context.Background())
 	b.mu.Lock()
-	b.opened, b.cfg, b.set = true, cfg.WithDefaults(), set
+	defer b.mu.Unlock()
+	select {
+	case <-b.closing: // Close has taken (under mu) no listener to stop: start none
+		return driver.ErrClosed
+	default:
+	}
+	b.cfg, b.set = cfg.WithDefaults(), set
+	lctx, stop := context.WithCancel(context.Background())
 	b.stopListen, b.listenDone = stop, make(chan struct{})
-	b.mu.Unlock()
 	go b.listen(lctx) // owned by b: Close stops it and waits through listenDone
 	return nil
 }
@@ -223,9 +220,7 @@ func (b *Backend) checkOpen() error {
 	if b.pool == nil {
 		panic(zeroBackend)
 	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return calls.CheckOpen(b.opened, b.closed)
+	return b.life.Check(calls)
 }
 
 // Close implements driver.Backend: it stops listening (and waits for the listener, and for the
@@ -238,13 +233,10 @@ func (b *Backend) Close(ctx context.Context) error {
 	if b.pool == nil {
 		panic(zeroBackend)
 	}
-	b.mu.Lock()
-	if b.closed {
-		b.mu.Unlock()
+	if first, _ := b.life.Close(); !first {
 		return nil
 	}
-	b.closed = true
-	close(b.closing)
+	b.mu.Lock()
 	stop, done := b.stopListen, b.listenDone
 	b.mu.Unlock()
 	b.wake.all()

@@ -36,15 +36,17 @@ type Backend struct {
 	consumer string // this backend's consumer in the group
 	o        options
 
+	// life is whether the backend is open. Open sets cfg once, before it marks the backend
+	// opened; the calls that found it opened (checkOpen) read it without mu.
+	life    driver.Lifecycle
+	closing <-chan struct{} // life's, closed by Close
+
 	// mu guards the fields below; it is never held across a command.
-	mu      sync.Mutex
-	opened  bool
-	closed  bool
-	cfg     driver.Config
-	lease   time.Duration // the queue's lease, once CheckLease agreed it
-	wake    chan struct{} // closed and replaced when room freed (wakes every blocked Enqueue)
-	rcv     receivers     // the waiting receivers and what the looks saw (receivers.go)
-	closing chan struct{} // closed by Close
+	mu    sync.Mutex
+	cfg   driver.Config
+	lease time.Duration // the queue's lease, once CheckLease agreed it
+	wake  chan struct{} // closed and replaced when room freed (wakes every blocked Enqueue)
+	rcv   receivers     // the waiting receivers and what the looks saw (receivers.go)
 
 	xs exchanges // the exchanges with the server running now (see within)
 }
@@ -126,11 +128,13 @@ func New(client goredis.UniversalClient, name string, opts ...Option) *Backend {
 	}
 	var r [8]byte
 	_, _ = rand.Read(r[:])
-	return &Backend{
+	b := &Backend{
 		client: client, name: name, prefix: "corral:{" + name + "}:",
 		consumer: hex.EncodeToString(r[:]), o: o,
-		wake: make(chan struct{}), closing: make(chan struct{}),
+		wake: make(chan struct{}),
 	}
+	b.closing = b.life.Closing()
+	return b
 }
 
 const zeroBackend = "redis: zero Backend: use redis.New"
@@ -347,22 +351,15 @@ func (b *Backend) Open(ctx context.Context, cfg driver.Config) error {
 		return err
 	}
 	cfg = cfg.WithDefaults()
-	b.mu.Lock()
-	opened, closed := b.opened, b.closed
-	b.mu.Unlock()
-	switch {
-	case opened:
-		return errors.New("redis: backend already opened")
-	case closed:
-		return driver.ErrClosed
-	}
-	if err := b.agree(ctx, "open", cfg); err != nil {
-		return err
-	}
-	b.mu.Lock()
-	b.opened, b.cfg = true, cfg
-	b.mu.Unlock()
-	return nil
+	return b.life.Open(calls, func() error {
+		if err := b.agree(ctx, "open", cfg); err != nil {
+			return err
+		}
+		b.mu.Lock()
+		b.cfg = cfg
+		b.mu.Unlock()
+		return nil
+	})
 }
 
 // agree records cfg's shared settings, and the stream and its consumer group, where the
@@ -454,9 +451,7 @@ func (b *Backend) checkOpen() error {
 	if b.client == nil {
 		panic(zeroBackend)
 	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return calls.CheckOpen(b.opened, b.closed)
+	return b.life.Check(calls)
 }
 
 // Close implements driver.Backend: it wakes the Receive and Enqueue calls that wait, which
@@ -472,13 +467,7 @@ func (b *Backend) Close(ctx context.Context) error {
 	if b.client == nil {
 		panic(zeroBackend)
 	}
-	b.mu.Lock()
-	first, opened := !b.closed, b.opened
-	if first {
-		b.closed = true
-		close(b.closing)
-	}
-	b.mu.Unlock()
+	first, opened := b.life.Close()
 	if !first {
 		return nil
 	}
