@@ -59,7 +59,7 @@ type openedQueue struct {
 }
 
 // open makes Open's requests: the shared settings, the streams, the consumer and Stats' own
-// handles. b.openMu held.
+// handles. Run by b.life.Open, one at a time.
 func (b *Backend) open(ctx context.Context, cfg driver.Config) (openedQueue, error) {
 	var o openedQueue
 	var err error
