@@ -100,15 +100,18 @@
 // fetch jobs in batches, and a read of the pause record at most once per PauseWithin), on every
 // server version: its publish (Enqueue), and, on the worker's path, the state record written
 // compare-and-set as its handler starts (Start) and the confirmed ack (Ack); then, off the
-// worker's path, the record's removal (a purge of its subject), made in the background after
-// the ack (Close waits for it within its ctx, see Backend.Close; a process that dies first
-// leaves the records of its last acked jobs in CORRAL_<name>_STATE, where nothing reads them,
-// until Delete). On a server older than 2.10 the background work writes the job's tombstone
-// first (see above), a fifth request. A
-// redelivered job reads its record as it is delivered, and a job with an ordering key reads the
-// head of its key. On a queue of one replica, for four leases after a reconnection, Ack waits
-// for the removal, and Start and Ack check the work stream (a request each), so that a server
-// that lost its consumer's state cannot make a job run twice.
+// worker's path, the record's removal, made in the background after the ack. On a queue whose
+// state stream allows per-message TTLs (one made on nats-server 2.11 or later, or opened there
+// with WithReconfigure) the removal is a publish: an empty record in the record's place, which
+// the server deletes a second later; on any other it is a purge of the record's subject, a
+// JetStream API request. Close waits for the removals within its ctx (see Backend.Close); a
+// process that dies first leaves the records of its last acked jobs in CORRAL_<name>_STATE,
+// where nothing reads them, until Delete. On a server older than 2.10 the background work
+// writes the job's tombstone first (see above), a fifth request. A redelivered job reads its
+// record as it is delivered, and a job with an ordering key reads the head of its key. On a
+// queue of one replica, for four leases after a reconnection, Ack waits for the removal, and
+// Start and Ack check the work stream (a request each), so that a server that lost its
+// consumer's state cannot make a job run twice.
 //
 // # Operating the queue
 //

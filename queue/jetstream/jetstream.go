@@ -56,6 +56,9 @@ type Backend struct {
 	// tombstones says the server is older than 2.10: Ack records each acked job (see
 	// resurrect.go).
 	tombstones bool
+	// recordTTL says the state stream allows per-message TTLs (nats-server 2.11 or later):
+	// dropState replaces a record by an empty one that the server removes by itself.
+	recordTTL  bool
 	state      natsjs.Stream
 	cons       natsjs.Consumer // replaced by pumpFor when the lease changes
 	lease      time.Duration   // the consumer's AckWait; 0 until the first Receive
@@ -148,7 +151,10 @@ func WithCallTimeout(d time.Duration) Option {
 // WithReconfigure lets Open (and CheckLease) replace the queue's shared settings (capacity,
 // overflow, dedup horizon, dead-letter limit, replicas, storage, and the lease) with this
 // process's, instead of failing on a difference. Use it for a deliberate change, with every
-// other process of the queue stopped.
+// other process of the queue stopped. On nats-server 2.11 or later it also lets Open allow
+// per-message TTLs on a state stream made without them (see "What a job costs"): the server
+// does not let them be turned off again, so corral versions before v0.3.0, whose Open asks
+// for them off, can no longer open the queue.
 func WithReconfigure() Option { return optionFunc(func(o *options) { o.reconfigure = true }) }
 
 var validName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)

@@ -44,7 +44,7 @@ func (b *Backend) Open(ctx context.Context, cfg driver.Config) error {
 		b.mu.Lock()
 		defer b.mu.Unlock()
 		b.cfg, b.set, b.work, b.dead, b.state, b.cons = cfg, o.set, o.work, o.dead, o.state, o.cons
-		b.done, b.tombstones = o.done, o.tombstones
+		b.done, b.tombstones, b.recordTTL = o.done, o.tombstones, o.recordTTL
 		b.lease = o.set.Lease
 		return nil
 	})
@@ -55,6 +55,7 @@ type openedQueue struct {
 	set                     settings
 	state, work, dead, done natsjs.Stream // done is nil unless tombstones
 	tombstones              bool
+	recordTTL               bool // the state stream allows per-message TTLs (see dropState)
 	cons                    natsjs.Consumer
 }
 
@@ -66,6 +67,9 @@ func (b *Backend) open(ctx context.Context, cfg driver.Config) (openedQueue, err
 	if o.state, o.set, err = b.openSettings(ctx, b.settingsFor(cfg)); err != nil {
 		return o, err
 	}
+	// The server's answer, not the request: a server that does not know the setting
+	// leaves it out.
+	o.recordTTL = o.state.CachedInfo().Config.AllowMsgTTL
 	// See resurrect.go: a 2.9 server needs records of the acked jobs.
 	o.tombstones = !serverversion.AtLeast(b.nc.ConnectedServerVersion(), 2, 10, 0)
 	for _, spec := range b.streamSpecs(cfg, &o) {
@@ -90,12 +94,20 @@ func (b *Backend) open(ctx context.Context, cfg driver.Config) (openedQueue, err
 // settings with it. An existing queue's settings are agreed before its state stream is
 // touched, so that it is updated only if they agree (or WithReconfigure).
 func (b *Backend) openSettings(ctx context.Context, mine settings) (natsjs.Stream, settings, error) {
+	// Per-message TTLs (nats-server 2.11) for a new stream, or with WithReconfigure; once on,
+	// the server refuses to turn them off, so an existing stream keeps what it has: a process
+	// of an earlier version, whose Open asks for them off, could not open the queue.
+	ttl := b.o.reconfigure && serverversion.AtLeast(b.nc.ConnectedServerVersion(), 2, 11, 0)
 	state, err := b.stream(ctx, b.stateStream)
-	if err == nil {
+	switch {
+	case err == nil:
 		if mine, err = b.agree(ctx, state, mine); err != nil {
 			return nil, mine, err
 		}
-	} else if !errors.Is(err, natsjs.ErrStreamNotFound) {
+		ttl = ttl || state.CachedInfo().Config.AllowMsgTTL
+	case errors.Is(err, natsjs.ErrStreamNotFound):
+		ttl = serverversion.AtLeast(b.nc.ConnectedServerVersion(), 2, 11, 0)
+	default:
 		return nil, mine, b.fail(ctx, "open stream "+b.stateStream, err)
 	}
 	state, err = b.createStream(ctx, b.storage(natsjs.StreamConfig{
@@ -104,6 +116,7 @@ func (b *Backend) openSettings(ctx context.Context, mine settings) (natsjs.Strea
 		Subjects:          []string{b.statePrefix + ">", b.markPrefix + ">", b.settingsSubject()},
 		Retention:         natsjs.LimitsPolicy,
 		MaxMsgsPerSubject: 1,
+		AllowMsgTTL:       ttl,
 	}))
 	if err != nil {
 		return nil, mine, b.fail(ctx, "stream "+b.stateStream, err)
