@@ -2,11 +2,11 @@ package jetstream_test
 
 import (
 	"context"
+	"errors"
 	"regexp"
 	"strconv"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	natsjs "github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
@@ -21,14 +21,7 @@ import (
 // nats-server 2.11 or later, each has the empty record that replaced it, which the server
 // removes a second later), and none has a tombstone missing on a 2.9 server.
 func TestAckRemovesRecordsByClose(t *testing.T) {
-	s := natstest.Start(t)
-	nc := s.Connect(t)
-	js, err := natsjs.New(nc)
-	require.NoError(t, err)
-	name := natstest.Prefix(t)
-	t.Cleanup(func() { deleteStreams(t, js, name) })
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
+	nc, js, name, ctx := oneServer(t)
 	q, err := queue.New[int](ctx, queue.WithBackend(jetstream.New(js, name, jetstream.WithMemoryStorage())))
 	require.NoError(t, err)
 	const jobs = 200
@@ -65,6 +58,9 @@ func TestAckRemovesRecordsByClose(t *testing.T) {
 			continue
 		}
 		raw, err := state.GetLastMsgForSubject(ctx, subj)
+		if errors.Is(err, natsjs.ErrMsgNotFound) {
+			continue // an empty record whose TTL passed since the listing
+		}
 		require.NoError(t, err)
 		if !ttl || string(raw.Data) != "{}" || raw.Header.Get("Nats-TTL") == "" {
 			t.Errorf("state record %s left after the queue closed: %s %v", subj, raw.Data, raw.Header)

@@ -2,9 +2,9 @@ package jetstream_test
 
 import (
 	"context"
+	"errors"
 	"regexp"
 	"testing"
-	"time"
 
 	natsjs "github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
@@ -62,6 +62,9 @@ func stateStream(t *testing.T, ctx context.Context, js natsjs.JetStream, name st
 	for subj := range info.State.Subjects {
 		if record.MatchString(subj) {
 			raw, err := st.GetLastMsgForSubject(ctx, subj)
+			if errors.Is(err, natsjs.ErrMsgNotFound) {
+				continue // an empty record whose TTL passed since the listing
+			}
 			require.NoError(t, err)
 			records = append(records, raw)
 		}
@@ -74,14 +77,7 @@ func stateStream(t *testing.T, ctx context.Context, js natsjs.JetStream, name st
 // itself. On an older server the record is purged. The stream's last sequence tells them apart
 // whether or not the TTL has passed: one more message after the handler ran, or none.
 func TestDroppedRecord(t *testing.T) {
-	s := natstest.Start(t)
-	nc := s.Connect(t)
-	js, err := natsjs.New(nc)
-	require.NoError(t, err)
-	name := natstest.Prefix(t)
-	t.Cleanup(func() { deleteStreams(t, js, name) })
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
+	nc, js, name, ctx := oneServer(t)
 	q, err := queue.New[int](ctx, queue.WithBackend(jetstream.New(js, name, jetstream.WithMemoryStorage())))
 	require.NoError(t, err)
 	ttl := natstest.VersionAtLeast(nc, 2, 11, 0)
@@ -106,14 +102,7 @@ func TestDroppedRecord(t *testing.T) {
 // out of the queue. WithReconfigure turns them on (on a server that has them), and then an
 // Open that asks for them off (an earlier version's) fails.
 func TestRecordTTLOfExistingQueue(t *testing.T) {
-	s := natstest.Start(t)
-	nc := s.Connect(t)
-	js, err := natsjs.New(nc)
-	require.NoError(t, err)
-	name := natstest.Prefix(t)
-	t.Cleanup(func() { deleteStreams(t, js, name) })
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
+	nc, js, name, ctx := oneServer(t)
 	earlier := natsjs.StreamConfig{ // as v0.2.0 made it
 		Name:              "CORRAL_" + name + "_STATE",
 		Description:       "corral queue " + name + ": settings and retry state of jobs",
@@ -123,7 +112,7 @@ func TestRecordTTLOfExistingQueue(t *testing.T) {
 		Storage:           natsjs.MemoryStorage,
 		Replicas:          1,
 	}
-	_, err = js.CreateStream(ctx, earlier)
+	_, err := js.CreateStream(ctx, earlier)
 	require.NoError(t, err)
 
 	q, err := queue.New[int](ctx, queue.WithBackend(jetstream.New(js, name, jetstream.WithMemoryStorage())))
