@@ -44,11 +44,13 @@ func faultWorkerKilled(r *faultRun) {
 
 // faultPoison: two poison jobs among the others, whose handler exits its process; the suite
 // starts a new worker for each that dies. Each poison job is dead-lettered with ReasonAttempts
-// after exactly faultMaxAttempts starts; no other job's attempts grow from the crashes, and no
-// other job is dead-lettered unless each of its runs that the worker reported was in a process
-// the poison took down: its redelivery travels with the poison's, after the same lease, it
-// starts in the same instant, and the exit cuts it (sometimes before the worker reports the
-// start). Such neighbours are counted in the report.
+// after exactly faultMaxAttempts starts (its dead letter says so; a start of one can go
+// unreported when the other exits the process in the same instant); no other job's attempts
+// grow from the crashes, and no other job is dead-lettered unless each of its runs that the
+// worker reported was in a process the poison took down: its redelivery travels with the
+// poison's, after the same lease, it starts in the same instant, and the exit cuts it
+// (sometimes before the worker reports the start, or the burial). Such neighbours are counted
+// in the report.
 func faultPoison(r *faultRun) {
 	n := r.size.jobs / 2
 	poison := map[string]bool{jobID(n / 4): true, jobID(n / 2): true}
@@ -91,8 +93,8 @@ func faultPoison(r *faultRun) {
 		return err == nil && s.Ready+s.InFlight+s.Delayed == 0 && s.Dead >= len(poison)
 	})
 	<-produced
-	// A poison start hides no other start; each exit may cut the report of the starts that
-	// the process's other handlers had just made.
+	// Each exit may cut the report of the starts that the process's other handlers had just
+	// made, the other poison job's among them.
 	a := r.check(poison, restarts*(faultWorkers-1), restarts*r.f.inHand())
 	r.report("PoisonProcess", a, fmt.Sprintf("%d worker processes lost to the poison", restarts))
 }
