@@ -28,7 +28,8 @@ type Lifecycle struct {
 // it; if Close is called while open runs, Open returns ErrClosed; either
 // way the backend stays not opened. What open does synchronizes before
 // every Check that returns nil. Check, Close and Closing do not wait for a
-// running open.
+// running open, and open may call them; it must not call Open, which
+// would wait for it.
 func (l *Lifecycle) Open(c Call, open func() error) error {
 	l.openMu.Lock()
 	defer l.openMu.Unlock()
