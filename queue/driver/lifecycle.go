@@ -80,10 +80,7 @@ func (l *Lifecycle) Close() (first, opened bool) {
 		return false, l.opened
 	}
 	l.closed = true
-	if l.closing == nil {
-		l.closing = make(chan struct{})
-	}
-	close(l.closing)
+	close(l.closingLocked())
 	return true, l.opened
 }
 
@@ -92,6 +89,11 @@ func (l *Lifecycle) Close() (first, opened bool) {
 func (l *Lifecycle) Closing() <-chan struct{} {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	return l.closingLocked()
+}
+
+// closingLocked returns the channel of Closing, made by its first use. l.mu held.
+func (l *Lifecycle) closingLocked() chan struct{} {
 	if l.closing == nil {
 		l.closing = make(chan struct{})
 	}

@@ -97,16 +97,15 @@ func (b *Backend) openSettings(ctx context.Context, mine settings) (natsjs.Strea
 	// Per-message TTLs (nats-server 2.11) for a new stream, or with WithReconfigure; once on,
 	// the server refuses to turn them off, so an existing stream keeps what it has: a process
 	// of an earlier version, whose Open asks for them off, could not open the queue.
-	ttl := b.o.reconfigure && serverversion.AtLeast(b.nc.ConnectedServerVersion(), 2, 11, 0)
+	ttl := serverversion.AtLeast(b.nc.ConnectedServerVersion(), 2, 11, 0)
 	state, err := b.stream(ctx, b.stateStream)
 	switch {
 	case err == nil:
 		if mine, err = b.agree(ctx, state, mine); err != nil {
 			return nil, mine, err
 		}
-		ttl = ttl || state.CachedInfo().Config.AllowMsgTTL
+		ttl = ttl && b.o.reconfigure || state.CachedInfo().Config.AllowMsgTTL
 	case errors.Is(err, natsjs.ErrStreamNotFound):
-		ttl = serverversion.AtLeast(b.nc.ConnectedServerVersion(), 2, 11, 0)
 	default:
 		return nil, mine, b.fail(ctx, "open stream "+b.stateStream, err)
 	}
