@@ -77,14 +77,14 @@ func recv[V any](e *env, ch <-chan V, what string) V {
 }
 
 // quiet asserts nothing arrives on ch within d.
-func quiet[V any](e *env, ch <-chan V, d time.Duration, what string) {
-	e.Helper()
-	t := time.NewTimer(d)
-	defer t.Stop()
+func quiet[V any](t testing.TB, ch <-chan V, d time.Duration, what string) {
+	t.Helper()
+	timer := time.NewTimer(d)
+	defer timer.Stop()
 	select {
 	case v := <-ch:
-		e.Fatalf("unexpected %s: %v", what, v)
-	case <-t.C:
+		t.Fatalf("unexpected %s: %v", what, v)
+	case <-timer.C:
 	}
 }
 

@@ -51,7 +51,7 @@ func faultPeriodicKilled(r *faultRun) {
 	r.stopWorkers()
 	// Anything more, within a period, is a duplicate or a tick enqueued by no surviving
 	// process after they stopped.
-	quiet(&env{T: r.t, unit: period / 5}, jobs, period, "tick after the runners stopped")
+	quiet(r.t, jobs, period, "tick after the runners stopped")
 	r.t.Logf("FAULTS PeriodicKilled: w%d killed after enqueueing %s; the next ticks enqueued %v after their tick (bound %v)",
 		victim, last.ID, lates, bound)
 }

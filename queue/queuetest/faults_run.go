@@ -29,7 +29,7 @@ type event struct {
 // producer's, and the view of stats and dead letters), worker processes, and what they
 // reported.
 type faultRun struct {
-	t    *testing.T
+	t    testing.TB // the scenario's *testing.T; a recorder in the checks' own tests
 	f    Faults
 	size faultSize
 	name string
