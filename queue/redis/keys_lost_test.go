@@ -14,8 +14,8 @@ import (
 // TestReceiveAfterKeysLost: a server that lost the queue's keys while its Backends were open
 // (a replica promoted before it had them, a restart without persistence) makes Stats, and
 // Receive, record them again as Open and CheckLease did (the consumer group, the shared
-// settings, the lease); Receive delivers the jobs enqueued since, and what the server lost
-// stays lost.
+// settings, the lease), each counted in Regroups; Receive delivers the jobs enqueued since, and
+// what the server lost stays lost.
 func TestReceiveAfterKeysLost(t *testing.T) {
 	srv := redistest.Start(t, "always")
 	c := newClient(t, srv.Addr())
@@ -39,9 +39,15 @@ func TestReceiveAfterKeysLost(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	if n := b.Regroups(); n != 0 {
+		t.Fatalf("Regroups before any loss = %d, want 0", n)
+	}
 	lose("lost")
 	if st, err := b.Stats(ctx); err != nil || st != (driver.Stats{}) {
 		t.Fatalf("Stats after the keys were lost: %+v, %v; want zero stats", st, err)
+	}
+	if n := b.Regroups(); n != 1 {
+		t.Errorf("Regroups after Stats met a loss = %d, want 1", n)
 	}
 	lose("lost too")
 	if _, err := b.Enqueue(ctx, driver.Message{ID: "after", Body: []byte("y")}); err != nil {
@@ -51,6 +57,9 @@ func TestReceiveAfterKeysLost(t *testing.T) {
 	if err := b.Receive(ctx, time.Minute, &d); err != nil || d.ID != "after" {
 		t.Fatalf("Receive after the keys were lost: %q, %v; want the job enqueued since", d.ID, err)
 	}
+	if n := b.Regroups(); n != 2 {
+		t.Errorf("Regroups after Receive met a second loss = %d, want 2", n)
+	}
 	if err := b.Ack(ctx, &d); err != nil {
 		t.Fatal(err)
 	}
@@ -58,6 +67,9 @@ func TestReceiveAfterKeysLost(t *testing.T) {
 	defer rcancel()
 	if err := b.Receive(rctx, time.Minute, &d); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Receive with nothing left: %q, %v; want the context's deadline", d.ID, err)
+	}
+	if n := b.Regroups(); n != 2 {
+		t.Errorf("Regroups after receives on the keys recorded again = %d, want 2", n)
 	}
 	// The settings and the lease are the queue's again.
 	var se *driver.SettingsError

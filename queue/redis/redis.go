@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -49,6 +50,8 @@ type Backend struct {
 	rcv   receivers     // the waiting receivers and what the looks saw (receivers.go)
 
 	xs exchanges // the exchanges with the server running now (see within)
+
+	regroups atomic.Uint64 // see Regroups
 }
 
 // Option configures a Backend in New. An option given a setting no backend can honour panics
@@ -410,10 +413,20 @@ func (b *Backend) regroup(ctx context.Context, op string) error {
 	lease := b.lease
 	b.mu.Unlock()
 	if lease > 0 {
-		return b.CheckLease(ctx, lease)
+		if err := b.CheckLease(ctx, lease); err != nil {
+			return err
+		}
 	}
+	b.regroups.Add(1)
 	return nil
 }
+
+// Regroups returns how many times this Backend found the server without the queue's keys and
+// recorded them again (see the package doc): each time, the server had lost the jobs, dead
+// letters and leases it held for the queue, which stay lost. Calls that find the keys gone at
+// the same moment may each record them, so one loss counts once or more. A Backend counts the
+// losses that its own Receive and Stats calls found.
+func (b *Backend) Regroups() uint64 { return b.regroups.Load() }
 
 // noGroup reports whether err is the server's answer to a command on a consumer group it
 // does not have.
