@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/corral-go/corral/queue"
+	"github.com/corral-go/corral/queue/driver"
 )
 
 func TestToken(t *testing.T) {
@@ -85,5 +86,22 @@ func TestExpireRun(t *testing.T) {
 				t.Errorf("expireRun at %v: %+v, want history %+v, run kept %v", tc.now, st, tc.want, tc.kept)
 			}
 		})
+	}
+}
+
+func TestMessageFromHeaders(t *testing.T) {
+	// A job's integer headers read back as written; absent or not a number, as 0.
+	m := driver.Message{ID: "j", Version: 7, Unique: "u", UniqueFor: -3}
+	got := messageFrom(jobHeader(&m), nil)
+	if got.Version != 7 || got.UniqueFor != -3 {
+		t.Errorf("Version %d, UniqueFor %d read back; want 7, -3", got.Version, got.UniqueFor)
+	}
+	h := jobHeader(&driver.Message{ID: "k"})
+	if got := messageFrom(h, nil); got.Version != 0 || got.UniqueFor != 0 {
+		t.Errorf("absent headers read as Version %d, UniqueFor %d; want 0, 0", got.Version, got.UniqueFor)
+	}
+	h.Set(hdrVersion, "x")
+	if got := messageFrom(h, nil); got.Version != 0 {
+		t.Errorf("Version header \"x\" read as %d, want 0", got.Version)
 	}
 }

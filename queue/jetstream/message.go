@@ -54,7 +54,11 @@ func getTime(h nats.Header, k string) time.Time {
 // getInt reads an integer header: 0 if it is absent (a job enqueued before payload versions) or
 // not a number.
 func getInt(h nats.Header, k string) int {
-	n, _ := strconv.Atoi(h.Get(k))
+	v := h.Get(k)
+	if v == "" {
+		return 0 // not parsed: a failed parse allocates its error
+	}
+	n, _ := strconv.Atoi(v)
 	return n
 }
 
