@@ -20,7 +20,11 @@ import (
 // job, Receive waits for a notification (a job stored or made ready, see listen), for the time
 // the next delayed job is due or lease ends, or for the poll interval (WithPollInterval),
 // whichever comes first. One query serves every receiver of the backend that asked meanwhile
-// (see claim).
+// (see claim). When ctx ends, Receive returns context.Cause(ctx) once nothing is leased for it:
+// a job that a query serving several receivers leased for it is given back first, as if never
+// delivered, which waits for that query (at most WithCallTimeout, and as long again for the
+// give-back). A query a receiver made alone, with its own ctx, is cancelled with it; a job the
+// server had leased by then comes back when its lease ends, its attempt unspent.
 func (b *Backend) Receive(ctx context.Context, lease time.Duration, d *driver.Delivery) error {
 	if lease <= 0 {
 		return fmt.Errorf("postgres: lease %v must be positive", lease)
@@ -144,9 +148,15 @@ func (b *Backend) claim(ctx context.Context, lease time.Duration, d *driver.Deli
 		return res.claimed, res.err
 	case reqWaiting:
 		b.claimQ = slices.DeleteFunc(b.claimQ, func(r *claimReq) bool { return r == req })
+		b.claimMu.Unlock()
+		return claimed{}, context.Cause(ctx)
 	}
-	req.state = reqAbandoned // in flight: the claimer gives back a job it gets for it
+	// In flight: the claimer gives back a job it gets for this request, then answers. Wait
+	// for that, so that no job is leased for this receiver once it has returned (a consumer
+	// that closed leaves every job it did not take ready).
+	req.state = reqAbandoned
 	b.claimMu.Unlock()
+	<-req.done
 	return claimed{}, context.Cause(ctx)
 }
 
@@ -163,7 +173,7 @@ const (
 	reqWaiting   = iota // in claimQ
 	reqInFlight         // in the claimer's query
 	reqDone             // answered on done
-	reqAbandoned        // its receiver left
+	reqAbandoned        // its receiver's ctx ended in flight: it waits for an empty answer
 )
 
 type claimResult struct {
@@ -212,7 +222,8 @@ func (b *Backend) takeClaims(batch []*claimReq) []*claimReq {
 
 // claimRound makes one claim query for batch, and answers each request: the jobs found go to
 // the requests in order, and the others get the due time (or the query's error). A job for a
-// request abandoned meanwhile is given back.
+// request abandoned meanwhile is given back before that request is answered (with nothing:
+// its receiver returns its ctx's cause).
 func (b *Backend) claimRound(batch []*claimReq) {
 	ctx, cancel := b.call(context.Background())
 	defer cancel()
@@ -220,7 +231,10 @@ func (b *Backend) claimRound(batch []*claimReq) {
 	if err != nil {
 		err = calls.Fail(ctx, "receive", err)
 	}
-	var lost []driver.Delivery
+	var (
+		lost []driver.Delivery
+		left []*claimReq
+	)
 	b.claimMu.Lock()
 	for i, req := range batch {
 		res := claimResult{claimed: claimed{due: r.due, rescued: r.rescued}, err: err}
@@ -231,6 +245,7 @@ func (b *Backend) claimRound(batch []*claimReq) {
 			if res.got {
 				lost = append(lost, jobs[i])
 			}
+			left = append(left, req)
 			continue
 		}
 		if res.got {
@@ -242,6 +257,9 @@ func (b *Backend) claimRound(batch []*claimReq) {
 	b.claimMu.Unlock()
 	for i := range lost {
 		b.unclaim(&lost[i])
+	}
+	for _, req := range left {
+		req.done <- claimResult{}
 	}
 }
 

@@ -18,7 +18,7 @@ import (
 
 // claimTracer watches the claim queries sent on a pool: how many are in flight at once, at
 // most, and, if hold is set, it holds the first len(hold) of them, the i-th until hold[i] is
-// closed (after closing held[i]).
+// closed (after closing held[i]), and closes ended[i] when the i-th has ended.
 type claimTracer struct {
 	sql      atomic.Pointer[string]
 	inFlight atomic.Int64
@@ -26,6 +26,7 @@ type claimTracer struct {
 	count    atomic.Int64
 	hold     []chan struct{}
 	held     []chan struct{}
+	ended    []chan struct{}
 }
 
 type claimKey struct{}
@@ -42,12 +43,15 @@ func (c *claimTracer) TraceQueryStart(ctx context.Context, _ *pgx.Conn, data pgx
 		close(c.held[i])
 		<-c.hold[i]
 	}
-	return context.WithValue(ctx, claimKey{}, true)
+	return context.WithValue(ctx, claimKey{}, i)
 }
 
 func (c *claimTracer) TraceQueryEnd(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryEndData) {
-	if ctx.Value(claimKey{}) != nil {
+	if i, ok := ctx.Value(claimKey{}).(int64); ok {
 		c.inFlight.Add(-1)
+		if i < int64(len(c.ended)) {
+			close(c.ended[i])
+		}
 	}
 }
 
@@ -140,12 +144,14 @@ func TestReceiversShareClaims(t *testing.T) {
 }
 
 // A job claimed for a receiver whose ctx ended while the claim was in flight is given back as
-// if never delivered: the next receiver gets it at once, attempt 1, not redelivered.
+// if never delivered, before that receiver's Receive returns: the job is ready then, and the
+// next receiver gets it at once, attempt 1, not redelivered.
 func TestAbandonedClaimGivenBack(t *testing.T) {
 	srv, _ := startDB(t)
 	tr := claimTracer{
-		hold: []chan struct{}{make(chan struct{}), make(chan struct{})},
-		held: []chan struct{}{make(chan struct{}), make(chan struct{})},
+		hold:  []chan struct{}{make(chan struct{}), make(chan struct{})},
+		held:  []chan struct{}{make(chan struct{}), make(chan struct{})},
+		ended: []chan struct{}{make(chan struct{}), make(chan struct{})},
 	}
 	b := tracedBackend(t, srv.DSN(), &tr)
 	queued := make(chan struct{}, 1)
@@ -186,10 +192,19 @@ func TestAbandonedClaimGivenBack(t *testing.T) {
 	recvWithin(t, tr.held[1], 10*time.Second, "the claimer's query")
 	stop := errors.New("receiver gone")
 	cancel(stop)
+	close(tr.hold[1]) // the claim leases b, for nobody
 	if err := recvWithin(t, errc, 10*time.Second, "the abandoned Receive"); !errors.Is(err, stop) {
 		t.Fatalf("abandoned Receive: %v, want its ctx's cause", err)
 	}
-	close(tr.hold[1]) // the claim leases b, for nobody
+	// The Receive returned only once the claim it was waiting for had ended, and b was back.
+	select {
+	case <-tr.ended[1]:
+	default:
+		t.Error("the abandoned Receive returned before the claim query serving it ended")
+	}
+	if s, err := b.Stats(ctx); err != nil || s.Ready != 1 || s.InFlight != 1 {
+		t.Errorf("stats after the abandoned Receive: %+v, %v; want b ready, a in flight", s, err)
+	}
 	var d driver.Delivery
 	wctx, wcancel := context.WithTimeout(ctx, 10*time.Second)
 	defer wcancel()
