@@ -26,6 +26,6 @@ rollup tick handled once: true
 report handled at attempt 1 after 3 looks
 second refresh of ada refused: true, the first's ID returned: true
 snoozed=2 retried=0
-partner: 6 calls, never more than 2 per 500ms: true
+partner: 6 calls, the i-th at least i/2 × 500ms after the first could start: true
 local: 20 jobs of 40ms on both workers (within 700ms): true
 `
