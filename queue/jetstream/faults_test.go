@@ -57,7 +57,8 @@ func (nb natsBroker) Continue(t testing.TB, node int)      { nb.c.Nodes[node].Co
 func (nb natsBroker) Leader(t testing.TB, name string) int { return nb.leader(t, name) }
 
 // Describe implements queuetest.Describer: the work stream's state, its consumer's, and the
-// first stored jobs, as the servers answer within a few seconds.
+// first stored jobs, as the servers answer within a few seconds; then, in a cluster, each
+// node's own copy of the work stream and its consumer (the API answers from the leaders).
 func (nb natsBroker) Describe(name string) string {
 	nc, err := nats.Connect(nb.c.URLs(), nats.Timeout(2*time.Second))
 	if err != nil {
@@ -94,6 +95,9 @@ func (nb natsBroker) Describe(name string) string {
 		}
 		fmt.Fprintf(&b, "\nstored %d %s %s", m.Sequence, m.Header.Get("Corral-Id"), m.Time.Format(time.RFC3339Nano))
 		seq = m.Sequence + 1
+	}
+	if len(nb.c.Nodes) > 1 {
+		b.WriteString("\nreplicas:" + nb.c.Replicas("CORRAL_"+name))
 	}
 	return b.String()
 }

@@ -48,6 +48,8 @@ type Node struct {
 	URL string
 	// Name is the node's server name.
 	Name string
+	// Monitor is the node's HTTP monitoring URL (see Replicas).
+	Monitor string
 
 	s *testserver.Server
 }
@@ -68,7 +70,7 @@ func StartCluster(tb testing.TB, n int) *Cluster {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	ports, err := testserver.FreePorts(2 * n)
+	ports, err := testserver.FreePorts(3 * n) // clients, routes, monitoring
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -89,11 +91,12 @@ func StartCluster(tb testing.TB, n int) *Cluster {
 	for i := range n {
 		dir := dirs[i]
 		nd := &Node{
-			URL:  "nats://127.0.0.1:" + strconv.Itoa(ports[i]),
-			Name: fmt.Sprintf("%s-n%d", prefix, i),
+			URL:     "nats://127.0.0.1:" + strconv.Itoa(ports[i]),
+			Name:    fmt.Sprintf("%s-n%d", prefix, i),
+			Monitor: "http://127.0.0.1:" + strconv.Itoa(ports[2*n+i]),
 		}
 		args := []string{"-js", "-sd", filepath.Join(dir, "store"), "-a", "127.0.0.1",
-			"-p", strconv.Itoa(ports[i]), "-n", nd.Name}
+			"-p", strconv.Itoa(ports[i]), "-m", strconv.Itoa(ports[2*n+i]), "-n", nd.Name}
 		if n > 1 {
 			args = append(args, "--cluster_name", prefix, "--cluster", routes[i],
 				"--routes", strings.Join(routes, ","))

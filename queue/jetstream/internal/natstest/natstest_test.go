@@ -55,6 +55,61 @@ func TestStartKillRestart(t *testing.T) {
 	}
 }
 
+// Replicas shows a node's own copy of a stream and of its consumers, and a paused node as not
+// serving.
+func TestReplicas(t *testing.T) {
+	c := natstest.Start(t)
+	js, err := natsjs.New(c.Connect(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	s, err := js.CreateStream(ctx, natsjs.StreamConfig{Name: "S", Subjects: []string{"s"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		if _, err := js.Publish(ctx, "s", []byte("x")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cons, err := s.CreateConsumer(ctx, natsjs.ConsumerConfig{Durable: "c", AckPolicy: natsjs.AckExplicitPolicy})
+	if err != nil {
+		t.Fatal(err)
+	}
+	batch, err := cons.FetchNoWait(2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for m := range batch.Messages() {
+		if n == 0 {
+			if err := m.DoubleAck(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		n++
+	}
+	if n != 2 || batch.Error() != nil {
+		t.Fatalf("fetched %d messages (%v), want 2", n, batch.Error())
+	}
+	name := c.Nodes[0].Name
+	want := "\n" + name + ": msgs 3 seq 1-3 deleted 0; consumer c delivered 2/2 ack floor 1/1 pending 1 ack pending 1 waiting 0"
+	if got := c.Replicas("S"); got != want {
+		t.Errorf("Replicas:\n%q\nwant\n%q", got, want)
+	}
+	if got, want := c.Replicas("T"), "\n"+name+": no copy of T"; got != want {
+		t.Errorf("Replicas of a missing stream: %q, want %q", got, want)
+	}
+	c.Nodes[0].Pause(t)
+	got := c.Replicas("S")
+	c.Nodes[0].Continue(t)
+	if want := "\n" + name + ": not serving"; got != want {
+		t.Errorf("Replicas with the node paused: %q, want %q", got, want)
+	}
+}
+
 // Without the binary, Binary says which package to install.
 func TestBinaryMissingNamesThePackage(t *testing.T) {
 	t.Setenv("PATH", t.TempDir())
