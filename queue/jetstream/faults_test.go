@@ -58,7 +58,8 @@ func (nb natsBroker) Leader(t testing.TB, name string) int { return nb.leader(t,
 
 // Describe implements queuetest.Describer: the work stream's state, its consumer's, and the
 // first stored jobs, as the servers answer within a few seconds; then, in a cluster, each
-// node's own copy of the work stream and its consumer (the API answers from the leaders).
+// node's own copy of the work stream and its consumer (the API answers from the leaders), and
+// the last lines of each node's log.
 func (nb natsBroker) Describe(name string) string {
 	nc, err := nats.Connect(nb.c.URLs(), nats.Timeout(2*time.Second))
 	if err != nil {
@@ -98,6 +99,9 @@ func (nb natsBroker) Describe(name string) string {
 	}
 	if len(nb.c.Nodes) > 1 {
 		b.WriteString("\nreplicas:" + nb.c.Replicas("CORRAL_"+name))
+		for _, nd := range nb.c.Nodes {
+			fmt.Fprintf(&b, "\nlog of %s, last lines:\n%s", nd.Name, nd.LogTail(12))
+		}
 	}
 	return b.String()
 }
