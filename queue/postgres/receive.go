@@ -255,8 +255,13 @@ func (b *Backend) claimRound(batch []*claimReq) {
 		req.done <- res
 	}
 	b.claimMu.Unlock()
-	for i := range lost {
-		b.unclaim(&lost[i])
+	if len(lost) > 0 {
+		// One deadline for every give-back: an abandoned receiver waits for them.
+		gctx, gcancel := b.call(context.Background())
+		for i := range lost {
+			b.unclaim(gctx, &lost[i])
+		}
+		gcancel()
 	}
 	for _, req := range left {
 		req.done <- claimResult{}
@@ -316,10 +321,9 @@ func (b *Backend) claimQuery(ctx context.Context, lease time.Duration, n int) ([
 }
 
 // unclaim gives back a job claimed for a receiver that left: it waits again, as if never
-// delivered. If that fails, the job comes back when its lease ends, with its attempt unspent.
-func (b *Backend) unclaim(d *driver.Delivery) {
-	ctx, cancel := b.call(context.Background())
-	defer cancel()
+// delivered. If that fails (or ctx ends first), the job comes back when its lease ends, with
+// its attempt unspent.
+func (b *Backend) unclaim(ctx context.Context, d *driver.Delivery) {
 	_, _ = b.pool.Exec(ctx, b.sql.unclaim, b.name, d.Token.(int64), int64(d.Seq), b.channel)
 }
 
