@@ -109,14 +109,10 @@ func (b *Backend) openSettings(ctx context.Context, mine settings) (natsjs.Strea
 	default:
 		return nil, mine, b.fail(ctx, "open stream "+b.stateStream, err)
 	}
-	state, err = b.createStream(ctx, b.storage(natsjs.StreamConfig{
-		Name:              b.stateStream,
-		Description:       "corral queue " + b.name + ": settings and retry state of jobs",
-		Subjects:          []string{b.statePrefix + ">", b.markPrefix + ">", b.settingsSubject()},
-		Retention:         natsjs.LimitsPolicy,
-		MaxMsgsPerSubject: 1,
-		AllowMsgTTL:       ttl,
-	}))
+	config := b.streamConfig(b.stateStream, "settings and retry state of jobs",
+		b.statePrefix+">", b.markPrefix+">", b.settingsSubject())
+	config.MaxMsgsPerSubject, config.AllowMsgTTL = 1, ttl
+	state, err = b.createStream(ctx, config)
 	if err != nil {
 		return nil, mine, b.fail(ctx, "stream "+b.stateStream, err)
 	}
@@ -145,17 +141,17 @@ func (b *Backend) streamSpecs(cfg driver.Config, o *openedQueue) []streamSpec {
 	if dup == 0 {
 		dup = time.Second
 	}
+	work := b.streamConfig(b.workStream, "jobs", b.jobPrefix+">")
+	work.Retention, work.MaxMsgs, work.Discard, work.Duplicates = natsjs.WorkQueuePolicy, maxMsgs, natsjs.DiscardNew, dup
+	dead := b.streamConfig(b.deadStream, "dead letters", b.deadPrefix+">")
+	// One subject per job ID, one dead letter per ID: a later job that reused the ID and died
+	// replaces the older dead letter (see driver.Backend). At the limit the broker refuses a new
+	// one, and Bury evicts the oldest itself: never a silent trim.
+	dead.MaxMsgsPerSubject, dead.MaxMsgs, dead.Discard = 1, int64(o.set.DeadLetterLimit), natsjs.DiscardNew
+	dead.Duplicates = 10 * time.Minute
 	specs := []streamSpec{{
-		config: b.storage(natsjs.StreamConfig{
-			Name:        b.workStream,
-			Description: "corral queue " + b.name + ": jobs",
-			Subjects:    []string{b.jobPrefix + ">"},
-			Retention:   natsjs.WorkQueuePolicy,
-			MaxMsgs:     maxMsgs,
-			Discard:     natsjs.DiscardNew,
-			Duplicates:  dup,
-		}),
-		what: fmt.Sprintf("stream %s (dedup horizon %v)", b.workStream, cfg.DedupHorizon),
+		config: work,
+		what:   fmt.Sprintf("stream %s (dedup horizon %v)", b.workStream, cfg.DedupHorizon),
 		check: func(work natsjs.Stream) error {
 			if got := work.CachedInfo().Config.Duplicates; cfg.DedupHorizon > 0 && got < cfg.DedupHorizon {
 				return fmt.Errorf("jetstream: stream %s keeps IDs for %v, shorter than the dedup horizon %v", b.workStream, got, cfg.DedupHorizon)
@@ -163,46 +159,30 @@ func (b *Backend) streamSpecs(cfg driver.Config, o *openedQueue) []streamSpec {
 			return nil
 		},
 		into: &o.work,
-	}, {
-		config: b.storage(natsjs.StreamConfig{
-			Name:        b.deadStream,
-			Description: "corral queue " + b.name + ": dead letters",
-			Subjects:    []string{b.deadPrefix + ">"},
-			Retention:   natsjs.LimitsPolicy,
-			Duplicates:  10 * time.Minute,
-			// One subject per job ID, one dead letter per ID: a later job that reused the ID
-			// and died replaces the older dead letter (see driver.Backend). At the limit the
-			// broker refuses a new one, and Bury evicts the oldest itself: never a silent trim.
-			MaxMsgsPerSubject: 1,
-			MaxMsgs:           int64(o.set.DeadLetterLimit),
-			Discard:           natsjs.DiscardNew,
-		}),
-		what: "stream " + b.deadStream,
-		into: &o.dead,
-	}}
+	}, {config: dead, what: "stream " + b.deadStream, into: &o.dead}}
 	if o.tombstones {
-		specs = append(specs, streamSpec{
-			config: b.storage(natsjs.StreamConfig{
-				Name:        b.doneStream,
-				Description: "corral queue " + b.name + ": recently acked jobs, for nats-server 2.9",
-				Subjects:    []string{b.donePrefix + ">"},
-				Retention:   natsjs.LimitsPolicy,
-				MaxAge:      tombstoneAge,
-			}),
-			what: "stream " + b.doneStream,
-			into: &o.done,
-		})
+		done := b.streamConfig(b.doneStream, "recently acked jobs, for nats-server 2.9", b.donePrefix+">")
+		done.MaxAge = tombstoneAge
+		specs = append(specs, streamSpec{config: done, what: "stream " + b.doneStream, into: &o.done})
 	}
 	return specs
 }
 
-// storage returns c with the storage and replicas of every stream of the queue.
-func (b *Backend) storage(c natsjs.StreamConfig) natsjs.StreamConfig {
-	c.Storage = natsjs.FileStorage
+// streamConfig returns the configuration of the queue's stream name, described as holding what,
+// on subjects: limits retention, and the storage and replicas of every stream of the queue. The
+// caller sets the rest.
+func (b *Backend) streamConfig(name, what string, subjects ...string) natsjs.StreamConfig {
+	c := natsjs.StreamConfig{
+		Name:        name,
+		Description: "corral queue " + b.name + ": " + what,
+		Subjects:    subjects,
+		Retention:   natsjs.LimitsPolicy,
+		Storage:     natsjs.FileStorage,
+		Replicas:    b.o.replicas,
+	}
 	if b.o.memory {
 		c.Storage = natsjs.MemoryStorage
 	}
-	c.Replicas = b.o.replicas
 	return c
 }
 
