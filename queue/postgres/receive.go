@@ -33,8 +33,8 @@ func (b *Backend) Receive(ctx context.Context, lease time.Duration, d *driver.De
 		return err
 	}
 	for {
-		if b.isClosed() {
-			return driver.ErrClosed
+		if err := b.life.Check(calls); err != nil {
+			return err // closed since
 		}
 		if ctx.Err() != nil {
 			return context.Cause(ctx)
@@ -65,15 +65,6 @@ func (b *Backend) Receive(ctx context.Context, lease time.Duration, d *driver.De
 		if err := b.wait(ctx, gen, r.due); err != nil {
 			return err
 		}
-	}
-}
-
-func (b *Backend) isClosed() bool {
-	select {
-	case <-b.closing:
-		return true
-	default:
-		return false
 	}
 }
 
