@@ -68,6 +68,12 @@ func (b *Backend) reapAfter(lease time.Duration) time.Duration {
 // receiver asks per poll interval after the last look; and a look that took a job and saw
 // more ready tells another receiver, if it was a poll or was told by such a look (the first
 // look of a Receive, a worker back for more, does not: the other jobs have their own).
+//
+// When ctx ends, Receive returns context.Cause(ctx) once nothing is leased for it: a look
+// already sent is waited for (at most WithCallTimeout), and a job it took is given back as
+// Release gives it back, its attempt unspent, which waits at most as long again. (A look
+// abandoned at the call timeout may still take a job when the server answers: see
+// ReceiveStart.)
 func (b *Backend) Receive(ctx context.Context, lease time.Duration, d *driver.Delivery) error {
 	return b.receive(ctx, lease, d, false)
 }
@@ -133,8 +139,10 @@ func (b *Backend) look(ctx context.Context, lease time.Duration, d *driver.Deliv
 		st = "1"
 	}
 	// A receive that failed for want of the group promoted due jobs at most, which the next
-	// run does not do again.
-	v, err := b.runHealed(ctx, "receive", receiveScript, b.consumer, max(lease.Milliseconds(), 1), jsonNow(),
+	// run does not do again. The script runs to its answer (or the call timeout) even if ctx
+	// ends meanwhile, so that a job it took for a receiver that left is given back below,
+	// before Receive returns, rather than leased for nobody until its lease ends.
+	v, err := b.runHealed(context.WithoutCancel(ctx), "receive", receiveScript, b.consumer, max(lease.Milliseconds(), 1), jsonNow(),
 		leaseExpiredJSON, reap, nanos(time.Now()), b.cfg.DeadLetterLimit, st)
 	if err != nil {
 		return false, err
@@ -157,7 +165,17 @@ func (b *Backend) look(ctx context.Context, lease time.Duration, d *driver.Deliv
 	if r[0] == "" {
 		return false, nil
 	}
-	return true, fill(d, r)
+	if err := fill(d, r); err != nil {
+		return true, err
+	}
+	if ctx.Err() != nil {
+		// Released as the queue releases a delivery it did not run: its attempt, if the
+		// script counted it (start), is given back.
+		_ = b.Release(context.WithoutCancel(ctx), d, 0)
+		*d = driver.Delivery{}
+		return true, context.Cause(ctx)
+	}
+	return true, nil
 }
 
 // mayWait reports whether a Receive may wait without asking (see Receive).
