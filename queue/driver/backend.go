@@ -76,7 +76,11 @@ type Backend interface {
 	// expiry makes the job ready again; Extend pushes it back. Taking back
 	// a job whose started run's lease expired records that run in the
 	// job's history, as an attempt that failed with the text of
-	// [ErrLeaseExpired] (see Backend).
+	// [ErrLeaseExpired] (see Backend). When ctx is cancelled, Receive
+	// returns context.Cause(ctx) once nothing is leased for the caller: a
+	// job taken for it meanwhile is given back first, its attempt unspent
+	// (see [Call.UntilDeadline]). A call in flight at ctx's deadline may be
+	// abandoned then; a job it took comes back when its lease ends.
 	Receive(ctx context.Context, lease time.Duration, d *Delivery) error
 
 	// Start records that a handler starts on d, spending the attempt

@@ -48,6 +48,27 @@ func (c Call) Context(ctx context.Context, d time.Duration) (context.Context, co
 	return context.WithTimeoutCause(ctx, d, timeoutError{c.Name})
 }
 
+// UntilDeadline returns the context of a call that takes something for
+// its caller, such as a job for a receiver: it keeps ctx's values and ends
+// at ctx's deadline, with ctx's cause, but not when ctx is cancelled
+// before that. A caller who leaves (a consumer's Close cancels its
+// receivers) can so wait for the call's answer and give back what it took,
+// rather than leave it taken for nobody. Bound the call with Context as any
+// other. stop releases the context's resources and ends it; call it once
+// the call is done.
+func (Call) UntilDeadline(ctx context.Context) (sctx context.Context, stop func()) {
+	sctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	unwatch := context.AfterFunc(ctx, func() {
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			cancel(context.Cause(ctx))
+		}
+	})
+	return sctx, func() {
+		unwatch()
+		cancel(nil)
+	}
+}
+
 // Fail returns the error of op, a call made with ctx that failed with err
 // (not nil), by the rule in the doc of [Call].
 func (c Call) Fail(ctx context.Context, op string, err error) error {

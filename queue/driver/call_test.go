@@ -127,3 +127,34 @@ func TestCallWait(t *testing.T) {
 		}
 	})
 }
+
+type key struct{}
+
+// UntilDeadline's context keeps the caller's values, outlives a cancel of the caller's ctx,
+// ends at its deadline with its cause, and ends when stopped.
+func TestCallUntilDeadline(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		base := context.WithValue(context.Background(), key{}, "v")
+		ctx, cancel := context.WithCancelCause(base)
+		sctx, stop := testCall.UntilDeadline(ctx)
+		cancel(errStop)
+		synctest.Wait()
+		if err := sctx.Err(); err != nil || sctx.Value(key{}) != "v" {
+			t.Fatalf("after the caller's cancel: Err %v, value %v; want nil, v", err, sctx.Value(key{}))
+		}
+		stop()
+		if err := sctx.Err(); !errors.Is(err, context.Canceled) {
+			t.Fatalf("after stop: %v, want context.Canceled", err)
+		}
+
+		dctx, dcancel := context.WithDeadlineCause(base, time.Now().Add(time.Second), errStop)
+		defer dcancel()
+		sctx, stop = testCall.UntilDeadline(dctx)
+		defer stop()
+		start := time.Now()
+		<-sctx.Done()
+		if took, cause := time.Since(start), context.Cause(sctx); took != time.Second || cause != errStop {
+			t.Fatalf("at the caller's deadline: ended after %v with %v; want 1s, %v", took, cause, errStop)
+		}
+	})
+}

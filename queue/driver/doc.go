@@ -34,7 +34,9 @@
 // [SettingsError] ([Shared.Diff] and [CompareSettings] find it);
 // [AgreeLease] is the body of a CheckLease.
 // An Enqueue at capacity fails with [Overflow.Refusal] under the policies that
-// refuse a job, and a waiting Receive waits with [Call.Wait]. These are
+// refuse a job, and a waiting Receive waits with [Call.Wait]; a Receive's
+// query runs with [Call.UntilDeadline], so that a receiver cancelled
+// meanwhile can give back the job it took. These are
 // exported, not internal to this repository, because the ErrUnavailable
 // rule is part of the contract: a third-party backend must report its calls
 // as the repository's backends do, and does so by calling the same code.
