@@ -69,11 +69,11 @@ func (b *Backend) reapAfter(lease time.Duration) time.Duration {
 // more ready tells another receiver, if it was a poll or was told by such a look (the first
 // look of a Receive, a worker back for more, does not: the other jobs have their own).
 //
-// When ctx ends, Receive returns context.Cause(ctx) once nothing is leased for it: a look
-// already sent is waited for (at most WithCallTimeout), and a job it took is given back as
-// Release gives it back, its attempt unspent, which waits at most as long again. (A look
-// abandoned at the call timeout may still take a job when the server answers: see
-// ReceiveStart.)
+// When ctx is cancelled, Receive returns context.Cause(ctx) once nothing is leased for it: a
+// look already sent is waited for (at most WithCallTimeout), and a job it took is given back
+// as Release gives it back, its attempt unspent, which waits at most as long again. A look in
+// flight at ctx's deadline, or at the call timeout, is abandoned then: it may still take a
+// job when the server answers (see ReceiveStart).
 func (b *Backend) Receive(ctx context.Context, lease time.Duration, d *driver.Delivery) error {
 	return b.receive(ctx, lease, d, false)
 }
@@ -139,10 +139,10 @@ func (b *Backend) look(ctx context.Context, lease time.Duration, d *driver.Deliv
 		st = "1"
 	}
 	// A receive that failed for want of the group promoted due jobs at most, which the next
-	// run does not do again. The script runs to its answer (or the call timeout) even if ctx
-	// ends meanwhile, so that a job it took for a receiver that left is given back below,
-	// before Receive returns, rather than leased for nobody until its lease ends.
-	v, err := b.runHealed(context.WithoutCancel(ctx), "receive", receiveScript, b.consumer, max(lease.Milliseconds(), 1), jsonNow(),
+	// run does not do again.
+	sctx, stop := calls.UntilDeadline(ctx)
+	defer stop()
+	v, err := b.runHealed(sctx, "receive", receiveScript, b.consumer, max(lease.Milliseconds(), 1), jsonNow(),
 		leaseExpiredJSON, reap, nanos(time.Now()), b.cfg.DeadLetterLimit, st)
 	if err != nil {
 		return false, err
