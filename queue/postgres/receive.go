@@ -21,10 +21,11 @@ import (
 // the next delayed job is due or lease ends, or for the poll interval (WithPollInterval),
 // whichever comes first. One query serves every receiver of the backend that asked meanwhile
 // (see claim). When ctx ends, Receive returns context.Cause(ctx) once nothing is leased for it:
-// a job that a query serving several receivers leased for it is given back first, as if never
-// delivered, which waits for that query (at most WithCallTimeout, and as long again for the
-// give-back). A query a receiver made alone, with its own ctx, is cancelled with it; a job the
-// server had leased by then comes back when its lease ends, its attempt unspent.
+// a job that a query in flight leased for it is given back first, as if never delivered, which
+// waits for that query (at most WithCallTimeout, and as long again for the give-back). The one
+// exception is ctx's deadline passing while the receiver's own query (made when no other was
+// under way) runs: that query is abandoned then, and a job it leased comes back when its lease
+// ends, its attempt unspent.
 func (b *Backend) Receive(ctx context.Context, lease time.Duration, d *driver.Delivery) error {
 	if lease <= 0 {
 		return fmt.Errorf("postgres: lease %v must be positive", lease)
@@ -100,7 +101,9 @@ func (b *Backend) claim(ctx context.Context, lease time.Duration, d *driver.Deli
 		b.claiming = true
 		b.claimExit = make(chan struct{})
 		b.claimMu.Unlock()
-		cctx, cancel := b.call(ctx)
+		sctx, stop := calls.UntilDeadline(ctx)
+		defer stop()
+		cctx, cancel := b.call(sctx)
 		defer cancel()
 		jobs, r, err := b.claimQuery(cctx, lease, 1)
 		b.claimMu.Lock()
@@ -116,6 +119,12 @@ func (b *Backend) claim(ctx context.Context, lease time.Duration, d *driver.Deli
 		}
 		if len(jobs) == 0 {
 			return claimed{due: r.due, rescued: r.rescued}, nil
+		}
+		if ctx.Err() != nil { // the receiver left while the query ran: give its job back
+			gctx, cancel := b.call(context.WithoutCancel(ctx))
+			defer cancel()
+			b.unclaim(gctx, &jobs[0])
+			return claimed{}, context.Cause(ctx)
 		}
 		*d = jobs[0]
 		return claimed{got: true, more: r.more || r.rescued}, nil
@@ -319,8 +328,8 @@ func (b *Backend) unclaim(ctx context.Context, d *driver.Delivery) {
 }
 
 // receiveFail is fail for a query of Receive made with cctx, derived from the caller's ctx:
-// when ctx ended it is context.Cause(ctx) alone (a job leased by the lost query comes back
-// when its lease ends, with its attempt unspent).
+// when ctx ended it is context.Cause(ctx) alone (a job leased by a query abandoned at ctx's
+// deadline comes back when its lease ends, with its attempt unspent).
 func receiveFail(ctx, cctx context.Context, op string, err error) error {
 	if ctx.Err() != nil {
 		return context.Cause(ctx)

@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -202,16 +205,189 @@ func TestAbandonedClaimGivenBack(t *testing.T) {
 	default:
 		t.Error("the abandoned Receive returned before the claim query serving it ended")
 	}
-	if s, err := b.Stats(ctx); err != nil || s.Ready != 1 || s.InFlight != 1 {
-		t.Errorf("stats after the abandoned Receive: %+v, %v; want b ready, a in flight", s, err)
+	wantGivenBack(t, b, "b", 1)
+}
+
+// wantGivenBack checks that job id, given back by a receiver that left, is ready beside
+// inFlight other jobs, and that the next Receive gets it as if it had never been delivered:
+// attempt 1, not redelivered.
+func wantGivenBack(t *testing.T, b *postgres.Backend, id string, inFlight int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if s, err := b.Stats(ctx); err != nil || s.Ready != 1 || s.InFlight != inFlight {
+		t.Fatalf("stats after the receiver left: %+v, %v; want %s ready, %d in flight", s, err, id, inFlight)
 	}
 	var d driver.Delivery
-	wctx, wcancel := context.WithTimeout(ctx, 10*time.Second)
-	defer wcancel()
-	if err := b.Receive(wctx, time.Minute, &d); err != nil {
-		t.Fatalf("Receive after the abandoned one: %v", err)
+	if err := b.Receive(ctx, time.Minute, &d); err != nil {
+		t.Fatalf("Receive after the one that left: %v", err)
 	}
-	if d.ID != "b" || d.Attempt != 1 || d.Redelivered {
-		t.Errorf("got %s attempt %d redelivered %v, want b attempt 1 not redelivered", d.ID, d.Attempt, d.Redelivered)
+	if d.ID != id || d.Attempt != 1 || d.Redelivered {
+		t.Errorf("got %s attempt %d redelivered %v, want %s attempt 1 not redelivered", d.ID, d.Attempt, d.Redelivered, id)
 	}
+}
+
+// holdProxy forwards connections to a server, and holds the server's first answer on a
+// connection armed for it (by the client's address) until release is closed: the server has
+// then run the statement, and the client has not read its answer.
+type holdProxy struct {
+	ln      net.Listener
+	server  string
+	mu      sync.Mutex
+	armed   string // the client address whose next answer to hold
+	held    chan struct{}
+	release chan struct{}
+	once    sync.Once
+	wg      sync.WaitGroup
+}
+
+// let hands the held answer on (and any later one armed).
+func (p *holdProxy) let() { p.once.Do(func() { close(p.release) }) }
+
+func startHoldProxy(t *testing.T, server string) *holdProxy {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &holdProxy{ln: ln, server: server, held: make(chan struct{}), release: make(chan struct{})}
+	p.wg.Go(p.accept)
+	t.Cleanup(func() {
+		p.let()
+		_ = ln.Close()
+		p.wg.Wait()
+	})
+	return p
+}
+
+func (p *holdProxy) accept() {
+	for {
+		c, err := p.ln.Accept()
+		if err != nil {
+			return // closed by the cleanup
+		}
+		s, err := net.Dial("tcp", p.server)
+		if err != nil {
+			_ = c.Close()
+			continue
+		}
+		p.wg.Go(func() { // the client's side: forwarded as it comes
+			_, _ = io.Copy(s, c)
+			_ = s.Close()
+		})
+		p.wg.Go(func() { // the server's side: held once if armed for this client
+			defer c.Close()
+			buf := make([]byte, 64<<10)
+			for {
+				n, err := s.Read(buf)
+				if n > 0 {
+					p.mu.Lock()
+					hold := p.armed == c.RemoteAddr().String()
+					if hold {
+						p.armed = ""
+					}
+					p.mu.Unlock()
+					if hold {
+						close(p.held)
+						<-p.release
+					}
+					if _, err := c.Write(buf[:n]); err != nil {
+						return
+					}
+				}
+				if err != nil {
+					return
+				}
+			}
+		})
+	}
+}
+
+// armTracer arms the proxy for the connection that sends the claim query.
+type armTracer struct {
+	p   *holdProxy
+	sql string
+	on  chan struct{} // closed to arm, for the next claim query only
+	mu  sync.Mutex
+}
+
+func (a *armTracer) TraceQueryStart(ctx context.Context, c *pgx.Conn, data pgx.TraceQueryStartData) context.Context {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	select {
+	case <-a.on:
+		if data.SQL == a.sql {
+			a.p.mu.Lock()
+			a.p.armed = c.PgConn().Conn().LocalAddr().String()
+			a.p.mu.Unlock()
+			a.on = make(chan struct{}) // once
+		}
+	default:
+	}
+	return ctx
+}
+
+func (a *armTracer) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+
+// A receiver whose ctx is cancelled after its own claim query leased it a job, before the
+// answer reached it, gives the job back before Receive returns: the job is ready then, and
+// the next receiver gets it, attempt 1, not redelivered.
+func TestCancelledReceiveGivesBack(t *testing.T) {
+	srv, _ := startDB(t)
+	cfg, err := pgxpool.ParseConfig(srv.DSN())
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := startHoldProxy(t, net.JoinHostPort(cfg.ConnConfig.Host, strconv.Itoa(int(cfg.ConnConfig.Port))))
+	host, port, _ := net.SplitHostPort(p.ln.Addr().String())
+	pn, _ := strconv.Atoi(port)
+	cfg.ConnConfig.Host, cfg.ConnConfig.Port = host, uint16(pn)
+	tr := &armTracer{p: p, on: make(chan struct{})}
+	cfg.ConnConfig.Tracer = tr
+	cfg.MaxConns = 2 // the listener's, and one for every other statement
+	ctx := context.Background()
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	b := postgres.New(pool, queueName(t))
+	tr.sql = postgres.ClaimSQL(b)
+	if err := b.Open(ctx, driver.Config{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Close(ctx) })
+	// A first job, received and acked, has the claim statement prepared on the pool's one
+	// connection beside the listener's, so that the answer held below is its execution's.
+	for _, id := range []string{"warm", "a"} {
+		if _, err := b.Enqueue(ctx, driver.Message{ID: id, Body: []byte("x")}); err != nil {
+			t.Fatal(err)
+		}
+		if id == "a" {
+			break
+		}
+		var d driver.Delivery
+		if err := b.Receive(ctx, time.Hour, &d); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Ack(ctx, &d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rctx, cancel := context.WithCancelCause(ctx)
+	errc := make(chan error, 1)
+	tr.mu.Lock()
+	close(tr.on)
+	tr.mu.Unlock()
+	go func() {
+		var d driver.Delivery
+		errc <- b.Receive(rctx, time.Hour, &d)
+	}()
+	recvWithin(t, p.held, 10*time.Second, "the claim query's answer")
+	stop := errors.New("receiver gone")
+	cancel(stop)
+	p.let()
+	if err := recvWithin(t, errc, 10*time.Second, "the cancelled Receive"); !errors.Is(err, stop) {
+		t.Fatalf("cancelled Receive: %v, want its ctx's cause", err)
+	}
+	wantGivenBack(t, b, "a", 0)
 }
