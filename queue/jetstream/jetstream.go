@@ -94,6 +94,8 @@ type Backend struct {
 	statCons                      natsjs.Consumer
 
 	after aftermath // the work that follows acks (see aftermath.go)
+
+	onTake func() // test hook: called as a Receive takes a prefetched message (see takeFor)
 }
 
 // Option configures a Backend in New. Every option is named With<Setting>; an option given a

@@ -19,7 +19,9 @@ import (
 // the queue is paused (see admin.go), and a job an operator cancelled is buried.
 //
 // Jobs are prefetched (WithPrefetch). When a Receive ends because its ctx ended and no other
-// Receive is running, prefetching stops and the prefetched jobs are released to the broker.
+// Receive is running, prefetching stops and the prefetched jobs are released to the broker. A
+// Receive cancelled while it takes a prefetched job (the requests that read the job's state)
+// waits for those requests, at most a call timeout, and releases the job before it returns.
 //
 // While it waits, Receive looks at the connection every call timeout: when the client is not
 // connected, or the broker missed its heartbeats to the prefetch, it returns an error matching
@@ -65,11 +67,30 @@ func (b *Backend) Receive(ctx context.Context, lease time.Duration, d *driver.De
 			}
 			continue
 		}
-		ok, err = b.take(ctx, a, lease, d)
+		ok, err = b.takeFor(ctx, a, lease, d)
 		if err != nil || ok {
 			return err
 		}
 	}
+}
+
+// takeFor is take for a receiver with ctx: take's requests run until ctx's deadline but not
+// its cancel, and a job taken for a receiver cancelled meanwhile goes back to the broker,
+// unspent, before the receiver gets ctx's cause (see driver.Backend's Receive).
+func (b *Backend) takeFor(ctx context.Context, a arrival, lease time.Duration, d *driver.Delivery) (bool, error) {
+	sctx, stop := calls.UntilDeadline(ctx)
+	defer stop()
+	if b.onTake != nil {
+		b.onTake()
+	}
+	ok, err := b.take(sctx, a, lease, d)
+	if ok && ctx.Err() != nil {
+		a.fresh = false // take counted it out of the prefetched
+		b.release(context.WithoutCancel(ctx), a)
+		*d = driver.Delivery{}
+		return false, context.Cause(ctx)
+	}
+	return ok, err
 }
 
 // await waits on p, which counts the caller as a receiver, for a prefetched message, and

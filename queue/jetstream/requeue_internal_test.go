@@ -3,6 +3,7 @@ package jetstream
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"slices"
 	"strconv"
 	"testing"
@@ -233,4 +234,33 @@ func sweepOnce(ctx context.Context, t *testing.T, b *Backend, wi *natsjs.StreamI
 		t.Fatal(err)
 	}
 	return swept
+}
+
+// A Receive cancelled while it takes a prefetched job releases the job before it returns: the
+// job is ready then, and the next Receive gets it, attempt 1.
+func TestCancelledTakeReleases(t *testing.T) {
+	ctx, _, b := openSweepTest(t, driver.Config{})
+	if err := b.CheckLease(ctx, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Enqueue(ctx, driver.Message{ID: "a", Body: []byte("x")}); err != nil {
+		t.Fatal(err)
+	}
+	rctx, cancel := context.WithCancelCause(ctx)
+	stop := errors.New("receiver gone")
+	b.onTake = func() { cancel(stop) }
+	var d driver.Delivery
+	if err := b.Receive(rctx, time.Minute, &d); !errors.Is(err, stop) {
+		t.Fatalf("Receive cancelled as it took a job: %q, %v; want its ctx's cause", d.ID, err)
+	}
+	b.onTake = nil
+	if s, err := b.Stats(ctx); err != nil || s.Ready != 1 || s.InFlight != 0 {
+		t.Fatalf("stats after the cancelled Receive: %+v, %v; want a ready, none in flight", s, err)
+	}
+	if err := b.Receive(ctx, time.Minute, &d); err != nil {
+		t.Fatal(err)
+	}
+	if d.ID != "a" || d.Attempt != 1 {
+		t.Errorf("got %s attempt %d, want a attempt 1", d.ID, d.Attempt)
+	}
 }
