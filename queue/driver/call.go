@@ -49,13 +49,14 @@ func (c Call) Context(ctx context.Context, d time.Duration) (context.Context, co
 }
 
 // UntilDeadline returns the context of a call that takes something for
-// its caller, such as a job for a receiver: it keeps ctx's values and ends
-// at ctx's deadline, with ctx's cause, but not when ctx is cancelled
-// before that. A caller who leaves (a consumer's Close cancels its
-// receivers) can so wait for the call's answer and give back what it took,
-// rather than leave it taken for nobody. Bound the call with Context as any
-// other. stop releases the context's resources and ends it; call it once
-// the call is done.
+// its caller, such as a job for a receiver: it keeps ctx's values, and
+// ends when ctx reaches its deadline, with ctx's cause, but not when ctx is
+// cancelled (and, once ctx is cancelled, not at its deadline either). A
+// caller who leaves (a consumer's Close cancels its receivers) can so wait
+// for the call's answer and give back what it took, rather than leave it
+// taken for nobody. Bound the call with Context, as any other. stop
+// releases the context's resources and ends it; call it once the call is
+// done.
 func (Call) UntilDeadline(ctx context.Context) (sctx context.Context, stop func()) {
 	sctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
 	unwatch := context.AfterFunc(ctx, func() {

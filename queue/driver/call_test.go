@@ -156,5 +156,15 @@ func TestCallUntilDeadline(t *testing.T) {
 		if took, cause := time.Since(start), context.Cause(sctx); took != time.Second || cause != errStop {
 			t.Fatalf("at the caller's deadline: ended after %v with %v; want 1s, %v", took, cause, errStop)
 		}
+
+		// Cancelled before its deadline, ctx is done: its deadline no longer ends the call's.
+		cctx, ccancel := context.WithDeadline(base, time.Now().Add(time.Second))
+		sctx, stop = testCall.UntilDeadline(cctx)
+		defer stop()
+		ccancel()
+		time.Sleep(2 * time.Second)
+		if err := sctx.Err(); err != nil {
+			t.Fatalf("past the deadline of a ctx cancelled before it: %v, want nil", err)
+		}
 	})
 }
