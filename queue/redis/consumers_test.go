@@ -150,10 +150,10 @@ type holdHook struct {
 	once    sync.Once
 }
 
-func newHoldHook(t *testing.T, id string) *holdHook {
-	h := &holdHook{id: id, ran: make(chan struct{}), proceed: make(chan struct{})}
-	t.Cleanup(h.release)
-	return h
+// newHoldHook returns a hook for id; the test defers its release, so that a failing test lets
+// the held exchange end before the Backend's Close waits for it.
+func newHoldHook(id string) *holdHook {
+	return &holdHook{id: id, ran: make(chan struct{}), proceed: make(chan struct{})}
 }
 
 func (h *holdHook) release() { h.once.Do(func() { close(h.proceed) }) }
@@ -191,7 +191,8 @@ func TestAbandonedReceiveGivesBack(t *testing.T) {
 			defer cancel()
 			srv := redistest.Start(t, "always")
 			c := newClient(t, srv.Addr())
-			h := newHoldHook(t, "held")
+			h := newHoldHook("held")
+			defer h.release()
 			c.AddHook(h)
 			b := redis.New(c, queueName(t), redis.WithPollInterval(10*time.Millisecond))
 			if err := b.Open(ctx, driver.Config{}); err != nil {
@@ -237,5 +238,31 @@ func TestAbandonedReceiveGivesBack(t *testing.T) {
 				t.Fatalf("received %q, Attempt %d; want held, 1 (the abandoned receive's attempt given back)", d.ID, d.Attempt)
 			}
 		})
+	}
+}
+
+// A Receive whose ctx has already ended takes nothing: the ready jobs keep their order.
+func TestCancelledReceiveTakesNothing(t *testing.T) {
+	b := openBackend(t, driver.Config{})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for _, id := range []string{"a", "b"} {
+		if _, err := b.Enqueue(ctx, driver.Message{ID: id, Body: []byte("x")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	gone, leave := context.WithCancel(ctx)
+	leave()
+	var d driver.Delivery
+	if err := b.ReceiveStart(gone, time.Minute, &d); !errors.Is(err, context.Canceled) {
+		t.Fatalf("ReceiveStart with a cancelled ctx: %q, %v; want context.Canceled", d.ID, err)
+	}
+	for _, want := range []string{"a", "b"} {
+		if err := b.ReceiveStart(ctx, time.Minute, &d); err != nil {
+			t.Fatal(err)
+		}
+		if d.ID != want || d.Attempt != 1 {
+			t.Fatalf("received %q, attempt %d; want %s, 1", d.ID, d.Attempt, want)
+		}
 	}
 }

@@ -355,7 +355,7 @@ func (b *Backend) Purge(ctx context.Context, id string) error {
 // Stats implements driver.Backend, from one script's reading of the counters and sets. On a
 // server that lost the queue's keys, it records them again, as Receive does.
 func (b *Backend) Stats(ctx context.Context) (driver.Stats, error) {
-	v, err := b.runHealed(ctx, "stats", statsScript)
+	v, err := b.runHealed(ctx, ctx, "stats", statsScript)
 	if err != nil {
 		return driver.Stats{}, err
 	}

@@ -125,6 +125,9 @@ func (b *Backend) receive(ctx context.Context, lease time.Duration, d *driver.De
 // pass says whether to tell another receiver if it saw more jobs ready; start whether to
 // start the delivery too (ReceiveStart).
 func (b *Backend) look(ctx context.Context, lease time.Duration, d *driver.Delivery, pass, start bool) (bool, error) {
+	if ctx.Err() != nil { // a look now would take a job only to give it back
+		return false, context.Cause(ctx)
+	}
 	reapAfter := b.reapAfter(lease)
 	b.mu.Lock()
 	asked := time.Now()
@@ -142,9 +145,12 @@ func (b *Backend) look(ctx context.Context, lease time.Duration, d *driver.Deliv
 	// run does not do again.
 	sctx, stop := calls.UntilDeadline(ctx)
 	defer stop()
-	v, err := b.runHealed(sctx, "receive", receiveScript, b.consumer, max(lease.Milliseconds(), 1), jsonNow(),
+	v, err := b.runHealed(ctx, sctx, "receive", receiveScript, b.consumer, max(lease.Milliseconds(), 1), jsonNow(),
 		leaseExpiredJSON, reap, nanos(time.Now()), b.cfg.DeadLetterLimit, st)
 	if err != nil {
+		if ctx.Err() != nil {
+			return false, context.Cause(ctx)
+		}
 		return false, err
 	}
 	r := strs(v)

@@ -389,12 +389,13 @@ func (b *Backend) agree(ctx context.Context, op string, cfg driver.Config) error
 // runHealed is run for a script that may run again after it failed for want of the consumer
 // group (one that writes nothing before it reads the group, or only what it may write twice):
 // on a server that lost the queue's keys, it records them again as Open and CheckLease did
-// (regroup), and runs s once more.
-func (b *Backend) runHealed(ctx context.Context, op string, s *goredis.Script, args ...any) (any, error) {
-	v, err := b.run(ctx, op, s, args...)
-	if noGroup(err) {
-		if err = b.regroup(ctx, op); err == nil {
-			v, err = b.run(ctx, op, s, args...)
+// (regroup), and runs s once more, if the caller's ctx has not ended. Its calls are made with
+// cctx: ctx, or a context derived from it that outlives its cancel (see look).
+func (b *Backend) runHealed(ctx, cctx context.Context, op string, s *goredis.Script, args ...any) (any, error) {
+	v, err := b.run(cctx, op, s, args...)
+	if noGroup(err) && ctx.Err() == nil {
+		if err = b.regroup(cctx, op); err == nil {
+			v, err = b.run(cctx, op, s, args...)
 		}
 	}
 	return v, err
