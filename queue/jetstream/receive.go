@@ -21,7 +21,8 @@ import (
 // Jobs are prefetched (WithPrefetch). When a Receive ends because its ctx ended and no other
 // Receive is running, prefetching stops and the prefetched jobs are released to the broker. A
 // Receive cancelled while it takes a prefetched job (the requests that read the job's state)
-// waits for those requests, at most a call timeout, and releases the job before it returns.
+// waits for those requests (at most a call timeout), releases the job (at most one more) and
+// stops prefetching if no other Receive is running, before it returns.
 //
 // While it waits, Receive looks at the connection every call timeout: when the client is not
 // connected, or the broker missed its heartbeats to the prefetch, it returns an error matching
@@ -61,36 +62,42 @@ func (b *Backend) Receive(ctx context.Context, lease time.Duration, d *driver.De
 		if b.nc.Stats().Reconnects != p.reconnects {
 			// Prefetched before a reconnection (see resurrect.go): the pump and what it
 			// holds go back to the broker, and a new pump takes over.
-			b.release(ctx, a)
+			b.release(context.WithoutCancel(ctx), a)
 			if b.retirePump(p) {
 				b.abandonPump(p)
 			}
 			continue
 		}
-		ok, err = b.takeFor(ctx, a, lease, d)
+		ok, err = b.takeFor(ctx, p, a, lease, d)
 		if err != nil || ok {
 			return err
 		}
 	}
 }
 
-// takeFor is take for a receiver with ctx: take's requests run until ctx's deadline but not
-// its cancel, and a job taken for a receiver cancelled meanwhile goes back to the broker,
-// unspent, before the receiver gets ctx's cause (see driver.Backend's Receive).
-func (b *Backend) takeFor(ctx context.Context, a arrival, lease time.Duration, d *driver.Delivery) (bool, error) {
+// takeFor is take for a receiver with ctx, of a message from p: take's requests run until
+// ctx's deadline but not its cancel, and a job taken for a receiver cancelled meanwhile goes
+// back to the broker, unspent, before the receiver gets ctx's cause (see driver.Backend's
+// Receive); if it was the last receiver, prefetching stops, as when a receiver leaves in await.
+func (b *Backend) takeFor(ctx context.Context, p *pump, a arrival, lease time.Duration, d *driver.Delivery) (bool, error) {
 	sctx, stop := calls.UntilDeadline(ctx)
 	defer stop()
 	if b.onTake != nil {
 		b.onTake()
 	}
 	ok, err := b.take(sctx, a, lease, d)
-	if ok && ctx.Err() != nil {
+	if ctx.Err() == nil {
+		return ok, err
+	}
+	if ok {
 		a.fresh = false // take counted it out of the prefetched
 		b.release(context.WithoutCancel(ctx), a)
 		*d = driver.Delivery{}
-		return false, context.Cause(ctx)
 	}
-	return ok, err
+	if b.retireIdle(p) {
+		b.stopPump(context.Background(), p)
+	}
+	return false, context.Cause(ctx)
 }
 
 // await waits on p, which counts the caller as a receiver, for a prefetched message, and
@@ -164,6 +171,18 @@ func (b *Backend) leave(p *pump, r retirement) bool {
 	defer b.mu.Unlock()
 	b.receivers--
 	if b.pump != p || r == stay || r == ifIdle && b.receivers > 0 {
+		return false
+	}
+	b.pump = nil
+	return true
+}
+
+// retireIdle takes p out of service if it still is the running pump and no receiver is
+// counted in, and reports whether it did: the caller then stops p.
+func (b *Backend) retireIdle(p *pump) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.pump != p || b.receivers > 0 {
 		return false
 	}
 	b.pump = nil

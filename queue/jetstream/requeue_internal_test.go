@@ -236,8 +236,9 @@ func sweepOnce(ctx context.Context, t *testing.T, b *Backend, wi *natsjs.StreamI
 	return swept
 }
 
-// A Receive cancelled while it takes a prefetched job releases the job before it returns: the
-// job is ready then, and the next Receive gets it, attempt 1.
+// A Receive cancelled while it takes a prefetched job releases the job, and stops prefetching
+// if it was the only receiver, before it returns: the job is ready then, and the next Receive
+// gets it, attempt 1.
 func TestCancelledTakeReleases(t *testing.T) {
 	ctx, _, b := openSweepTest(t, driver.Config{})
 	if err := b.CheckLease(ctx, time.Minute); err != nil {
@@ -254,6 +255,12 @@ func TestCancelledTakeReleases(t *testing.T) {
 		t.Fatalf("Receive cancelled as it took a job: %q, %v; want its ctx's cause", d.ID, err)
 	}
 	b.onTake = nil
+	b.mu.Lock()
+	pumping := b.pump != nil
+	b.mu.Unlock()
+	if pumping {
+		t.Error("still prefetching after its only receiver left")
+	}
 	if s, err := b.Stats(ctx); err != nil || s.Ready != 1 || s.InFlight != 0 {
 		t.Fatalf("stats after the cancelled Receive: %+v, %v; want a ready, none in flight", s, err)
 	}
