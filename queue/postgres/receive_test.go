@@ -343,7 +343,7 @@ func TestCancelledReceiveGivesBack(t *testing.T) {
 	cfg.ConnConfig.Host, cfg.ConnConfig.Port = host, uint16(pn)
 	tr := &armTracer{p: p, on: make(chan struct{})}
 	cfg.ConnConfig.Tracer = tr
-	cfg.MaxConns = 2 // the listener's, and one for every other statement
+	cfg.MaxConns = 1 // one connection for every statement (the listener has its own, unpooled)
 	ctx := context.Background()
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
@@ -357,7 +357,7 @@ func TestCancelledReceiveGivesBack(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = b.Close(ctx) })
 	// A first job, received and acked, has the claim statement prepared on the pool's one
-	// connection beside the listener's, so that the answer held below is its execution's.
+	// connection, so that the answer held below is its execution's.
 	for _, id := range []string{"warm", "a"} {
 		if _, err := b.Enqueue(ctx, driver.Message{ID: id, Body: []byte("x")}); err != nil {
 			t.Fatal(err)
