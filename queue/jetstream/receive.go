@@ -63,7 +63,7 @@ func (b *Backend) Receive(ctx context.Context, lease time.Duration, d *driver.De
 			// Prefetched before a reconnection (see resurrect.go): the pump and what it
 			// holds go back to the broker, and a new pump takes over.
 			b.release(context.WithoutCancel(ctx), a)
-			if b.retirePump(p) {
+			if b.retirePump(p, retire) {
 				b.abandonPump(p)
 			}
 			continue
@@ -94,7 +94,7 @@ func (b *Backend) takeFor(ctx context.Context, p *pump, a arrival, lease time.Du
 		b.release(context.WithoutCancel(ctx), a)
 		*d = driver.Delivery{}
 	}
-	if b.retireIdle(p) {
+	if b.retirePump(p, ifIdle) {
 		b.stopPump(context.Background(), p)
 	}
 	return false, context.Cause(ctx)
@@ -146,7 +146,8 @@ func (b *Backend) await(ctx context.Context, p *pump, tick <-chan time.Time, lea
 	return a, true, nil
 }
 
-// retirement says what leave does with the pump beside counting the receiver out.
+// retirement says what leave (beside counting the receiver out) and retirePump do with the
+// pump.
 type retirement int
 
 const (
@@ -170,31 +171,20 @@ func (b *Backend) leave(p *pump, r retirement) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.receivers--
+	return b.retireLocked(p, r)
+}
+
+// retirePump takes p out of service as r says, if it still is the running pump, and reports
+// whether it did: the caller then stops p.
+func (b *Backend) retirePump(p *pump, r retirement) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.retireLocked(p, r)
+}
+
+// retireLocked is retirePump with b.mu held.
+func (b *Backend) retireLocked(p *pump, r retirement) bool {
 	if b.pump != p || r == stay || r == ifIdle && b.receivers > 0 {
-		return false
-	}
-	b.pump = nil
-	return true
-}
-
-// retireIdle takes p out of service if it still is the running pump and no receiver is
-// counted in, and reports whether it did: the caller then stops p.
-func (b *Backend) retireIdle(p *pump) bool {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.pump != p || b.receivers > 0 {
-		return false
-	}
-	b.pump = nil
-	return true
-}
-
-// retirePump takes p out of service if it still is the running pump, and reports whether it
-// did: the caller then stops p.
-func (b *Backend) retirePump(p *pump) bool {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.pump != p {
 		return false
 	}
 	b.pump = nil
