@@ -54,10 +54,12 @@ func (c Call) Context(ctx context.Context, d time.Duration) (context.Context, co
 // cancelled (and, once ctx is cancelled, not at its deadline either). A
 // caller who leaves (a consumer's Close cancels its receivers) can so wait
 // for the call's answer and give back what it took, rather than leave it
-// taken for nobody. Bound the call with Context, as any other. stop
-// releases the context's resources and ends it; call it once the call is
-// done.
+// taken for nobody. Bound the call with Context, as any other. Call stop,
+// which releases what watches ctx's deadline, once the call is done.
 func (Call) UntilDeadline(ctx context.Context) (sctx context.Context, stop func()) {
+	if _, ok := ctx.Deadline(); !ok {
+		return context.WithoutCancel(ctx), func() {}
+	}
 	sctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
 	unwatch := context.AfterFunc(ctx, func() {
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {

@@ -130,41 +130,36 @@ func TestCallWait(t *testing.T) {
 
 type key struct{}
 
-// UntilDeadline's context keeps the caller's values, outlives a cancel of the caller's ctx,
-// ends at its deadline with its cause, and ends when stopped.
+// UntilDeadline's context keeps the caller's values, outlives a cancel of the caller's ctx
+// (with a deadline or without), ends at its deadline with its cause, and, once the caller's
+// ctx was cancelled, not at its deadline.
 func TestCallUntilDeadline(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		base := context.WithValue(context.Background(), key{}, "v")
-		ctx, cancel := context.WithCancelCause(base)
-		sctx, stop := testCall.UntilDeadline(ctx)
-		cancel(errStop)
-		synctest.Wait()
-		if err := sctx.Err(); err != nil || sctx.Value(key{}) != "v" {
-			t.Fatalf("after the caller's cancel: Err %v, value %v; want nil, v", err, sctx.Value(key{}))
-		}
-		stop()
-		if err := sctx.Err(); !errors.Is(err, context.Canceled) {
-			t.Fatalf("after stop: %v, want context.Canceled", err)
+		for _, d := range []time.Duration{0, time.Second} {
+			ctx, cancel := context.WithCancelCause(base)
+			if d > 0 {
+				var dcancel context.CancelFunc
+				ctx, dcancel = context.WithDeadline(ctx, time.Now().Add(d))
+				defer dcancel()
+			}
+			sctx, stop := testCall.UntilDeadline(ctx)
+			defer stop()
+			cancel(errStop)
+			time.Sleep(2 * time.Second) // past the deadline, if any
+			if err := sctx.Err(); err != nil || sctx.Value(key{}) != "v" {
+				t.Fatalf("deadline %v, cancelled before it: Err %v, value %v; want nil, v", d, err, sctx.Value(key{}))
+			}
 		}
 
 		dctx, dcancel := context.WithDeadlineCause(base, time.Now().Add(time.Second), errStop)
 		defer dcancel()
-		sctx, stop = testCall.UntilDeadline(dctx)
+		sctx, stop := testCall.UntilDeadline(dctx)
 		defer stop()
 		start := time.Now()
 		<-sctx.Done()
 		if took, cause := time.Since(start), context.Cause(sctx); took != time.Second || cause != errStop {
 			t.Fatalf("at the caller's deadline: ended after %v with %v; want 1s, %v", took, cause, errStop)
-		}
-
-		// Cancelled before its deadline, ctx is done: its deadline no longer ends the call's.
-		cctx, ccancel := context.WithDeadline(base, time.Now().Add(time.Second))
-		sctx, stop = testCall.UntilDeadline(cctx)
-		defer stop()
-		ccancel()
-		time.Sleep(2 * time.Second)
-		if err := sctx.Err(); err != nil {
-			t.Fatalf("past the deadline of a ctx cancelled before it: %v, want nil", err)
 		}
 	})
 }
