@@ -296,7 +296,12 @@ const zeroConsumer = "queue: zero Consumer: use Queue.Consume"
 // backend cannot hold Close: a backend that honours its ctx then fails the
 // calls still to come or in progress, and their jobs are counted in
 // [Report.Abandoned] and redelivered when their leases end. (The in-memory
-// backend never blocks in these calls and still settles them.)
+// backend never blocks in these calls and still settles them.) A worker
+// whose Receive is in flight when intake stops waits for it even then: a
+// broker backend waits for a call it already sent (at most its call
+// timeout) and gives back a job that call took before it returns, so that
+// no job is left leased for nobody (see driver.Backend's Receive, and each
+// backend's).
 //
 // A handler must return soon once its ctx is done: Close waits for it, as
 // pool.Pool.Close and scope.Run wait for their tasks. Until it returns, its
