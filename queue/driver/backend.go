@@ -79,8 +79,9 @@ type Backend interface {
 	// [ErrLeaseExpired] (see Backend). When ctx is cancelled, Receive
 	// returns context.Cause(ctx) once nothing is leased for the caller: a
 	// job taken for it meanwhile is given back first, its attempt unspent
-	// (see [Call.UntilDeadline]). A call in flight at ctx's deadline may be
-	// abandoned then; a job it took comes back when its lease ends.
+	// (see [Call.UntilDeadline]), unless the broker cannot be reached to
+	// take it back; then, as with a call in flight at ctx's deadline, which
+	// may be abandoned, the job comes back when its lease ends.
 	Receive(ctx context.Context, lease time.Duration, d *Delivery) error
 
 	// Start records that a handler starts on d, spending the attempt
