@@ -121,9 +121,7 @@ func (b *Backend) claim(ctx context.Context, lease time.Duration, d *driver.Deli
 			return claimed{due: r.due, rescued: r.rescued}, nil
 		}
 		if ctx.Err() != nil { // the receiver left while the query ran: give its job back
-			gctx, cancel := b.call(context.WithoutCancel(ctx))
-			defer cancel()
-			b.unclaim(gctx, &jobs[0])
+			b.unclaim(jobs[:1])
 			return claimed{}, context.Cause(ctx)
 		}
 		*d = jobs[0]
@@ -255,14 +253,7 @@ func (b *Backend) claimRound(batch []*claimReq) {
 		req.done <- res
 	}
 	b.claimMu.Unlock()
-	if len(lost) > 0 {
-		// One deadline for every give-back: an abandoned receiver waits for them.
-		gctx, gcancel := b.call(context.Background())
-		for i := range lost {
-			b.unclaim(gctx, &lost[i])
-		}
-		gcancel()
-	}
+	b.unclaim(lost) // before the receivers that left are answered: they wait for it
 	for _, req := range left {
 		req.done <- claimResult{}
 	}
@@ -320,11 +311,18 @@ func (b *Backend) claimQuery(ctx context.Context, lease time.Duration, n int) ([
 	return jobs, r, rows.Err()
 }
 
-// unclaim gives back a job claimed for a receiver that left: it waits again, as if never
-// delivered. If that fails (or ctx ends first), the job comes back when its lease ends, with
-// its attempt unspent.
-func (b *Backend) unclaim(ctx context.Context, d *driver.Delivery) {
-	_, _ = b.pool.Exec(ctx, b.sql.unclaim, b.name, d.Token.(int64), int64(d.Seq), b.channel)
+// unclaim gives back jobs claimed for receivers that left: each waits again, as if never
+// delivered, all within one call timeout. A job whose give-back fails (or comes too late)
+// comes back when its lease ends, with its attempt unspent.
+func (b *Backend) unclaim(jobs []driver.Delivery) {
+	if len(jobs) == 0 {
+		return
+	}
+	ctx, cancel := b.call(context.Background())
+	defer cancel()
+	for _, d := range jobs {
+		_, _ = b.pool.Exec(ctx, b.sql.unclaim, b.name, d.Token.(int64), int64(d.Seq), b.channel)
+	}
 }
 
 // receiveFail is fail for a query of Receive made with cctx, derived from the caller's ctx:
