@@ -80,8 +80,9 @@ type Backend interface {
 	// returns context.Cause(ctx) once nothing is leased for the caller: a
 	// job taken for it meanwhile is given back first, its attempt unspent
 	// (see [Call.UntilDeadline]), unless the broker cannot be reached to
-	// take it back; then, as with a call in flight at ctx's deadline, which
-	// may be abandoned, the job comes back when its lease ends.
+	// take it back, or the caller gives up waiting (the abandon context of
+	// [WithAbandon] ends); then, as with a call in flight at ctx's deadline,
+	// which may be abandoned, the job comes back when its lease ends.
 	Receive(ctx context.Context, lease time.Duration, d *Delivery) error
 
 	// Start records that a handler starts on d, spending the attempt

@@ -53,23 +53,96 @@ func (c Call) Context(ctx context.Context, d time.Duration) (context.Context, co
 // ends when ctx reaches its deadline, with ctx's cause, but not when ctx is
 // cancelled (and, once ctx is cancelled, not at its deadline either). A
 // caller who leaves (a consumer's Close cancels its receivers) can so wait
-// for the call's answer and give back what it took, rather than leave it
-// taken for nobody. Bound the call with Context, as any other. Call stop,
-// which releases what watches ctx's deadline, once the call is done.
+// for the call's answer and give back what it took, in a context of
+// [Call.GiveBack], rather than leave it taken for nobody. It also ends,
+// with abandon's cause, when the abandon context that ctx carries (see
+// [WithAbandon]) ends. Bound the call with Context, as any other. Call
+// stop, which releases what watches ctx and abandon, once the call is
+// done.
 func (Call) UntilDeadline(ctx context.Context) (sctx context.Context, stop func()) {
-	if _, ok := ctx.Deadline(); !ok {
+	return detach(ctx, true)
+}
+
+// GiveBack returns the context in which a caller who left gives back what
+// a call took for it: it keeps ctx's values, and ends neither with ctx nor
+// at ctx's deadline, only when the abandon context that ctx carries (see
+// [WithAbandon]) ends, with abandon's cause: the caller has stopped
+// waiting, and what it took comes back when its lease ends. Bound the
+// calls with Context, as any other. Call stop, which releases what watches
+// abandon, once they are done.
+func (Call) GiveBack(ctx context.Context) (gctx context.Context, stop func()) {
+	return detach(ctx, false)
+}
+
+// detach is UntilDeadline, or GiveBack if !timed.
+func detach(ctx context.Context, timed bool) (context.Context, func()) {
+	a, _ := ctx.Value(abandonKey{}).(*abandoning)
+	if timed {
+		_, timed = ctx.Deadline()
+	}
+	if !timed && a == nil {
 		return context.WithoutCancel(ctx), func() {}
 	}
+	if !timed && a.self == ctx { // a receiver's usual call: no watcher to set up
+		return a.detached, func() {}
+	}
 	sctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
-	unwatch := context.AfterFunc(ctx, func() {
-		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			cancel(context.Cause(ctx))
-		}
-	})
+	unwatch := func() bool { return false }
+	if timed {
+		unwatch = whenDone(ctx, func() {
+			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				cancel(context.Cause(ctx))
+			}
+		})
+	}
+	unabandon := func() bool { return false }
+	if a != nil {
+		unabandon = whenDone(a.detached, func() { cancel(context.Cause(a.detached)) })
+	}
 	return sctx, func() {
 		unwatch()
+		unabandon()
 		cancel(nil)
 	}
+}
+
+// whenDone calls f once ctx is done: now, if it is, else as context.AfterFunc
+// does, whose stop it returns.
+func whenDone(ctx context.Context, f func()) (stop func() bool) {
+	if ctx.Err() != nil {
+		f()
+		return func() bool { return false }
+	}
+	return context.AfterFunc(ctx, f)
+}
+
+// abandonKey is the key of the *abandoning that WithAbandon puts in a
+// context.
+type abandonKey struct{}
+
+// abandoning is what WithAbandon puts in the copy of a context it returns.
+type abandoning struct {
+	self     context.Context // the copy
+	detached context.Context // the copy's values; ends when abandon ends, with its cause
+}
+
+// WithAbandon returns a copy of ctx that carries abandon, for a caller who
+// leaves in two steps, as a consumer's Close does: the end of ctx (Close
+// cancels its receivers) asks a Receive in flight to finish the call it
+// sent and give back what it took (see [Call.UntilDeadline] and
+// [Call.GiveBack]); the end of abandon (Close's own ctx ended) says to stop
+// waiting for that. The contexts that UntilDeadline and GiveBack return
+// for the copy, or for a context derived from it, then end with abandon's
+// cause. Cancel abandon once the copy is no longer used: what watches it
+// is released then. The queue package gives its receivers such a context;
+// a backend has no need to call WithAbandon.
+func WithAbandon(ctx, abandon context.Context) context.Context {
+	a := &abandoning{}
+	a.self = context.WithValue(ctx, abandonKey{}, a)
+	detached, cancel := context.WithCancelCause(context.WithoutCancel(a.self))
+	whenDone(abandon, func() { cancel(context.Cause(abandon)) })
+	a.detached = detached
+	return a.self
 }
 
 // Fail returns the error of op, a call made with ctx that failed with err

@@ -15,6 +15,7 @@ var (
 	errStop   = errors.New("stop")         // the caller's cause
 	errGone   = errors.New("conn refused") // an error the backend calls unreachable
 	errBroker = errors.New("no such key")  // any other answer of the broker
+	errGiveUp = errors.New("gave up")      // the cause of a receiver's abandon context
 )
 
 var testCall = driver.Call{Name: "kit", Unreachable: func(err error) bool { return errors.Is(err, errGone) }}
@@ -161,5 +162,72 @@ func TestCallUntilDeadline(t *testing.T) {
 		if took, cause := time.Since(start), context.Cause(sctx); took != time.Second || cause != errStop {
 			t.Fatalf("at the caller's deadline: ended after %v with %v; want 1s, %v", took, cause, errStop)
 		}
+		late, stop := testCall.UntilDeadline(dctx)
+		defer stop()
+		if cause := context.Cause(late); cause != errStop {
+			t.Fatalf("made after the caller's deadline: cause %v; want %v at once", cause, errStop)
+		}
+		gctx, stop := testCall.GiveBack(dctx)
+		defer stop()
+		time.Sleep(time.Hour)
+		if err := gctx.Err(); err != nil || gctx.Value(key{}) != "v" {
+			t.Fatalf("GiveBack after the caller's deadline: Err %v, value %v; want nil, v", err, gctx.Value(key{}))
+		}
 	})
+}
+
+// A call of a receiver that left, and its give-back, end when the abandon context the
+// receiver's ctx carries ends, with its cause, whether the ctx is WithAbandon's copy itself,
+// a context derived from it, or one with a deadline; those made after the abandon end at once.
+func TestCallUntilAbandoned(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		base := context.WithValue(context.Background(), key{}, "v")
+		for _, kind := range []string{"copy", "derived", "deadline"} {
+			abandon, giveUp := context.WithCancelCause(context.Background())
+			ctx := driver.WithAbandon(base, abandon)
+			switch kind {
+			case "derived":
+				ctx = context.WithValue(ctx, key{}, "v")
+			case "deadline":
+				var dcancel context.CancelFunc
+				ctx, dcancel = context.WithDeadline(ctx, time.Now().Add(time.Hour))
+				defer dcancel()
+			}
+			sctx, stop := testCall.UntilDeadline(ctx)
+			gctx, gstop := testCall.GiveBack(ctx)
+			time.Sleep(time.Minute)
+			for _, c := range []context.Context{sctx, gctx} {
+				if err := c.Err(); err != nil || c.Value(key{}) != "v" {
+					t.Fatalf("%s, not abandoned: Err %v, value %v; want nil, v", kind, err, c.Value(key{}))
+				}
+			}
+			giveUp(errGiveUp)
+			synctest.Wait()
+			late, lstop := testCall.UntilDeadline(ctx)
+			lateBack, lgstop := testCall.GiveBack(ctx)
+			for i, c := range []context.Context{sctx, gctx, late, lateBack} {
+				if cause := context.Cause(c); cause != errGiveUp {
+					t.Fatalf("%s, abandoned: context %d: cause %v; want %v", kind, i, cause, errGiveUp)
+				}
+			}
+			stop()
+			gstop()
+			lstop()
+			lgstop()
+		}
+	})
+}
+
+// A receiver's usual call, UntilDeadline of the very context WithAbandon returned (a
+// consumer's receivers have no deadline), sets nothing up: no allocation, no watcher.
+func TestUntilDeadlineOfReceiverAllocatesNothing(t *testing.T) {
+	abandon, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ctx := driver.WithAbandon(context.Background(), abandon)
+	if n := testing.AllocsPerRun(100, func() {
+		_, stop := testCall.UntilDeadline(ctx)
+		stop()
+	}); n != 0 {
+		t.Errorf("UntilDeadline of a receiver's ctx: %v allocations; want 0", n)
+	}
 }

@@ -36,7 +36,8 @@
 // An Enqueue at capacity fails with [Overflow.Refusal] under the policies that
 // refuse a job, and a waiting Receive waits with [Call.Wait]; a Receive's
 // query runs with [Call.UntilDeadline], so that a receiver cancelled
-// meanwhile can give back the job it took. These are
+// meanwhile can give back the job it took, until it gives up waiting
+// ([WithAbandon]). These are
 // exported, not internal to this repository, because the ErrUnavailable
 // rule is part of the contract: a third-party backend must report its calls
 // as the repository's backends do, and does so by calling the same code.
@@ -47,7 +48,7 @@ package driver
 // Reconnecter, RateLimiter, ReceiveStarter); admin.go Admin, the operator's verbs, with
 // Filter, Cursor and JobInfo, and Gather (and NewGather), List and Count
 // read in a backend's process; call.go Call, how a broker backend bounds, reports and waits
-// for its calls; lifecycle.go Lifecycle, its state from Open to Close; settings.go Shared, SettingsError, CompareSettings
+// for its calls, and WithAbandon; lifecycle.go Lifecycle, its state from Open to Close; settings.go Shared, SettingsError, CompareSettings
 // and AgreeLease, the shared settings; config.go Config and Overflow;
 // attempt.go Attempt and Reason;
 // errors.go the sentinel errors; inprocess.go InProcess, the optional
