@@ -120,6 +120,44 @@ func TestCloseDeadlineEndsHungBackendCall(t *testing.T) {
 	})
 }
 
+// hangReceive is a backend whose Receive makes a broker call that hangs (a
+// paused broker) until its call timeout, an hour, under
+// driver.Call.UntilDeadline, as the broker backends make theirs.
+type hangReceive struct {
+	driver.Backend
+	entered chan struct{}
+}
+
+func (b hangReceive) Receive(ctx context.Context, lease time.Duration, d *driver.Delivery) error {
+	sctx, stop := driver.Call{Name: "hang"}.UntilDeadline(ctx)
+	defer stop()
+	close(b.entered)
+	select {
+	case <-sctx.Done():
+	case <-time.After(time.Hour): // the call timeout of a patient backend
+	}
+	return context.Cause(ctx)
+}
+
+// A Receive in flight when Close stops intake is waited for, so that it can
+// give back what it took, but no longer than Close's ctx: its end abandons
+// the call (driver.WithAbandon), and Close returns at its deadline.
+func TestCloseDeadlineAbandonsReceive(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := hangReceive{memory.New(), make(chan struct{})}
+		q, _ := New[string](context.Background(), WithBackend(b))
+		c, err := q.Consume(context.Background(), func(context.Context, Job[string]) error { return nil }, WithWorkers(1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		<-b.entered
+		synctest.Wait() // the worker is blocked in the broker call
+		if r := closeTimingOut(t, c); r != (Report{}) {
+			t.Errorf("report %+v; want nothing", r)
+		}
+	})
+}
+
 // closeTimingOut closes c with a ctx of one second, which must run out: Close
 // takes exactly that second (virtual time) and returns its deadline.
 func closeTimingOut(t *testing.T, c *Consumer[string]) Report {

@@ -161,6 +161,9 @@ func (q *Queue[T]) Consume(ctx context.Context, h Handler[T], opts ...ConsumerOp
 	c.bg, c.bgCancel = context.WithCancelCause(context.WithoutCancel(ctx))
 	c.base, c.baseCancel = context.WithCancelCause(ctx)
 	c.recv, c.recvCancel = context.WithCancelCause(c.base)
+	// A Receive in flight when Close cancels c.recv finishes its call and
+	// gives back what it took, until Close's ctx ends (c.bg with it).
+	c.recv = driver.WithAbandon(c.recv, c.bg)
 	c.workers = make([]*worker[T], o.loops())
 	slots := make([]*lease.Slot, len(c.workers))
 	for i := range c.workers {
@@ -297,11 +300,13 @@ const zeroConsumer = "queue: zero Consumer: use Queue.Consume"
 // calls still to come or in progress, and their jobs are counted in
 // [Report.Abandoned] and redelivered when their leases end. (The in-memory
 // backend never blocks in these calls and still settles them.) A worker
-// whose Receive is in flight when intake stops waits for it even then: a
-// broker backend waits for a call it already sent (at most its call
-// timeout) and gives back a job that call took before it returns, so that
-// no job is left leased for nobody (see driver.Backend's Receive, and each
-// backend's).
+// whose Receive is in flight when intake stops waits for it: a broker
+// backend lets a call it already sent answer (within its call timeout) and
+// gives back a job that call took before it returns, so that no job is left
+// leased for nobody (see driver.Backend's Receive). The end of ctx ends
+// that wait too, with the backends of this module's repository (and any
+// that waits with driver.Call.UntilDeadline and GiveBack): the call is
+// abandoned, and a job it took comes back when its lease ends.
 //
 // A handler must return soon once its ctx is done: Close waits for it, as
 // pool.Pool.Close and scope.Run wait for their tasks. Until it returns, its
