@@ -22,10 +22,13 @@ import (
 // whichever comes first. One query serves every receiver of the backend that asked meanwhile
 // (see claim). When ctx ends, Receive returns context.Cause(ctx) once nothing is leased for it:
 // a job that a query in flight leased for it is given back first, as if never delivered, which
-// waits for that query (at most WithCallTimeout, and as long again for the give-back). The one
-// exception is ctx's deadline passing while the receiver's own query (made when no other was
-// under way) runs: that query is abandoned then, and a job it leased comes back when its lease
-// ends, its attempt unspent.
+// waits for that query (at most WithCallTimeout, and as long again for the give-back). The
+// exceptions: ctx's deadline passing while the receiver's own query (made when no other was
+// under way) runs abandons that query, and a job it leased comes back when its lease ends, its
+// attempt unspent; and a caller who gives up waiting (the abandon context of
+// driver.WithAbandon ends, as when a consumer's Close runs out of time) gets the cause at once:
+// its own query is abandoned as at the deadline, and a job that a shared query leased for it is
+// given back without it.
 func (b *Backend) Receive(ctx context.Context, lease time.Duration, d *driver.Delivery) error {
 	if lease <= 0 {
 		return fmt.Errorf("postgres: lease %v must be positive", lease)
@@ -121,7 +124,9 @@ func (b *Backend) claim(ctx context.Context, lease time.Duration, d *driver.Deli
 			return claimed{due: r.due, rescued: r.rescued}, nil
 		}
 		if ctx.Err() != nil { // the receiver left while the query ran: give its job back
-			b.unclaim(jobs[:1])
+			gctx, stop := calls.GiveBack(ctx)
+			defer stop()
+			b.unclaim(gctx, jobs[:1])
 			return claimed{}, context.Cause(ctx)
 		}
 		*d = jobs[0]
@@ -151,10 +156,16 @@ func (b *Backend) claim(ctx context.Context, lease time.Duration, d *driver.Deli
 	}
 	// In flight: the claimer gives back a job it gets for this request, then answers. Wait
 	// for that, so that no job is leased for this receiver once it has returned (a consumer
-	// that closed leaves every job it did not take ready).
+	// that closed leaves every job it did not take ready), unless the receiver gives up
+	// waiting (see driver.Call.GiveBack): the claimer still gives the job back.
 	req.state = reqAbandoned
 	b.claimMu.Unlock()
-	<-req.done
+	gctx, stop := calls.GiveBack(ctx)
+	defer stop()
+	select {
+	case <-req.done:
+	case <-gctx.Done():
+	}
 	return claimed{}, context.Cause(ctx)
 }
 
@@ -253,7 +264,7 @@ func (b *Backend) claimRound(batch []*claimReq) {
 		req.done <- res
 	}
 	b.claimMu.Unlock()
-	b.unclaim(lost) // before the receivers that left are answered: they wait for it
+	b.unclaim(context.Background(), lost) // before the receivers that left are answered: they wait for it
 	for _, req := range left {
 		req.done <- claimResult{}
 	}
@@ -312,13 +323,13 @@ func (b *Backend) claimQuery(ctx context.Context, lease time.Duration, n int) ([
 }
 
 // unclaim gives back jobs claimed for receivers that left: each waits again, as if never
-// delivered, all within one call timeout. A job whose give-back fails (or comes too late)
-// comes back when its lease ends, with its attempt unspent.
-func (b *Backend) unclaim(jobs []driver.Delivery) {
+// delivered, all within one call timeout and ctx. A job whose give-back fails (or comes too
+// late) comes back when its lease ends, with its attempt unspent.
+func (b *Backend) unclaim(ctx context.Context, jobs []driver.Delivery) {
 	if len(jobs) == 0 {
 		return
 	}
-	ctx, cancel := b.call(context.Background())
+	ctx, cancel := b.call(ctx)
 	defer cancel()
 	for _, d := range jobs {
 		_, _ = b.pool.Exec(ctx, b.sql.unclaim, b.name, d.Token.(int64), int64(d.Seq), b.channel)

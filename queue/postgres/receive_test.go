@@ -149,7 +149,15 @@ func TestReceiversShareClaims(t *testing.T) {
 // A job claimed for a receiver whose ctx ended while the claim was in flight is given back as
 // if never delivered, before that receiver's Receive returns: the job is ready then, and the
 // next receiver gets it at once, attempt 1, not redelivered.
-func TestAbandonedClaimGivenBack(t *testing.T) {
+func TestAbandonedClaimGivenBack(t *testing.T) { abandonedClaim(t, false) }
+
+// A receiver waiting for the claimer that left and then gives up waiting (its abandon context,
+// driver.WithAbandon) returns at once, before the claim query serving it has ended.
+func TestGivenUpClaimReturns(t *testing.T) { abandonedClaim(t, true) }
+
+// abandonedClaim has a receiver leave (and, if giveUp, give up) while the claimer's query for
+// it is held, and checks when it returns and what it left.
+func abandonedClaim(t *testing.T, giveUp bool) {
 	srv, _ := startDB(t)
 	tr := claimTracer{
 		hold:  []chan struct{}{make(chan struct{}), make(chan struct{})},
@@ -157,6 +165,9 @@ func TestAbandonedClaimGivenBack(t *testing.T) {
 		ended: []chan struct{}{make(chan struct{}), make(chan struct{})},
 	}
 	b := tracedBackend(t, srv.DSN(), &tr)
+	var once sync.Once
+	let := func() { once.Do(func() { close(tr.hold[1]) }) }
+	defer let() // a failing test lets the claimer's query end before the Backend's Close waits for it
 	queued := make(chan struct{}, 1)
 	postgres.OnClaimQueued(b, func() {
 		select {
@@ -181,7 +192,9 @@ func TestAbandonedClaimGivenBack(t *testing.T) {
 		first <- d
 	}()
 	recvWithin(t, tr.held[0], 10*time.Second, "the first claim query")
-	rctx, cancel := context.WithCancelCause(ctx)
+	abandon, abandonCancel := context.WithCancel(ctx)
+	defer abandonCancel()
+	rctx, cancel := context.WithCancelCause(driver.WithAbandon(ctx, abandon))
 	errc := make(chan error, 1)
 	go func() {
 		var d driver.Delivery
@@ -195,7 +208,20 @@ func TestAbandonedClaimGivenBack(t *testing.T) {
 	recvWithin(t, tr.held[1], 10*time.Second, "the claimer's query")
 	stop := errors.New("receiver gone")
 	cancel(stop)
-	close(tr.hold[1]) // the claim leases b, for nobody
+	if giveUp {
+		abandonCancel()
+		if err := recvWithin(t, errc, 10*time.Second, "the Receive that gave up"); !errors.Is(err, stop) {
+			t.Fatalf("Receive that gave up: %v, want its ctx's cause", err)
+		}
+		select {
+		case <-tr.ended[1]:
+			t.Error("the Receive that gave up returned only once the claim query serving it ended")
+		default:
+		}
+		let() // the claimer gives b back; Close waits for it
+		return
+	}
+	let() // the claim leases b, for nobody
 	if err := recvWithin(t, errc, 10*time.Second, "the abandoned Receive"); !errors.Is(err, stop) {
 		t.Fatalf("abandoned Receive: %v, want its ctx's cause", err)
 	}
@@ -331,13 +357,23 @@ func (a *armTracer) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndD
 // A receiver whose ctx is cancelled after its own claim query leased it a job, before the
 // answer reached it, gives the job back before Receive returns: the job is ready then, and
 // the next receiver gets it, attempt 1, not redelivered.
-func TestCancelledReceiveGivesBack(t *testing.T) {
+func TestCancelledReceiveGivesBack(t *testing.T) { heldClaim(t, false) }
+
+// A receiver that left and then gives up waiting (its abandon context, driver.WithAbandon, as
+// a consumer's Close makes when its ctx ends) returns at once, while the claim's answer is
+// still held: the job stays in flight, for its lease.
+func TestGivenUpReceiveReturns(t *testing.T) { heldClaim(t, true) }
+
+// heldClaim has a Receive's own claim query lease job "a", holds the server's answer, cancels
+// the receiver and (if giveUp) its abandon context, and checks what the receiver left.
+func heldClaim(t *testing.T, giveUp bool) {
 	srv, _ := startDB(t)
 	cfg, err := pgxpool.ParseConfig(srv.DSN())
 	if err != nil {
 		t.Fatal(err)
 	}
 	p := startHoldProxy(t, net.JoinHostPort(cfg.ConnConfig.Host, strconv.Itoa(int(cfg.ConnConfig.Port))))
+	defer p.let() // a failing test lets the answer go before the Backend's Close waits for it
 	host, port, _ := net.SplitHostPort(p.ln.Addr().String())
 	pn, _ := strconv.Atoi(port)
 	cfg.ConnConfig.Host, cfg.ConnConfig.Port = host, uint16(pn)
@@ -350,7 +386,7 @@ func TestCancelledReceiveGivesBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
-	b := postgres.New(pool, queueName(t))
+	b := postgres.New(pool, queueName(t), postgres.WithCallTimeout(time.Hour))
 	tr.sql = postgres.ClaimSQL(b)
 	if err := b.Open(ctx, driver.Config{}); err != nil {
 		t.Fatal(err)
@@ -373,7 +409,9 @@ func TestCancelledReceiveGivesBack(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	rctx, cancel := context.WithCancelCause(ctx)
+	abandon, abandonCancel := context.WithCancel(ctx)
+	defer abandonCancel()
+	rctx, cancel := context.WithCancelCause(driver.WithAbandon(ctx, abandon))
 	errc := make(chan error, 1)
 	tr.mu.Lock()
 	close(tr.on)
@@ -385,6 +423,17 @@ func TestCancelledReceiveGivesBack(t *testing.T) {
 	recvWithin(t, p.held, 10*time.Second, "the claim query's answer")
 	stop := errors.New("receiver gone")
 	cancel(stop)
+	if giveUp {
+		abandonCancel()
+		if err := recvWithin(t, errc, 10*time.Second, "the Receive that gave up"); !errors.Is(err, stop) {
+			t.Fatalf("Receive that gave up: %v, want its ctx's cause", err)
+		}
+		p.let()
+		if s, err := b.Stats(ctx); err != nil || s.Ready != 0 || s.InFlight != 1 {
+			t.Fatalf("stats after the receiver gave up: %+v, %v; want 0 ready, 1 in flight", s, err)
+		}
+		return
+	}
 	p.let()
 	if err := recvWithin(t, errc, 10*time.Second, "the cancelled Receive"); !errors.Is(err, stop) {
 		t.Fatalf("cancelled Receive: %v, want its ctx's cause", err)

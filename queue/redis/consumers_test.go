@@ -179,14 +179,15 @@ func (h *holdHook) ProcessHook(next goredis.ProcessHook) goredis.ProcessHook {
 
 // TestAbandonedReceiveGivesBack pins what Receive's doc says of a ctx cancelled while a look
 // is in flight: Receive returns the ctx's cause only once the job the look took is given back,
-// ready, its attempt unspent.
+// ready, its attempt unspent; and a receiver that then gives up waiting (its abandon context,
+// driver.WithAbandon, as a consumer's Close makes when its ctx ends) gets the cause at once,
+// while the look's answer is still held, leaving the job in flight for its lease.
 func TestAbandonedReceiveGivesBack(t *testing.T) {
-	for _, start := range []bool{false, true} {
-		name := "Receive"
-		if start {
-			name = "ReceiveStart"
-		}
-		t.Run(name, func(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		start, giveUp bool
+	}{{"Receive", false, false}, {"ReceiveStart", true, false}, {"GivenUp", false, true}} {
+		t.Run(tc.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
 			srv := redistest.Start(t, "always")
@@ -194,20 +195,22 @@ func TestAbandonedReceiveGivesBack(t *testing.T) {
 			h := newHoldHook("held")
 			defer h.release()
 			c.AddHook(h)
-			b := redis.New(c, queueName(t), redis.WithPollInterval(10*time.Millisecond))
+			b := redis.New(c, queueName(t), redis.WithPollInterval(10*time.Millisecond), redis.WithCallTimeout(time.Hour))
 			if err := b.Open(ctx, driver.Config{}); err != nil {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { _ = b.Close(context.Background()) })
 			recv := b.Receive
-			if start {
+			if tc.start {
 				recv = b.ReceiveStart
 			}
 			if _, err := b.Enqueue(ctx, driver.Message{ID: "held", Body: []byte("x")}); err != nil {
 				t.Fatal(err)
 			}
 			h.armed.Store(true)
-			rctx, leave := context.WithCancel(ctx)
+			abandon, giveUp := context.WithCancel(ctx)
+			defer giveUp()
+			rctx, leave := context.WithCancel(driver.WithAbandon(ctx, abandon))
 			errc := make(chan error, 1)
 			go func() {
 				var d driver.Delivery
@@ -219,16 +222,31 @@ func TestAbandonedReceiveGivesBack(t *testing.T) {
 				t.Fatal("the receive script never took the job")
 			}
 			leave()
-			h.release()
-			if err := <-errc; !errors.Is(err, context.Canceled) {
-				t.Fatalf("%s whose ctx ended: %v, want context.Canceled", name, err)
+			want := 1 // ready after the receiver left
+			if tc.giveUp {
+				giveUp()
+				want = 0
+			} else {
+				h.release()
 			}
+			select {
+			case err := <-errc:
+				if !errors.Is(err, context.Canceled) {
+					t.Fatalf("%s whose ctx ended: %v, want context.Canceled", tc.name, err)
+				}
+			case <-ctx.Done():
+				t.Fatalf("%s whose ctx ended still waits for the held answer", tc.name)
+			}
+			h.release()
 			st, err := b.Stats(ctx)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if st.Ready != 1 || st.InFlight != 0 {
-				t.Fatalf("after the abandoned %s returned: %d ready, %d in flight; want 1, 0", name, st.Ready, st.InFlight)
+			if st.Ready != want || st.InFlight != 1-want {
+				t.Fatalf("after the abandoned %s returned: %d ready, %d in flight; want %d, %d", tc.name, st.Ready, st.InFlight, want, 1-want)
+			}
+			if tc.giveUp {
+				return
 			}
 			var d driver.Delivery
 			if err := recv(ctx, time.Minute, &d); err != nil {

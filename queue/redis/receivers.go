@@ -72,8 +72,11 @@ func (b *Backend) reapAfter(lease time.Duration) time.Duration {
 // When ctx is cancelled, Receive returns context.Cause(ctx) once nothing is leased for it: a
 // look already sent is waited for (at most WithCallTimeout), and a job it took is given back
 // as Release gives it back, its attempt unspent, which waits at most as long again. A look in
-// flight at ctx's deadline, or at the call timeout, is abandoned then: it may still take a
-// job when the server answers (see ReceiveStart).
+// flight at ctx's deadline or at the call timeout is abandoned then: it may still take a job
+// when the server answers (see ReceiveStart). When the caller gives up waiting (the abandon
+// context of driver.WithAbandon ends, as when a consumer's Close runs out of time), Receive
+// returns then, abandoning the look or the give-back in flight: the job comes back when its
+// lease ends.
 func (b *Backend) Receive(ctx context.Context, lease time.Duration, d *driver.Delivery) error {
 	return b.receive(ctx, lease, d, false)
 }
@@ -177,7 +180,9 @@ func (b *Backend) look(ctx context.Context, lease time.Duration, d *driver.Deliv
 	if ctx.Err() != nil {
 		// Released as the queue releases a delivery it did not run: its attempt, if the
 		// script counted it (start), is given back.
-		_ = b.Release(context.WithoutCancel(ctx), d, 0)
+		gctx, stop := calls.GiveBack(ctx)
+		defer stop()
+		_ = b.Release(gctx, d, 0)
 		*d = driver.Delivery{}
 		return true, context.Cause(ctx)
 	}
