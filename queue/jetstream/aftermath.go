@@ -15,7 +15,8 @@ import (
 // job gives another ID too, and such a record is ignored), and a job without its tombstone, as
 // a process that died between the ack and the tombstone always did. Close waits for them
 // within its ctx; if ctx ends first, the work not started is dropped (as in a process that
-// dies) and the requests running are cancelled, and Delete waits for them to end.
+// dies) and the requests running are cancelled, and Delete waits for them to end. The aftermath
+// also finishes the give-back of a receiver that gave up waiting for it (see handBack).
 
 // aftermathWorkers bounds the aftermath's requests in flight; aftermathQueue bounds the acked
 // jobs waiting for them, beyond which Ack makes them itself, before it returns.

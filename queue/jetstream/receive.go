@@ -22,7 +22,10 @@ import (
 // Receive is running, prefetching stops and the prefetched jobs are released to the broker. A
 // Receive cancelled while it takes a prefetched job (the requests that read the job's state)
 // waits for those requests (at most a call timeout), releases the job (at most one more) and
-// stops prefetching if no other Receive is running, before it returns.
+// stops prefetching if no other Receive is running, before it returns. When the caller gives
+// up waiting (the abandon context of driver.WithAbandon ends, as when a consumer's Close runs
+// out of time), it returns then: a take in flight is abandoned, and the background work that
+// follows acks gives the job back and stops prefetching (Close waits for it).
 //
 // While it waits, Receive looks at the connection every call timeout: when the client is not
 // connected, or the broker missed its heartbeats to the prefetch, it returns an error matching
@@ -89,15 +92,45 @@ func (b *Backend) takeFor(ctx context.Context, p *pump, a arrival, lease time.Du
 	if ctx.Err() == nil {
 		return ok, err
 	}
-	if ok {
-		a.fresh = false // take counted it out of the prefetched
-		b.release(context.WithoutCancel(ctx), a)
-		*d = driver.Delivery{}
-	}
-	if b.retirePump(p, ifIdle) {
-		b.stopPump(context.Background(), p)
-	}
+	*d = driver.Delivery{}
+	a.fresh = false // take counted it out of the prefetched
+	// A take that failed (abandoned, say) may have left the job half taken: it goes back too.
+	b.handBack(ctx, p, a, ok || err != nil, b.retirePump(p, ifIdle))
 	return false, context.Cause(ctx)
+}
+
+// handBack gives back what a receiver that left (ctx ended) holds, before it returns: the
+// message a if it holds one, and, if it was the last receiver, what p prefetched, as p stops.
+// If the receiver gives up waiting first (see driver.Call.GiveBack), the aftermath finishes
+// the work, so that the jobs p prefetched for others still go back at once (Close waits for
+// it).
+func (b *Backend) handBack(ctx context.Context, p *pump, a arrival, holds, last bool) {
+	if !holds && !last {
+		return
+	}
+	work := func(ctx context.Context) {
+		if holds {
+			b.release(ctx, a)
+		}
+		if last {
+			b.stopPump(ctx, p)
+		}
+	}
+	gctx, stop := calls.GiveBack(ctx)
+	defer stop()
+	if gctx.Done() == nil { // the receiver cannot give up
+		work(gctx)
+		return
+	}
+	done := make(chan struct{})
+	if !b.after.add(b, func(ctx context.Context) { defer close(done); work(ctx) }) {
+		work(gctx)
+		return
+	}
+	select {
+	case <-done:
+	case <-gctx.Done():
+	}
 }
 
 // await waits on p, which counts the caller as a receiver, for a prefetched message, and
@@ -135,12 +168,7 @@ func (b *Backend) await(ctx context.Context, p *pump, tick <-chan time.Time, lea
 	}
 	last := b.leave(p, retireIfCanceled(ctx))
 	if ctx.Err() != nil {
-		if ok {
-			b.release(context.Background(), a)
-		}
-		if last {
-			b.stopPump(context.Background(), p)
-		}
+		b.handBack(ctx, p, a, ok, last)
 		return a, false, context.Cause(ctx)
 	}
 	return a, true, nil

@@ -271,3 +271,75 @@ func TestCancelledTakeReleases(t *testing.T) {
 		t.Errorf("got %s attempt %d, want a attempt 1", d.ID, d.Attempt)
 	}
 }
+
+// A Receive that leaves as it takes a prefetched job, and gives up waiting at once (its abandon
+// context, driver.WithAbandon, as a consumer's Close makes when its ctx ends), returns though
+// the server is paused and the call timeout is an hour; the aftermath gives the job back once
+// the server continues: it is ready, attempt 1.
+func TestGivenUpTakeReturns(t *testing.T) {
+	c := natstest.Start(t)
+	js, err := natsjs.New(c.Connect(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	b := New(js, natstest.Prefix(t)+"giveup", WithCallTimeout(time.Hour))
+	if err := b.Open(ctx, driver.Config{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Close(context.Background()) })
+	if err := b.CheckLease(ctx, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Enqueue(ctx, driver.Message{ID: "a", Body: []byte("x")}); err != nil {
+		t.Fatal(err)
+	}
+	abandon, giveUp := context.WithCancel(ctx)
+	defer giveUp()
+	rctx, leave := context.WithCancelCause(driver.WithAbandon(ctx, abandon))
+	stop := errors.New("receiver gone")
+	taking, resume := make(chan struct{}), make(chan struct{})
+	b.onTake = func() {
+		close(taking)
+		<-resume
+	}
+	errc := make(chan error, 1)
+	go func() {
+		var d driver.Delivery
+		errc <- b.Receive(rctx, time.Minute, &d)
+	}()
+	select {
+	case <-taking:
+	case <-ctx.Done():
+		t.Fatal("Receive never took the job")
+	}
+	nd := c.Nodes[0]
+	nd.Pause(t)
+	leave(stop)
+	giveUp()
+	close(resume)
+	select {
+	case err := <-errc:
+		if !errors.Is(err, stop) {
+			t.Fatalf("Receive that gave up: %v; want its ctx's cause", err)
+		}
+	case <-ctx.Done():
+		t.Fatal("Receive that gave up still waits for the paused server")
+	}
+	nd.Continue(t)
+	b.onTake = nil
+	if err := b.after.wait(ctx); err != nil {
+		t.Fatalf("the aftermath's give-back: %v", err)
+	}
+	if s, err := b.Stats(ctx); err != nil || s.Ready != 1 || s.InFlight != 0 {
+		t.Fatalf("stats after the give-back: %+v, %v; want a ready, none in flight", s, err)
+	}
+	var d driver.Delivery
+	if err := b.Receive(ctx, time.Minute, &d); err != nil {
+		t.Fatal(err)
+	}
+	if d.ID != "a" || d.Attempt != 1 {
+		t.Errorf("got %s attempt %d, want a attempt 1", d.ID, d.Attempt)
+	}
+}
