@@ -460,12 +460,20 @@ func (b *Backend) consume(cons natsjs.Consumer) (*pump, error) {
 }
 
 // arrive runs on the client's delivery goroutine for each prefetched message. It blocks while
-// the buffer is full, which stops the client from pulling more.
+// the buffer is full, which stops the client from pulling more. A message that comes once p
+// is stopping goes back to the broker, not into the buffer, which drainPump may have emptied
+// for the last time (its wait for the client can end first).
 func (b *Backend) arrive(p *pump, m natsjs.Msg) {
 	a := arrival{msg: m, at: time.Now()}
 	if md, err := m.Metadata(); err == nil && md.NumDelivered == 1 {
 		a.fresh = true
 		b.bufFresh.Add(1)
+	}
+	select {
+	case <-p.stopping:
+		b.release(context.Background(), a)
+		return
+	default:
 	}
 	select {
 	case p.buf <- a:
