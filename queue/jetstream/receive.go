@@ -65,10 +65,13 @@ func (b *Backend) Receive(ctx context.Context, lease time.Duration, d *driver.De
 		if b.nc.Stats().Reconnects != p.reconnects {
 			// Prefetched before a reconnection (see resurrect.go): the pump and what it
 			// holds go back to the broker, and a new pump takes over.
-			b.release(context.WithoutCancel(ctx), a)
-			if b.retirePump(p, retire) {
-				b.abandonPump(p)
-			}
+			retired := b.retirePump(p, retire)
+			b.handOff(ctx, func(ctx context.Context) {
+				b.release(ctx, a)
+				if retired {
+					b.abandonPump(ctx, p)
+				}
+			})
 			continue
 		}
 		ok, err = b.takeFor(ctx, p, a, lease, d)
@@ -101,21 +104,26 @@ func (b *Backend) takeFor(ctx context.Context, p *pump, a arrival, lease time.Du
 
 // handBack gives back what a receiver that left (ctx ended) holds, before it returns: the
 // message a if it holds one, and, if it was the last receiver, what p prefetched, as p stops.
-// If the receiver gives up waiting first (see driver.Call.GiveBack), the aftermath finishes
-// the work, so that the jobs p prefetched for others still go back at once (Close waits for
-// it).
 func (b *Backend) handBack(ctx context.Context, p *pump, a arrival, holds, last bool) {
 	if !holds && !last {
 		return
 	}
-	work := func(ctx context.Context) {
+	b.handOff(ctx, func(ctx context.Context) {
 		if holds {
 			b.release(ctx, a)
 		}
 		if last {
 			b.stopPump(ctx, p)
 		}
-	}
+	})
+}
+
+// handOff does work, which hands jobs back to the broker (a message released, a pump stopped)
+// for a receiver with ctx, before it returns, whether or not ctx was cancelled meanwhile. If
+// the receiver gives up waiting first (see driver.Call.GiveBack), the aftermath finishes the
+// work (Close waits for it), so that the jobs of other receivers that it hands back still go
+// back at once.
+func (b *Backend) handOff(ctx context.Context, work func(context.Context)) {
 	gctx, stop := calls.GiveBack(ctx)
 	defer stop()
 	if gctx.Done() == nil { // the receiver cannot give up
@@ -160,7 +168,7 @@ func (b *Backend) await(ctx context.Context, p *pump, tick <-chan time.Time, lea
 			// The client gave up on this subscription (for example the consumer was
 			// deleted): release what it prefetched and start another.
 			if b.leave(p, retire) {
-				b.stopPump(context.Background(), p)
+				b.handOff(ctx, func(ctx context.Context) { b.stopPump(ctx, p) })
 			}
 			return a, false, nil
 		case <-ctx.Done():
@@ -357,7 +365,7 @@ func (b *Backend) pumpFor(ctx context.Context, lease time.Duration) (*pump, erro
 	p, old, err := b.startPump(ctx, lease)
 	b.pumpMu.Unlock()
 	if old != nil {
-		b.stopPump(context.Background(), old)
+		b.handOff(ctx, func(ctx context.Context) { b.stopPump(ctx, old) })
 	}
 	return p, err
 }
@@ -491,9 +499,10 @@ func (b *Backend) stopPump(ctx context.Context, p *pump) {
 // abandonPump stops p, whose subscription predates a reconnection, at once: the client drops
 // the messages it pulled and has not passed on (the broker delivers them again after their
 // lease, if it still tracks them), and the prefetched ones are released, within a call
-// timeout. Draining would wait for the subscription's pull request to expire.
-func (b *Backend) abandonPump(p *pump) {
-	p.stopOnce.Do(func() { b.drainPump(context.Background(), p, p.cc.Stop, b.o.callTimeout) })
+// timeout or until ctx ends. Draining would wait for the subscription's pull request to
+// expire.
+func (b *Backend) abandonPump(ctx context.Context, p *pump) {
+	p.stopOnce.Do(func() { b.drainPump(ctx, p, p.cc.Stop, b.o.callTimeout) })
 }
 
 // drainPump is the work of stopPump and abandonPump, done once per pump: it stops the
