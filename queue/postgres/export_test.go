@@ -33,5 +33,9 @@ func SettleSQL(b *Backend) (start, ack string) { return b.sql.start, b.sql.ack }
 // under way). Call it before b is used.
 func OnClaimQueued(b *Backend, f func()) { b.onQueued = f }
 
+// OnClaimLeft makes b call f when a receiver whose ctx ended leaves its request in the
+// claimer's query. Call it before b is used.
+func OnClaimLeft(b *Backend, f func()) { b.onLeft = f }
+
 // Name returns the name of b's queue.
 func Name(b *Backend) string { return b.name }

@@ -60,6 +60,7 @@ type Backend struct {
 	claimExit chan struct{} // closed by the claimer that runs, when it returns
 	claimStop bool          // set by Close: no more claims
 	onQueued  func()        // tests: called (under claimMu) when a request waits for the claimer
+	onLeft    func()        // tests: called (under claimMu) when a receiver leaves its request in flight
 
 	starts, acks group // the Start and Ack calls made together (see group)
 }

@@ -159,6 +159,9 @@ func (b *Backend) claim(ctx context.Context, lease time.Duration, d *driver.Deli
 	// that closed leaves every job it did not take ready), unless the receiver gives up
 	// waiting (see driver.Call.GiveBack): the claimer still gives the job back.
 	req.state = reqAbandoned
+	if b.onLeft != nil {
+		b.onLeft()
+	}
 	b.claimMu.Unlock()
 	gctx, stop := calls.GiveBack(ctx)
 	defer stop()

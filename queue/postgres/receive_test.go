@@ -168,13 +168,14 @@ func abandonedClaim(t *testing.T, giveUp bool) {
 	var once sync.Once
 	let := func() { once.Do(func() { close(tr.hold[1]) }) }
 	defer let() // a failing test lets the claimer's query end before the Backend's Close waits for it
-	queued := make(chan struct{}, 1)
+	queued, left := make(chan struct{}, 1), make(chan struct{}, 1)
 	postgres.OnClaimQueued(b, func() {
 		select {
 		case queued <- struct{}{}:
 		default:
 		}
 	})
+	postgres.OnClaimLeft(b, func() { left <- struct{}{} })
 	ctx := context.Background()
 	for _, id := range []string{"a", "b"} {
 		if _, err := b.Enqueue(ctx, driver.Message{ID: id, Body: []byte("x")}); err != nil {
@@ -208,6 +209,9 @@ func abandonedClaim(t *testing.T, giveUp bool) {
 	recvWithin(t, tr.held[1], 10*time.Second, "the claimer's query")
 	stop := errors.New("receiver gone")
 	cancel(stop)
+	// The receiver leaves its request in flight before the claim may answer it (an answer
+	// that comes first, as its ctx ends, is taken).
+	recvWithin(t, left, 10*time.Second, "the receiver leaving its request")
 	if giveUp {
 		abandonCancel()
 		if err := recvWithin(t, errc, 10*time.Second, "the Receive that gave up"); !errors.Is(err, stop) {
