@@ -218,8 +218,9 @@ func TestCallUntilAbandoned(t *testing.T) {
 	})
 }
 
-// A receiver's usual call, UntilDeadline of the very context WithAbandon returned (a
-// consumer's receivers have no deadline), sets nothing up: no allocation, no watcher.
+// A receiver's usual call, UntilDeadline of the very context WithAbandon returned, with no
+// deadline (a consumer's, unless the ctx given to Consume has one), sets nothing up: no
+// allocation, no watcher.
 func TestUntilDeadlineOfReceiverAllocatesNothing(t *testing.T) {
 	abandon, cancel := context.WithCancel(context.Background())
 	defer cancel()

@@ -15,8 +15,9 @@ import (
 // job gives another ID too, and such a record is ignored), and a job without its tombstone, as
 // a process that died between the ack and the tombstone always did. Close waits for them
 // within its ctx; if ctx ends first, the work not started is dropped (as in a process that
-// dies) and the requests running are cancelled, and Delete waits for them to end. The aftermath
-// also finishes the give-back of a receiver that gave up waiting for it (see handBack).
+// dies) and the requests running are cancelled, and Delete waits for them to end. Beside that
+// work, not behind it, the aftermath runs what a receiver hands back to the broker (see
+// handOff), with the same ownership.
 
 // aftermathWorkers bounds the aftermath's requests in flight; aftermathQueue bounds the acked
 // jobs waiting for them, beyond which Ack makes them itself, before it returns.
@@ -29,7 +30,8 @@ const (
 type aftermath struct {
 	mu      sync.Mutex
 	todo    []func(context.Context) // guarded by mu
-	workers int                     // goroutines running, guarded by mu
+	workers int                     // goroutines running the queued work, guarded by mu
+	others  int                     // goroutines running started work (start), guarded by mu
 	closed  bool                    // guarded by mu: later work runs in its caller
 	idle    chan struct{}           // guarded by mu: closed when the running goroutines end
 	// base is the parent of the work's contexts, made with the first goroutine; abandon,
@@ -49,7 +51,7 @@ func (a *aftermath) add(b *Backend, work func(context.Context)) bool {
 	}
 	a.todo = append(a.todo, work)
 	if a.workers < aftermathWorkers {
-		if a.workers == 0 {
+		if a.workers+a.others == 0 {
 			a.idle = make(chan struct{})
 		}
 		if a.base == nil {
@@ -58,6 +60,35 @@ func (a *aftermath) add(b *Backend, work func(context.Context)) bool {
 		a.workers++
 		go a.run(b, a.base)
 	}
+	return true
+}
+
+// start runs work at once on a goroutine of its own, beside the queued work, with a context
+// that close cancels if its ctx ends first (each request of the work bounds itself); close and
+// wait wait for it as for the queued work. It returns false (and the caller runs the work) if
+// the aftermath is closed.
+func (a *aftermath) start(work func(context.Context)) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.closed {
+		return false
+	}
+	if a.workers+a.others == 0 {
+		a.idle = make(chan struct{})
+	}
+	if a.base == nil {
+		a.base, a.abandon = context.WithCancel(context.Background())
+	}
+	a.others++
+	go func(base context.Context) { // owned by the aftermath: close and wait wait for it
+		work(base)
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		a.others--
+		if a.workers+a.others == 0 {
+			close(a.idle)
+		}
+	}(a.base)
 	return true
 }
 
@@ -70,6 +101,8 @@ func (a *aftermath) run(b *Backend, base context.Context) {
 			a.workers--
 			if a.workers == 0 {
 				a.todo = nil // let the backing array go
+			}
+			if a.workers+a.others == 0 {
 				close(a.idle)
 			}
 			a.mu.Unlock()
@@ -108,7 +141,7 @@ func (a *aftermath) close(ctx context.Context) {
 func (a *aftermath) wait(ctx context.Context) error {
 	a.mu.Lock()
 	idle := a.idle
-	if a.workers == 0 {
+	if a.workers+a.others == 0 {
 		idle = nil
 	}
 	a.mu.Unlock()

@@ -25,7 +25,7 @@ import (
 // stops prefetching if no other Receive is running, before it returns. When the caller gives
 // up waiting (the abandon context of driver.WithAbandon ends, as when a consumer's Close runs
 // out of time), it returns then: a take in flight is abandoned, and the background work that
-// follows acks gives the job back and stops prefetching (Close waits for it).
+// follows acks gives the job back and stops prefetching (Close waits for it within its ctx).
 //
 // While it waits, Receive looks at the connection every call timeout: when the client is not
 // connected, or the broker missed its heartbeats to the prefetch, it returns an error matching
@@ -119,10 +119,11 @@ func (b *Backend) handBack(ctx context.Context, p *pump, a arrival, holds, last 
 }
 
 // handOff does work, which hands jobs back to the broker (a message released, a pump stopped)
-// for a receiver with ctx, before it returns, whether or not ctx was cancelled meanwhile. If
-// the receiver gives up waiting first (see driver.Call.GiveBack), the aftermath finishes the
-// work (Close waits for it), so that the jobs of other receivers that it hands back still go
-// back at once.
+// for a receiver with ctx, before it returns, whether or not ctx was cancelled meanwhile. A
+// receiver that may give up waiting (see driver.Call.GiveBack) has the aftermath run the work,
+// and returns when it is done or when it gives up: the work goes on, so that the jobs of other
+// receivers that it hands back still go back at once (Backend.Close waits for it within its
+// ctx).
 func (b *Backend) handOff(ctx context.Context, work func(context.Context)) {
 	gctx, stop := calls.GiveBack(ctx)
 	defer stop()
@@ -131,7 +132,7 @@ func (b *Backend) handOff(ctx context.Context, work func(context.Context)) {
 		return
 	}
 	done := make(chan struct{})
-	if !b.after.add(b, func(ctx context.Context) { defer close(done); work(ctx) }) {
+	if !b.after.start(func(ctx context.Context) { defer close(done); work(ctx) }) {
 		work(gctx)
 		return
 	}
