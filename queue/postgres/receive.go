@@ -142,7 +142,12 @@ func (b *Backend) claim(ctx context.Context, lease time.Duration, d *driver.Deli
 	case res := <-req.done:
 		return res.claimed, res.err
 	case <-ctx.Done():
+		return b.leaveClaim(ctx, req)
 	}
+}
+
+// leaveClaim is claim's end for a receiver whose ctx ended while req waited for the claimer.
+func (b *Backend) leaveClaim(ctx context.Context, req *claimReq) (claimed, error) {
 	b.claimMu.Lock()
 	switch req.state {
 	case reqDone: // it came as ctx ended: take it
