@@ -31,7 +31,7 @@ type aftermath struct {
 	mu      sync.Mutex
 	todo    []func(context.Context) // guarded by mu
 	workers int                     // goroutines running the queued work, guarded by mu
-	others  int                     // goroutines running started work (start), guarded by mu
+	running int                     // goroutines running, the workers and start's, guarded by mu
 	closed  bool                    // guarded by mu: later work runs in its caller
 	idle    chan struct{}           // guarded by mu: closed when the running goroutines end
 	// base is the parent of the work's contexts, made with the first goroutine; abandon,
@@ -51,16 +51,31 @@ func (a *aftermath) add(b *Backend, work func(context.Context)) bool {
 	}
 	a.todo = append(a.todo, work)
 	if a.workers < aftermathWorkers {
-		if a.workers+a.others == 0 {
-			a.idle = make(chan struct{})
-		}
-		if a.base == nil {
-			a.base, a.abandon = context.WithCancel(context.Background())
-		}
 		a.workers++
-		go a.run(b, a.base)
+		go a.run(b, a.enterLocked())
 	}
 	return true
+}
+
+// enterLocked counts in a goroutine about to start, and returns the base of its contexts. mu
+// held.
+func (a *aftermath) enterLocked() context.Context {
+	if a.running == 0 {
+		a.idle = make(chan struct{})
+	}
+	if a.base == nil {
+		a.base, a.abandon = context.WithCancel(context.Background())
+	}
+	a.running++
+	return a.base
+}
+
+// exitLocked counts out a goroutine that ends. mu held.
+func (a *aftermath) exitLocked() {
+	a.running--
+	if a.running == 0 {
+		close(a.idle)
+	}
 }
 
 // start runs work at once on a goroutine of its own, beside the queued work, with a context
@@ -73,22 +88,12 @@ func (a *aftermath) start(work func(context.Context)) bool {
 	if a.closed {
 		return false
 	}
-	if a.workers+a.others == 0 {
-		a.idle = make(chan struct{})
-	}
-	if a.base == nil {
-		a.base, a.abandon = context.WithCancel(context.Background())
-	}
-	a.others++
 	go func(base context.Context) { // owned by the aftermath: close and wait wait for it
 		work(base)
 		a.mu.Lock()
 		defer a.mu.Unlock()
-		a.others--
-		if a.workers+a.others == 0 {
-			close(a.idle)
-		}
-	}(a.base)
+		a.exitLocked()
+	}(a.enterLocked())
 	return true
 }
 
@@ -102,9 +107,7 @@ func (a *aftermath) run(b *Backend, base context.Context) {
 			if a.workers == 0 {
 				a.todo = nil // let the backing array go
 			}
-			if a.workers+a.others == 0 {
-				close(a.idle)
-			}
+			a.exitLocked()
 			a.mu.Unlock()
 			return
 		}
@@ -141,7 +144,7 @@ func (a *aftermath) close(ctx context.Context) {
 func (a *aftermath) wait(ctx context.Context) error {
 	a.mu.Lock()
 	idle := a.idle
-	if a.workers+a.others == 0 {
+	if a.running == 0 {
 		idle = nil
 	}
 	a.mu.Unlock()
