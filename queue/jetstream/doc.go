@@ -111,7 +111,11 @@
 // record as it is delivered, and a job with an ordering key reads the head of its key. On a
 // queue of one replica, for four leases after a reconnection, Ack waits for the removal, and
 // Start and Ack check the work stream (a request each), so that a server that lost its
-// consumer's state cannot make a job run twice.
+// consumer's state cannot make a job run twice. On a queue replicated on a 2.9 server, for four
+// leases after the broker failed to answer or the consumer changed leaders, every delivered job
+// is checked against the records of settled jobs, and Start looks for the job's tombstone once
+// it has written its record, so that a consumer leader that was paused, and goes on delivering
+// from its old state for a moment when it continues, cannot make an acked job run again.
 //
 // # Operating the queue
 //

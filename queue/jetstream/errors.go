@@ -33,7 +33,11 @@ func (b *Backend) fail(ctx context.Context, op string, err error) error {
 }
 
 // restless notes that the broker has just stalled, failed to answer or changed leaders.
-func (b *Backend) restless() { b.unrest.Store(time.Now().UnixNano()) }
+func (b *Backend) restless() {
+	now := time.Now().UnixNano()
+	b.unrest.Store(now)
+	b.shaken.Store(now)
+}
 
 // noteLeader notes the consumer's leader in ci: a change is unrest (see staleRun).
 func (b *Backend) noteLeader(ci *natsjs.ConsumerInfo) {

@@ -86,6 +86,8 @@ type Backend struct {
 	// See staleRun: the last time (UnixNano) this backend saw the broker fail to answer, or
 	// the consumer change leaders.
 	unrest atomic.Int64
+	// shaken is unrest as this backend saw it, not counting Open (see suspect).
+	shaken atomic.Int64
 
 	// Info requests update the cached info of the handle they are made on, which the
 	// client reads unsynchronised in other requests: Stats uses handles of its own.

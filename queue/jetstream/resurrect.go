@@ -434,6 +434,50 @@ func (b *Backend) tombstoneSubject(seq uint64, id string) string {
 	return b.donePrefix + strconv.FormatUint(seq, 10) + "." + token(id)
 }
 
+// entombed reports whether the job with id at sequence seq of the work stream has a tombstone:
+// it was acked. Always false on a server of 2.10 or later, which keeps none.
+func (b *Backend) entombed(ctx context.Context, seq uint64, id string) (bool, error) {
+	if !b.tombstones {
+		return false, nil
+	}
+	_, err := b.done.GetLastMsgForSubject(ctx, b.tombstoneSubject(seq, id))
+	if errors.Is(err, natsjs.ErrMsgNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, b.fail(ctx, "tombstone of "+id, err)
+	}
+	return true, nil
+}
+
+// settledDelivery reports whether the job of d, being delivered while deliveries are suspect,
+// was settled: by the records of settled jobs (see settled), but on a queue replicated on a 2.9
+// server by its tombstone or dead letter only, not by the consumer's ack floor, which such a
+// consumer can move past a job it skipped (nats-server#6566) and its stale leader then
+// delivers.
+func (b *Backend) settledDelivery(ctx context.Context, d *driver.Delivery) (bool, error) {
+	if b.tombstones && b.o.replicas > 1 {
+		return b.settledAbove(ctx, d.Seq, d.ID, 0, false)
+	}
+	return b.settled(ctx, d.Seq, d.ID, false) // being delivered: tracked
+}
+
+// settledBefore reports, for the Start of d that has just written the job's state record,
+// whether another delivery of the job was settled before it: where the broker may have
+// delivered it again after an ack (see suspect), the job must still be stored (a queue of one
+// replica) or have no tombstone (a replicated queue on a 2.9 server). Starts are serialised by
+// the record, and an ack's tombstone is written before its record is dropped.
+func (b *Backend) settledBefore(ctx context.Context, d *driver.Delivery, ackWait time.Duration) (bool, error) {
+	if !b.suspect(ackWait) {
+		return false, nil
+	}
+	if b.o.replicas == 1 {
+		stored, err := b.stored(ctx, d)
+		return !stored && err == nil, err
+	}
+	return b.entombed(ctx, d.Seq, d.ID)
+}
+
 // settled reports whether the job with id at sequence seq of the work stream was settled:
 // acked (at or below the consumer's ack floor, or with a tombstone) or dead-lettered from that
 // sequence.
@@ -458,14 +502,8 @@ func (b *Backend) settledAbove(ctx context.Context, seq uint64, id string, floor
 	if stale && b.staleRun(ctx, seq, id) {
 		return true, nil
 	}
-	if b.tombstones {
-		_, err := b.done.GetLastMsgForSubject(ctx, b.tombstoneSubject(seq, id))
-		if err == nil {
-			return true, nil
-		}
-		if !errors.Is(err, natsjs.ErrMsgNotFound) {
-			return false, b.fail(ctx, "tombstone of "+id, err)
-		}
+	if acked, err := b.entombed(ctx, seq, id); acked || err != nil {
+		return acked, err
 	}
 	raw, err := b.lastDead(ctx, "dead letter of", id)
 	if errors.Is(err, driver.ErrNotFound) {
@@ -495,13 +533,20 @@ func gone(err error) bool {
 const codeDeleteFailed natsjs.ErrorCode = 10057 // message deletion unsuccessful (with the reason)
 
 // suspect reports whether deliveries must be checked against the records of settled jobs: for
-// four times the lease after the client reconnected (to a restarted server, perhaps).
+// four times the lease after the client reconnected (to a restarted server, perhaps), and, on a
+// queue replicated on a 2.9 server, after the broker failed to answer or the consumer changed
+// leaders. A 2.9 consumer leader that was paused, and is continued after the others elected a
+// new one, goes on delivering for a moment from its old state: jobs acked since, which would
+// start again at attempt 1 once their records were dropped. Their tombstones show them settled.
 func (b *Backend) suspect(lease time.Duration) bool {
 	n := b.nc.Stats().Reconnects
 	now := time.Now()
 	if n != b.reconnSeen.Load() {
 		b.reconnSeen.Store(n)
 		b.suspectUntil.Store(now.Add(4 * lease).UnixNano())
+	}
+	if b.tombstones && b.o.replicas > 1 && now.UnixNano() < b.shaken.Load()+int64(4*lease) {
+		return true
 	}
 	return now.UnixNano() < b.suspectUntil.Load()
 }

@@ -123,17 +123,16 @@ func (b *Backend) Start(ctx context.Context, d *driver.Delivery) error {
 		}
 		return err
 	}
-	if b.mayHaveForgotten(ackWait) {
-		// After a reconnection, another delivery of the job may have been acked, and its
-		// record dropped, before this one wrote it (see resurrect.go).
-		stored, err := b.stored(ctx, d)
-		if err != nil {
-			return err
-		}
-		if !stored {
-			_ = b.dropState(ctx, d, tok)
-			return driver.ErrLeaseLost
-		}
+	// After a reconnection or a change of leaders, another delivery of the job may have been
+	// acked, and its record dropped, before this one wrote it (see resurrect.go).
+	settled, err := b.settledBefore(ctx, d, ackWait)
+	if err != nil {
+		return err
+	}
+	if settled {
+		_ = b.dropState(ctx, d, tok)
+		_ = b.ack(ctx, tok.msg, "+TERM") // a leader's stale delivery: the job is gone
+		return driver.ErrLeaseLost
 	}
 	tok.started = true
 	return nil

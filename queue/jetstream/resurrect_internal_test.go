@@ -1,0 +1,109 @@
+package jetstream
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	natsjs "github.com/nats-io/nats.go/jetstream"
+
+	"github.com/corral-go/corral/queue/driver"
+	"github.com/corral-go/corral/queue/jetstream/internal/natstest"
+)
+
+// A replicated 2.9 consumer whose leader was paused, and continued after the others elected
+// another, delivers for a moment from its old state: jobs acked since (seen in the fault
+// suite's BrokerPause, tens of jobs run twice). Such a delivery is simulated by the tombstone
+// of an ack written for a job being delivered. After the broker failed to answer, Start finds
+// the tombstone once it has written the job's record, removes both, and returns
+// queue.ErrLeaseLost; a Receive finds it before it hands the job out. In calm, Start reads no
+// tombstone. A server of 2.10 or later keeps no tombstones, and the jobs run.
+func TestStaleDeliveryOfAckedJob(t *testing.T) {
+	c := natstest.StartCluster(t, 3)
+	js, err := natsjs.New(c.Connect(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	b := New(js, natstest.Prefix(t)+"stale", WithReplicas(3), WithCallTimeout(10*time.Second))
+	if err := b.Open(ctx, driver.Config{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Close(context.Background()) })
+	if err := b.CheckLease(ctx, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	receive := func(id string) *driver.Delivery {
+		t.Helper()
+		if _, err := b.Enqueue(ctx, driver.Message{ID: id, Body: []byte("x")}); err != nil {
+			t.Fatal(err)
+		}
+		d := new(driver.Delivery)
+		if err := b.Receive(ctx, time.Minute, d); err != nil {
+			t.Fatal(err)
+		}
+		if d.ID != id {
+			t.Fatalf("received %s, want %s", d.ID, id)
+		}
+		return d
+	}
+
+	// In calm, a tombstone is not looked for: the Start succeeds.
+	calm := receive("calm")
+	b.tombstone(ctx, calm)
+	if err := b.Start(ctx, calm); err != nil {
+		t.Fatalf("Start in calm: %v", err)
+	}
+	if err := b.Ack(ctx, calm); err != nil {
+		t.Fatal(err)
+	}
+
+	b.restless() // a request the broker did not answer
+	stale := receive("stale")
+	b.tombstone(ctx, stale)
+	err = b.Start(ctx, stale)
+	if !b.tombstones {
+		if err != nil {
+			t.Fatalf("Start on a server without tombstones: %v", err)
+		}
+		return
+	}
+	if !errors.Is(err, driver.ErrLeaseLost) {
+		t.Fatalf("Start of an acked job's stale delivery: %v, want ErrLeaseLost", err)
+	}
+	if st, rev, err := b.loadState(ctx, stale.Seq, stale.ID); err != nil || rev != 0 {
+		t.Fatalf("state record left: %+v, revision %d, %v", st, rev, err)
+	}
+	// Terminated: the consumer (whose leader confirmed the +TERM) neither holds nor will
+	// deliver it again.
+	b.statsMu.Lock()
+	ci, err := b.statCons.Info(ctx)
+	b.statsMu.Unlock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ci.NumAckPending != 0 || ci.NumPending != 0 {
+		t.Fatalf("after the stale Start: %d jobs ack pending, %d pending, want none", ci.NumAckPending, ci.NumPending)
+	}
+
+	// A job delivered with its tombstone there already is not handed out.
+	if _, err := b.Enqueue(ctx, driver.Message{ID: "held", Body: []byte("x")}); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := b.work.GetLastMsgForSubject(ctx, b.jobSubject("", "held"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.tombstone(ctx, &driver.Delivery{Message: driver.Message{ID: "held"}, Seq: raw.Sequence})
+	rctx, rcancel := context.WithTimeout(ctx, 3*time.Second)
+	defer rcancel()
+	d := new(driver.Delivery)
+	if err := b.Receive(rctx, time.Minute, d); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Receive: %v (job %q), want nothing until its ctx ends", err, d.ID)
+	}
+	if n := b.Resurrected(); n != 1 {
+		t.Fatalf("Resurrected() = %d, want 1", n)
+	}
+}
