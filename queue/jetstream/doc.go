@@ -160,4 +160,5 @@ package jetstream
 // prefetch pump; settle.go Start to Bury; aftermath.go what follows an ack, in the background;
 // state.go job state, markers; unique.go the unique keys; ratelimit.go TakeStart, the rate
 // limit; admin.go the operator's verbs (driver.Admin): list, get, cancel, pause; dead.go,
-// stats.go, resurrect.go, message.go; errors.go the requests' deadlines and the broker's errors.
+// stats.go, resurrect.go, blind.go (a consumer led from a replica that missed jobs), message.go;
+// errors.go the requests' deadlines and the broker's errors.

@@ -74,11 +74,14 @@ type Backend struct {
 	suspectUntil atomic.Int64
 	resurrected  atomic.Uint64 // settled jobs found back and removed
 	requeued     atomic.Uint64 // jobs the consumer skipped, published again (see requeue)
+	stepDowns    atomic.Uint64 // consumer leader step-downs asked for (see blind)
 	// See stalled: the consumer's count of deliveries last seen, since when, and when a
-	// stalled consumer's jobs may be looked at next. Guarded by statsMu.
+	// stalled consumer's jobs may be looked at next; see blind. Guarded by statsMu.
 	stallSeq    uint64
 	stallSince  time.Time
 	stallNext   time.Time
+	blindSince  time.Time // see blind
+	blindNext   time.Time
 	tidyAt      atomic.Int64 // when (UnixNano) an idle Receive may tidy next (see tidyIdle)
 	pauseSeen   atomic.Bool  // a Receive found the queue paused (see holdWhilePaused)
 	runningSeen atomic.Int64 // when (UnixNano) a read of the pause record found none (see pausedNow)

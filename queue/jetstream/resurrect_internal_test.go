@@ -107,3 +107,107 @@ func TestStaleDeliveryOfAckedJob(t *testing.T) {
 		t.Fatalf("Resurrected() = %d, want 1", n)
 	}
 }
+
+// A consumer blind to the jobs past its deliveries (see blind.go) is simulated by the info of a
+// consumer that delivered up to a stored job's predecessor and counts nothing pending, with
+// pull requests waiting. blind holds only once that has lasted two leases of calm, then not
+// again for four leases, and not while anything is pending or when no job is stored past the
+// deliveries (the last sequence a removed job's). The step-down it leads to elects another
+// leader of the consumer, which goes on serving.
+func TestBlindConsumerStepsDown(t *testing.T) {
+	c := natstest.StartCluster(t, 3)
+	js, err := natsjs.New(c.Connect(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	b := New(js, natstest.Prefix(t)+"blind", WithReplicas(3), WithCallTimeout(10*time.Second))
+	if err := b.Open(ctx, driver.Config{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Close(context.Background()) })
+	seqOf := func(id string) uint64 {
+		t.Helper()
+		if _, err := b.Enqueue(ctx, driver.Message{ID: id, Body: []byte("x")}); err != nil {
+			t.Fatal(err)
+		}
+		raw, err := b.work.GetLastMsgForSubject(ctx, b.jobSubject("", id))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return raw.Sequence
+	}
+	a := seqOf("a")
+	b.statsMu.Lock()
+	defer b.statsMu.Unlock()
+	wi, err := b.statWork.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ci := &natsjs.ConsumerInfo{
+		Config:     natsjs.ConsumerConfig{AckWait: time.Second},
+		Delivered:  natsjs.SequenceInfo{Stream: a - 1},
+		NumWaiting: 1,
+	}
+	b.unrest.Store(time.Now().Add(-time.Hour).UnixNano()) // calm
+	blind := func(want bool, when string) {
+		t.Helper()
+		got, err := b.blind(ctx, wi, ci)
+		if err != nil || got != want {
+			t.Fatalf("blind %s: %v, %v; want %v", when, got, err, want)
+		}
+	}
+	blind(false, "at first sight")
+	b.blindSince = time.Now().Add(-3 * time.Second) // two leases of one second passed
+	blind(true, "after two leases")
+	blind(false, "again within four leases")
+	b.blindNext = time.Time{}
+	ci.NumPending = 1
+	blind(false, "with a job pending")
+	ci.NumPending = 0
+	b.blindSince = time.Now().Add(-3 * time.Second)
+	ci.Delivered.Stream = a // "a" delivered; "gone" is stored after it and removed
+	gone := seqOf("gone")
+	if err := b.work.DeleteMsg(ctx, gone); err != nil {
+		t.Fatal(err)
+	}
+	if wi, err = b.statWork.Info(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if wi.State.LastSeq != gone || wi.State.Msgs != 1 {
+		t.Fatalf("stream: last sequence %d, %d messages; want %d, 1", wi.State.LastSeq, wi.State.Msgs, gone)
+	}
+	blind(false, "with no job past the deliveries")
+
+	// A consumer without a leader drops the requests made to it: each look is bounded.
+	leader := func() string {
+		t.Helper()
+		for range 30 {
+			rctx, rcancel := context.WithTimeout(ctx, 2*time.Second)
+			ci, err := b.statCons.Info(rctx)
+			rcancel()
+			if err == nil && ci.Cluster != nil && ci.Cluster.Leader != "" {
+				return ci.Cluster.Leader
+			}
+		}
+		t.Fatal("no leader of the consumer in 30 looks")
+		return ""
+	}
+	before := leader()
+	if err := b.stepDown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := b.stepDowns.Load(); n != 1 {
+		t.Fatalf("stepDowns = %d, want 1", n)
+	}
+	if after := leader(); after == before {
+		t.Fatalf("consumer leader %s before the step-down and after", before)
+	}
+	b.statsMu.Unlock() // Receive may tidy
+	defer b.statsMu.Lock()
+	d := new(driver.Delivery)
+	if err := b.Receive(ctx, time.Minute, d); err != nil || d.ID != "a" {
+		t.Fatalf("Receive after the step-down: %q, %v", d.ID, err)
+	}
+}

@@ -73,6 +73,7 @@ func (b *Backend) tidy(ctx context.Context) (*natsjs.StreamInfo, *natsjs.Consume
 	if err != nil {
 		return nil, nil, err
 	}
+	b.unblind(ctx, wi, ci)
 	if removed || swept {
 		if wi, err = b.statWork.Info(ctx); err != nil {
 			return nil, nil, b.fail(ctx, "stats", err)
