@@ -112,10 +112,11 @@
 // queue of one replica, for four leases after a reconnection, Ack waits for the removal, and
 // Start and Ack check the work stream (a request each), so that a server that lost its
 // consumer's state cannot make a job run twice. On a queue replicated on a 2.9 server, for four
-// leases after the broker failed to answer or the consumer changed leaders, every delivered job
-// is checked against the records of settled jobs, and Start looks for the job's tombstone once
-// it has written its record, so that a consumer leader that was paused, and goes on delivering
-// from its old state for a moment when it continues, cannot make an acked job run again.
+// leases after the broker failed to answer or the consumer changed leaders, Ack writes the
+// job's tombstone before it returns, every delivered job is checked against the tombstones and
+// dead letters, and Start looks for the job's tombstone once it has written its record (a
+// request each), so that a consumer leader that was paused, and goes on delivering from its old
+// state for a moment when it continues, does not run again a job acked in that time.
 //
 // # Operating the queue
 //

@@ -45,7 +45,7 @@ func (b *Backend) noteLeader(ci *natsjs.ConsumerInfo) {
 		return
 	}
 	b.mu.Lock()
-	changed := b.leaderSeen != ci.Cluster.Leader
+	changed := b.leaderSeen != "" && b.leaderSeen != ci.Cluster.Leader // the first is not a change
 	b.leaderSeen = ci.Cluster.Leader
 	b.mu.Unlock()
 	if changed {

@@ -44,7 +44,11 @@ import (
 // deletes it if it was settled. For four times the lease after every reconnection (to a
 // restarted server, perhaps), every delivered job is checked too, and terminated instead of
 // handled if it was settled: a 2.9 server that lost its consumer's state delivers its
-// resurrected jobs again. A job acked above the ack floor on a server of 2.10 or later, were
+// resurrected jobs again. On a queue replicated on a 2.9 server the same holds for four leases
+// after the broker failed to answer or the consumer changed leaders (see suspect), by the
+// tombstones and dead letters only: a consumer leader that was paused, continued after the
+// others elected another, delivers for a moment from its old state, jobs acked since among
+// them. A job acked above the ack floor on a server of 2.10 or later, were
 // it resurrected and not delivered again, would block its key until the ack floor passed it.
 
 // A server restarted without its consumer's state also delivers again the jobs that a process
@@ -57,7 +61,9 @@ import (
 // the server kept it) before it drops the job's state record, and Start, once it has written the
 // record, makes sure that the job is still stored. Starts are serialised by the record
 // (compare-and-set), so a Start that succeeds after another delivery's Ack dropped the record
-// finds the job gone, and does not run it.
+// finds the job gone, and does not run it. On a queue replicated on a 2.9 server, while
+// deliveries are checked (see suspect), Ack writes the job's tombstone before it returns and
+// before it drops the record, and Start looks for it once it has written the record.
 
 // A replicated consumer of a server older than 2.11 can also skip a job it never delivered: after
 // a change of leaders, its next sequence can stay past jobs whose delivery its replicas never
@@ -391,7 +397,8 @@ func (b *Backend) requeueCopy(ctx context.Context, raw *natsjs.RawStreamMsg) (bo
 }
 
 // calm reports whether this backend saw no unrest (see staleRun) for two leases, and no
-// reconnection for four (see suspect): a restarted 2.9 server delivers again, seconds after it
+// reconnection for four (see suspect; on a queue replicated on a 2.9 server, no unrest for
+// four): a restarted 2.9 server delivers again, seconds after it
 // serves, jobs that its consumer's info counts as neither pending nor ack pending (seen in the
 // fault suite).
 func (b *Backend) calm(lease time.Duration) bool {
@@ -456,17 +463,18 @@ func (b *Backend) entombed(ctx context.Context, seq uint64, id string) (bool, er
 // consumer can move past a job it skipped (nats-server#6566) and its stale leader then
 // delivers.
 func (b *Backend) settledDelivery(ctx context.Context, d *driver.Delivery) (bool, error) {
-	if b.tombstones && b.o.replicas > 1 {
+	if b.tombstones && b.o.replicas > 1 { // settledDelivery is called only while suspect
 		return b.settledAbove(ctx, d.Seq, d.ID, 0, false)
 	}
 	return b.settled(ctx, d.Seq, d.ID, false) // being delivered: tracked
 }
 
 // settledBefore reports, for the Start of d that has just written the job's state record,
-// whether another delivery of the job was settled before it: where the broker may have
+// whether another delivery of the job was acked before it: where the broker may have
 // delivered it again after an ack (see suspect), the job must still be stored (a queue of one
 // replica) or have no tombstone (a replicated queue on a 2.9 server). Starts are serialised by
-// the record, and an ack's tombstone is written before its record is dropped.
+// the record, and while deliveries are checked Ack writes the tombstone before it returns, and
+// before it drops the record.
 func (b *Backend) settledBefore(ctx context.Context, d *driver.Delivery, ackWait time.Duration) (bool, error) {
 	if !b.suspect(ackWait) {
 		return false, nil
@@ -549,6 +557,13 @@ func (b *Backend) suspect(lease time.Duration) bool {
 		return true
 	}
 	return now.UnixNano() < b.suspectUntil.Load()
+}
+
+// staleLeaders reports whether deliveries are checked (see suspect) on a queue replicated on a
+// 2.9 server: a leader may deliver from its old state, and an ack's tombstone is what shows
+// the job settled.
+func (b *Backend) staleLeaders(lease time.Duration) bool {
+	return b.tombstones && b.o.replicas > 1 && b.suspect(lease)
 }
 
 // Reconnects implements driver.Reconnecter: the reconnections of the NATS connection since it

@@ -124,14 +124,10 @@ func (b *Backend) Start(ctx context.Context, d *driver.Delivery) error {
 		return err
 	}
 	// After a reconnection or a change of leaders, another delivery of the job may have been
-	// acked, and its record dropped, before this one wrote it (see resurrect.go).
-	settled, err := b.settledBefore(ctx, d, ackWait)
-	if err != nil {
-		return err
-	}
-	if settled {
+	// acked, and its record dropped, before this one wrote it (see resurrect.go). A check that
+	// fails says nothing: the attempt is counted, and the job runs.
+	if settled, err := b.settledBefore(ctx, d, ackWait); err == nil && settled {
 		_ = b.dropState(ctx, d, tok)
-		_ = b.ack(ctx, tok.msg, "+TERM") // a leader's stale delivery: the job is gone
 		return driver.ErrLeaseLost
 	}
 	tok.started = true
@@ -142,7 +138,9 @@ func (b *Backend) Start(ctx context.Context, d *driver.Delivery) error {
 // The removal of the job's state record (and, on a server older than 2.10, its tombstone)
 // follows in the background, a few requests at a time, and Close waits for it (see
 // aftermath.go). Ack makes them itself, before it returns, when 4096 acked jobs already wait for
-// them, and, on a queue of one replica, for four leases after a reconnection.
+// them, and, on a queue of one replica, for four leases after a reconnection; on a queue
+// replicated on a 2.9 server, while deliveries are checked (see resurrect.go), it writes the
+// tombstone before it returns.
 func (b *Backend) Ack(ctx context.Context, d *driver.Delivery) error {
 	tok, rctx, cancel, err := b.leased(ctx, d)
 	defer cancel()
@@ -173,6 +171,11 @@ func (b *Backend) Ack(ctx context.Context, d *driver.Delivery) error {
 		tok.stMu.Lock()
 		defer tok.stMu.Unlock()
 		return b.dropState(rctx, d, tok)
+	}
+	if b.staleLeaders(ackWait) {
+		// A stale delivery's Start must find the tombstone as soon as it can find the
+		// record dropped (see resurrect.go): written now, and again by the aftermath.
+		b.tombstone(rctx, d)
 	}
 	return b.afterAck(rctx, d, tok)
 }
