@@ -291,7 +291,7 @@ func (b *Backend) holdBack(ctx context.Context, a arrival, got *driver.Delivery,
 		return true, err
 	}
 	if b.suspect(lease) {
-		settled, err := b.settledDelivery(ctx, got)
+		settled, err := b.settled(ctx, got.Seq, got.ID, false) // being delivered: tracked
 		if err != nil {
 			return true, err
 		}

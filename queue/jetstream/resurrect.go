@@ -20,7 +20,8 @@ import (
 // key, blocking every later job of that key. The backend removes them, from its own records of
 // what was settled:
 //   - a job at or below the consumer's ack floor was acked (Open, Stats and idle Receives purge
-//     those, once the broker has served calmly: see removeAcked);
+//     those, once the broker has served calmly: see removeAcked), but for a queue replicated on
+//     a 2.9 server (see ackFloor);
 //   - a job with a dead letter written from its stream sequence was dead-lettered;
 //   - on a server older than 2.10, a job with a tombstone was acked: Ack writes one per job,
 //     at corral.<name>.done.<sequence> in CORRAL_<name>_DONE after the ack (in the background,
@@ -46,7 +47,7 @@ import (
 // handled if it was settled: a 2.9 server that lost its consumer's state delivers its
 // resurrected jobs again. On a queue replicated on a 2.9 server the same holds for four leases
 // after the broker failed to answer or the consumer changed leaders (see suspect), by the
-// tombstones and dead letters only: a consumer leader that was paused, continued after the
+// tombstones and dead letters (see ackFloor): a consumer leader that was paused, continued after the
 // others elected another, delivers for a moment from its old state, jobs acked since among
 // them. A job acked above the ack floor on a server of 2.10 or later, were
 // it resurrected and not delivered again, would block its key until the ack floor passed it.
@@ -287,7 +288,7 @@ func (b *Backend) sweepOne(ctx context.Context, wi *natsjs.StreamInfo, ci *natsj
 	id := raw.Header.Get(hdrID)
 	// With pull requests waiting, the consumer has nothing to deliver: a job it still
 	// tracked whose lease ended would have gone to one of them.
-	settled, err := b.settledAbove(ctx, raw.Sequence, id, ci.AckFloor.Stream, ci.NumWaiting > 0)
+	settled, err := b.settledAbove(ctx, raw.Sequence, id, b.ackFloor(ci), ci.NumWaiting > 0)
 	if err != nil {
 		return 0, err
 	}
@@ -457,18 +458,6 @@ func (b *Backend) entombed(ctx context.Context, seq uint64, id string) (bool, er
 	return true, nil
 }
 
-// settledDelivery reports whether the job of d, being delivered while deliveries are suspect,
-// was settled: by the records of settled jobs (see settled), but on a queue replicated on a 2.9
-// server by its tombstone or dead letter only, not by the consumer's ack floor, which such a
-// consumer can move past a job it skipped (nats-server#6566) and its stale leader then
-// delivers.
-func (b *Backend) settledDelivery(ctx context.Context, d *driver.Delivery) (bool, error) {
-	if b.tombstones && b.o.replicas > 1 { // settledDelivery is called only while suspect
-		return b.settledAbove(ctx, d.Seq, d.ID, 0, false)
-	}
-	return b.settled(ctx, d.Seq, d.ID, false) // being delivered: tracked
-}
-
 // settledBefore reports, for the Start of d that has just written the job's state record,
 // whether another delivery of the job was acked before it: where the broker may have
 // delivered it again after an ack (see suspect), the job must still be stored (a queue of one
@@ -497,7 +486,18 @@ func (b *Backend) settled(ctx context.Context, seq uint64, id string, stale bool
 		return false, b.fail(ctx, "consumer info", err)
 	}
 	b.noteLeader(ci)
-	return b.settledAbove(ctx, seq, id, ci.AckFloor.Stream, stale)
+	return b.settledAbove(ctx, seq, id, b.ackFloor(ci), stale)
+}
+
+// ackFloor returns the consumer's ack floor in ci, taken as proof that the jobs at or below
+// it were acked; on a queue replicated on a 2.9 server, 0, no proof: such a consumer moves its
+// floor to the last sequence it delivered whenever nothing is ack pending, past a job it
+// skipped (nats-server#6566) and never delivered. The tombstones are the proof there.
+func (b *Backend) ackFloor(ci *natsjs.ConsumerInfo) uint64 {
+	if b.tombstones && b.o.replicas > 1 {
+		return 0
+	}
+	return ci.AckFloor.Stream
 }
 
 // settledAbove is settled with the consumer's ack floor known. stale says whether a stale run

@@ -129,7 +129,8 @@ func TestStaleDeliveryOfAckedJob(t *testing.T) {
 // pull requests waiting. blind holds only once that has lasted two leases of calm, then not
 // again for four leases, and not while anything is pending or when no job is stored past the
 // deliveries (the last sequence a removed job's). The step-down it leads to elects another
-// leader of the consumer, which goes on serving.
+// leader of the consumer, which goes on serving. The same consumer's ack floor moved past the
+// stored job does not make it count as acked (see ackFloor).
 func TestBlindConsumerStepsDown(t *testing.T) {
 	c := natstest.StartCluster(t, 3)
 	js, err := natsjs.New(c.Connect(t))
@@ -195,6 +196,19 @@ func TestBlindConsumerStepsDown(t *testing.T) {
 		t.Fatalf("stream: last sequence %d, %d messages; want %d, 1", wi.State.LastSeq, wi.State.Msgs, gone)
 	}
 	blind(false, "with no job past the deliveries")
+
+	// A floor past a stored job, never acked (a 2.9 consumer's, past a job it skipped), is
+	// no proof of its ack on a replicated queue of a 2.9 server: "a" stays.
+	ci.AckFloor.Stream = gone
+	if !b.tombstones {
+		if f := b.ackFloor(ci); f != gone {
+			t.Fatalf("ackFloor = %d, want the consumer's, %d", f, gone)
+		}
+	} else if removed, err := b.removeAcked(ctx, wi, ci); err != nil || removed {
+		t.Fatalf("removeAcked below a floor past a skipped job: %v, %v; want nothing removed", removed, err)
+	} else if settled, err := b.settledAbove(ctx, a, "a", b.ackFloor(ci), false); err != nil || settled {
+		t.Fatalf("settled below the consumer's floor: %v, %v; want false", settled, err)
+	}
 
 	// A consumer without a leader drops the requests made to it: each look is bounded.
 	leader := func() string {

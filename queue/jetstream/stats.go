@@ -128,12 +128,14 @@ func (b *Backend) countMarks(subjects map[string]uint64) markCounts {
 // only once the broker served calmly (see calm), when the consumer's info can be trusted: in
 // the fault suite a 2.9 server's consumer reported, seconds after its restart, an ack floor at
 // the stream's last sequence and nothing pending or ack pending, and then delivered two of the
-// stored jobs again. b.statsMu held.
+// stored jobs again. Nothing on a queue replicated on a 2.9 server (see ackFloor): the sweeps
+// remove the jobs the tombstones show acked. b.statsMu held.
 func (b *Backend) removeAcked(ctx context.Context, wi *natsjs.StreamInfo, ci *natsjs.ConsumerInfo) (bool, error) {
-	if wi.State.Msgs == 0 || ci.AckFloor.Stream < wi.State.FirstSeq || !b.calm(ci.Config.AckWait) {
+	floor := b.ackFloor(ci)
+	if wi.State.Msgs == 0 || floor < wi.State.FirstSeq || !b.calm(ci.Config.AckWait) {
 		return false, nil
 	}
-	if err := b.statWork.Purge(ctx, natsjs.WithPurgeSequence(ci.AckFloor.Stream+1)); err != nil {
+	if err := b.statWork.Purge(ctx, natsjs.WithPurgeSequence(floor+1)); err != nil {
 		return false, fmt.Errorf("remove acked jobs: %w", err)
 	}
 	return true, nil
