@@ -159,7 +159,8 @@ func (a *aftermath) wait(ctx context.Context) error {
 	}
 }
 
-// afterAck writes the tombstone of the job of d, acked, and drops its state record: in the
+// afterAck writes the tombstone of the job of d, acked, and drops its state record (not if the
+// tombstone could not be written on a queue whose ack floor is no proof: see ackFloor): in the
 // aftermath, or else (the aftermath full or closed) at once, with ctx bounding the requests,
 // and then it returns the error of the record's removal.
 func (b *Backend) afterAck(ctx context.Context, d *driver.Delivery, tok *delivered) error {
@@ -167,7 +168,11 @@ func (b *Backend) afterAck(ctx context.Context, d *driver.Delivery, tok *deliver
 	d = &driver.Delivery{Message: driver.Message{ID: d.ID}, Seq: d.Seq}
 	var err error
 	work := func(ctx context.Context) {
-		b.tombstone(ctx, d)
+		if !b.tombstone(ctx, d) && b.floorless() {
+			// The record (a run whose lease ends) is then the only proof of the ack left
+			// (see staleRun): without it, a resurrected job would block its key for good.
+			return
+		}
 		tok.stMu.Lock()
 		defer tok.stMu.Unlock()
 		err = b.dropState(ctx, d, tok) // in the aftermath, a record left is never read again

@@ -21,8 +21,8 @@ import (
 // blind reports whether the consumer, as ci shows it, does not see jobs that the work stream,
 // as wi (read from its leader first) shows it, holds past every sequence the consumer
 // delivered: on a replicated queue, nothing pending nor ack pending, pull requests waiting, the
-// broker calm (see calm), and so for two leases in a row. It is true at most once per four
-// leases. Once the rest has held for two leases, it looks the first job past those sequences
+// broker calm (see calm), and so for two leases in a row, seen by looks at most two leases
+// apart while the consumer delivered nothing. It is true at most once per four leases. Once the rest has held for two leases, it looks the first job past those sequences
 // up: the stream's last sequence may be that of a job since removed. b.statsMu held.
 func (b *Backend) blind(ctx context.Context, wi *natsjs.StreamInfo, ci *natsjs.ConsumerInfo) (bool, error) {
 	lease := ci.Config.AckWait
@@ -31,9 +31,11 @@ func (b *Backend) blind(ctx context.Context, wi *natsjs.StreamInfo, ci *natsjs.C
 		b.blindSince = time.Time{}
 		return false, nil
 	}
-	now := time.Now()
-	if b.blindSince.IsZero() {
-		b.blindSince = now
+	now, last := time.Now(), b.blindSeen
+	b.blindSeen = now
+	// Seen blind since blindSince at looks two leases apart at most, delivering nothing.
+	if b.blindSince.IsZero() || now.Sub(last) > 2*lease || ci.Delivered.Consumer != b.blindSeq {
+		b.blindSince, b.blindSeq = now, ci.Delivered.Consumer
 		return false, nil
 	}
 	if now.Sub(b.blindSince) <= 2*lease || now.Before(b.blindNext) {

@@ -116,7 +116,8 @@
 // job's tombstone before it returns, every delivered job is checked against the tombstones and
 // dead letters, and Start looks for the job's tombstone once it has written its record (a
 // request each), so that a consumer leader that was paused, and goes on delivering from its old
-// state for a moment when it continues, does not run again a job acked in that time.
+// state for a moment when it continues, does not run again a job acked in that time (by another
+// process, once that process's background work has written the tombstone).
 //
 // # Operating the queue
 //

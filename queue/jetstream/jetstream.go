@@ -81,6 +81,8 @@ type Backend struct {
 	stallSince  time.Time
 	stallNext   time.Time
 	blindSince  time.Time // see blind
+	blindSeen   time.Time
+	blindSeq    uint64
 	blindNext   time.Time
 	tidyAt      atomic.Int64 // when (UnixNano) an idle Receive may tidy next (see tidyIdle)
 	pauseSeen   atomic.Bool  // a Receive found the queue paused (see holdWhilePaused)

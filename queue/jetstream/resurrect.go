@@ -409,12 +409,15 @@ func (b *Backend) calm(lease time.Duration) bool {
 // tombstoneAge is how long the records of acked jobs are kept for a 2.9 server.
 const tombstoneAge = 10 * time.Minute
 
-// tombstone records that the job of d was acked, on a 2.9 server. A failure is not the ack's:
-// the job is acked; it is only not protected from a resurrection.
-func (b *Backend) tombstone(ctx context.Context, d *driver.Delivery) {
-	if b.tombstones {
-		_, _ = b.js.Publish(ctx, b.tombstoneSubject(d.Seq, d.ID), nil)
+// tombstone records that the job of d was acked, on a 2.9 server, and reports whether it did
+// (true on a later server, which needs none). A failure is not the ack's: the job is acked; it
+// is only not protected from a resurrection.
+func (b *Backend) tombstone(ctx context.Context, d *driver.Delivery) bool {
+	if !b.tombstones {
+		return true
 	}
+	_, err := b.js.Publish(ctx, b.tombstoneSubject(d.Seq, d.ID), nil)
+	return err == nil
 }
 
 // staleRun reports whether the job's state record shows a run whose lease ended more than
@@ -479,6 +482,9 @@ func (b *Backend) settledBefore(ctx context.Context, d *driver.Delivery, ackWait
 // acked (at or below the consumer's ack floor, or with a tombstone) or dead-lettered from that
 // sequence.
 func (b *Backend) settled(ctx context.Context, seq uint64, id string, stale bool) (bool, error) {
+	if b.floorless() {
+		return b.settledAbove(ctx, seq, id, 0, stale)
+	}
 	b.statsMu.Lock()
 	ci, err := b.statCons.Info(ctx)
 	b.statsMu.Unlock()
@@ -494,11 +500,14 @@ func (b *Backend) settled(ctx context.Context, seq uint64, id string, stale bool
 // floor to the last sequence it delivered whenever nothing is ack pending, past a job it
 // skipped (nats-server#6566) and never delivered. The tombstones are the proof there.
 func (b *Backend) ackFloor(ci *natsjs.ConsumerInfo) uint64 {
-	if b.tombstones && b.o.replicas > 1 {
+	if b.floorless() {
 		return 0
 	}
 	return ci.AckFloor.Stream
 }
+
+// floorless reports whether the consumer's ack floor is no proof of an ack (see ackFloor).
+func (b *Backend) floorless() bool { return b.tombstones && b.o.replicas > 1 }
 
 // settledAbove is settled with the consumer's ack floor known. stale says whether a stale run
 // (see staleRun) counts: only for a job the consumer would have delivered by now if it still

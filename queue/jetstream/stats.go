@@ -16,7 +16,7 @@ import (
 // the jobs prefetched by this process (jobs prefetched by other processes count as in flight),
 // Delayed counts jobs whose start time or retry delay has not come, Dead the dead-letter
 // stream's size, Oldest the time the oldest stored job was published, and Paused whether the
-// pause record is there (see admin.go).
+// pause record is there (see admin.go). On its way it tidies the queue (see tidy).
 func (b *Backend) Stats(ctx context.Context) (driver.Stats, error) {
 	var s driver.Stats
 	if err := b.checkOpen(); err != nil {
@@ -53,8 +53,9 @@ func (b *Backend) Stats(ctx context.Context) (driver.Stats, error) {
 }
 
 // tidy reads the work stream's and the consumer's info, deletes the settled jobs the broker
-// keeps and publishes again the ones the consumer skipped (see resurrect.go), and returns the
-// info, the stream's as it is after. b.statsMu held.
+// keeps and publishes again the ones the consumer skipped (see resurrect.go), asks the leader
+// of a consumer blind to stored jobs to step down (see blind.go), and returns the info, the
+// stream's as it is after. b.statsMu held.
 func (b *Backend) tidy(ctx context.Context) (*natsjs.StreamInfo, *natsjs.ConsumerInfo, error) {
 	wi, err := b.statWork.Info(ctx)
 	if err != nil {
