@@ -22,18 +22,7 @@ import (
 // tombstone cannot be written keeps the job's record. A server of 2.10 or later keeps no
 // tombstones, and the jobs run.
 func TestStaleDeliveryOfAckedJob(t *testing.T) {
-	c := natstest.StartCluster(t, 3)
-	js, err := natsjs.New(c.Connect(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	b := New(js, natstest.Prefix(t)+"stale", WithReplicas(3), WithCallTimeout(10*time.Second))
-	if err := b.Open(ctx, driver.Config{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = b.Close(context.Background()) })
+	ctx, js, b := openReplicated(t, "stale")
 	if err := b.CheckLease(ctx, time.Minute); err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +66,7 @@ func TestStaleDeliveryOfAckedJob(t *testing.T) {
 	}
 	stale := receive("stale")
 	b.tombstone(ctx, stale)
-	err = b.Start(ctx, stale)
+	err := b.Start(ctx, stale)
 	if !b.tombstones {
 		if err != nil {
 			t.Fatalf("Start on a server without tombstones: %v", err)
@@ -162,18 +151,7 @@ func TestStaleDeliveryOfAckedJob(t *testing.T) {
 // leader of the consumer, which goes on serving. The same consumer's ack floor moved past the
 // stored job does not make it count as acked (see ackFloor).
 func TestBlindConsumerStepsDown(t *testing.T) {
-	c := natstest.StartCluster(t, 3)
-	js, err := natsjs.New(c.Connect(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	b := New(js, natstest.Prefix(t)+"blind", WithReplicas(3), WithCallTimeout(10*time.Second))
-	if err := b.Open(ctx, driver.Config{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = b.Close(context.Background()) })
+	ctx, _, b := openReplicated(t, "blind")
 	seqOf := func(id string) uint64 {
 		t.Helper()
 		if _, err := b.Enqueue(ctx, driver.Message{ID: id, Body: []byte("x")}); err != nil {
@@ -284,4 +262,22 @@ func TestBlindConsumerStepsDown(t *testing.T) {
 	if err := b.Receive(ctx, time.Minute, d); err != nil || d.ID != "a" {
 		t.Fatalf("Receive after the step-down: %q, %v", d.ID, err)
 	}
+}
+
+// openReplicated opens a backend of a queue replicated on a three-server cluster, with a
+// context of two minutes for the test's calls.
+func openReplicated(t *testing.T, name string) (context.Context, natsjs.JetStream, *Backend) {
+	t.Helper()
+	js, err := natsjs.New(natstest.StartCluster(t, 3).Connect(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	b := New(js, natstest.Prefix(t)+name, WithReplicas(3), WithCallTimeout(10*time.Second))
+	if err := b.Open(ctx, driver.Config{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Close(context.Background()) })
+	return ctx, js, b
 }
