@@ -159,16 +159,16 @@ func (a *aftermath) wait(ctx context.Context) error {
 	}
 }
 
-// afterAck writes the tombstone of the job of d, acked, and drops its state record (not if the
-// tombstone could not be written on a queue whose ack floor is no proof: see ackFloor): in the
-// aftermath, or else (the aftermath full or closed) at once, with ctx bounding the requests,
-// and then it returns the error of the record's removal.
-func (b *Backend) afterAck(ctx context.Context, d *driver.Delivery, tok *delivered) error {
+// afterAck writes the tombstone of the job of d, acked, unless entombed says Ack did, and drops
+// its state record (not if the tombstone could not be written on a queue whose ack floor is no
+// proof: see ackFloor): in the aftermath, or else (the aftermath full or closed) at once, with
+// ctx bounding the requests, and then it returns the error of the record's removal.
+func (b *Backend) afterAck(ctx context.Context, d *driver.Delivery, tok *delivered, entombed bool) error {
 	// The caller may reuse *d once Ack returns: the work keeps what it needs.
 	d = &driver.Delivery{Message: driver.Message{ID: d.ID}, Seq: d.Seq}
 	var err error
 	work := func(ctx context.Context) {
-		if !b.tombstone(ctx, d) && b.floorless() {
+		if !entombed && !b.tombstone(ctx, d) && b.floorless() {
 			// The record (a run whose lease ends) is then the only proof of the ack left
 			// (see staleRun): without it, a resurrected job would block its key for good.
 			return

@@ -11,19 +11,20 @@ import (
 )
 
 // A replicated 2.9 consumer can lead from a server whose replica of the work stream missed
-// messages that the stream's leader stored (seen once in about 25 fault-suite pauses of a
-// cluster's leader: the continued server's replica stopped short of the last two jobs). The
-// consumer delivers from its own server's replica, so it counts nothing pending and never
-// delivers them, though the stream holds them past every sequence it delivered. Stats and idle
-// Receives notice that (see blind) and ask the consumer's leader to step down: another server,
-// whose replica has the jobs, leads it then and delivers them.
+// messages that the stream's leader stored (seen in the fault suite's pause of a cluster's
+// leader: the continued server's replica stopped short of the last jobs). The consumer
+// delivers from its own server's replica, so it counts nothing pending and never delivers
+// them, though the stream holds them past every sequence it delivered. Stats and idle Receives
+// notice that (see blind) and ask the consumer's leader to step down: another server leads it
+// then, and delivers them if its replica has them.
 
 // blind reports whether the consumer, as ci shows it, does not see jobs that the work stream,
 // as wi (read from its leader first) shows it, holds past every sequence the consumer
 // delivered: on a replicated queue, nothing pending nor ack pending, pull requests waiting, the
 // broker calm (see calm), and so for two leases in a row, seen by looks at most two leases
-// apart while the consumer delivered nothing. It is true at most once per four leases. Once the rest has held for two leases, it looks the first job past those sequences
-// up: the stream's last sequence may be that of a job since removed. b.statsMu held.
+// apart while the consumer delivered nothing. It is true at most once per four leases. Once
+// the rest has held for two leases, it looks the first job past those sequences up: the
+// stream's last sequence may be that of a job since removed. b.statsMu held.
 func (b *Backend) blind(ctx context.Context, wi *natsjs.StreamInfo, ci *natsjs.ConsumerInfo) (bool, error) {
 	lease := ci.Config.AckWait
 	if b.o.replicas == 1 || wi.State.Msgs == 0 || wi.State.LastSeq <= ci.Delivered.Stream ||

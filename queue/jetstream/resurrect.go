@@ -47,10 +47,10 @@ import (
 // handled if it was settled: a 2.9 server that lost its consumer's state delivers its
 // resurrected jobs again. On a queue replicated on a 2.9 server the same holds for four leases
 // after the broker failed to answer or the consumer changed leaders (see suspect), by the
-// tombstones and dead letters (see ackFloor): a consumer leader that was paused, continued after the
-// others elected another, delivers for a moment from its old state, jobs acked since among
-// them. A job acked above the ack floor on a server of 2.10 or later, were
-// it resurrected and not delivered again, would block its key until the ack floor passed it.
+// tombstones and dead letters (see ackFloor): a consumer leader that was paused, continued
+// after the others elected another, delivers for a moment from its old state, jobs acked since
+// among them. A job acked above the ack floor on a server of 2.10 or later, were it
+// resurrected and not delivered again, would block its key until the ack floor passed it.
 
 // A server restarted without its consumer's state also delivers again the jobs that a process
 // still holds from before the restart (prefetched, or being handled), and confirms the acks of
@@ -399,9 +399,8 @@ func (b *Backend) requeueCopy(ctx context.Context, raw *natsjs.RawStreamMsg) (bo
 
 // calm reports whether this backend saw no unrest (see staleRun) for two leases, and no
 // reconnection for four (see suspect; on a queue replicated on a 2.9 server, no unrest for
-// four): a restarted 2.9 server delivers again, seconds after it
-// serves, jobs that its consumer's info counts as neither pending nor ack pending (seen in the
-// fault suite).
+// four): a restarted 2.9 server delivers again, seconds after it serves, jobs that its
+// consumer's info counts as neither pending nor ack pending (seen in the fault suite).
 func (b *Backend) calm(lease time.Duration) bool {
 	return !b.suspect(lease) && time.Since(time.Unix(0, b.unrest.Load())) > 2*lease
 }
@@ -468,14 +467,14 @@ func (b *Backend) entombed(ctx context.Context, seq uint64, id string) (bool, er
 // the record, and while deliveries are checked Ack writes the tombstone before it returns, and
 // before it drops the record.
 func (b *Backend) settledBefore(ctx context.Context, d *driver.Delivery, ackWait time.Duration) (bool, error) {
-	if !b.suspect(ackWait) {
-		return false, nil
-	}
-	if b.o.replicas == 1 {
+	switch {
+	case b.mayHaveForgotten(ackWait):
 		stored, err := b.stored(ctx, d)
 		return !stored && err == nil, err
+	case b.staleLeaders(ackWait):
+		return b.entombed(ctx, d.Seq, d.ID)
 	}
-	return b.entombed(ctx, d.Seq, d.ID)
+	return false, nil
 }
 
 // settled reports whether the job with id at sequence seq of the work stream was settled:
@@ -562,7 +561,7 @@ func (b *Backend) suspect(lease time.Duration) bool {
 		b.reconnSeen.Store(n)
 		b.suspectUntil.Store(now.Add(4 * lease).UnixNano())
 	}
-	if b.tombstones && b.o.replicas > 1 && now.UnixNano() < b.shaken.Load()+int64(4*lease) {
+	if b.floorless() && now.UnixNano() < b.shaken.Load()+int64(4*lease) {
 		return true
 	}
 	return now.UnixNano() < b.suspectUntil.Load()
@@ -572,7 +571,7 @@ func (b *Backend) suspect(lease time.Duration) bool {
 // 2.9 server: a leader may deliver from its old state, and an ack's tombstone is what shows
 // the job settled.
 func (b *Backend) staleLeaders(lease time.Duration) bool {
-	return b.tombstones && b.o.replicas > 1 && b.suspect(lease)
+	return b.floorless() && b.suspect(lease)
 }
 
 // Reconnects implements driver.Reconnecter: the reconnections of the NATS connection since it

@@ -172,12 +172,10 @@ func (b *Backend) Ack(ctx context.Context, d *driver.Delivery) error {
 		defer tok.stMu.Unlock()
 		return b.dropState(rctx, d, tok)
 	}
-	if b.staleLeaders(ackWait) {
-		// A stale delivery's Start must find the tombstone as soon as it can find the
-		// record dropped (see resurrect.go): written now, and again by the aftermath.
-		b.tombstone(rctx, d)
-	}
-	return b.afterAck(rctx, d, tok)
+	// A stale delivery's Start must find the tombstone as soon as it can find the record
+	// dropped (see resurrect.go): written now, else by the aftermath.
+	entombed := b.staleLeaders(ackWait) && b.tombstone(rctx, d)
+	return b.afterAck(rctx, d, tok, entombed)
 }
 
 // Nack implements driver.Backend: the attempt is added to the job's state, then the broker
