@@ -10,7 +10,9 @@ import (
 // An acked job's tombstone (on a 2.9 server) and the removal of its state record are not the
 // ack's: the job is settled once the broker confirmed the ack. So Ack returns then, and leaves
 // them to the aftermath, which makes them in the background, a few at a time, in the order of
-// the acks. A process that dies before they are made leaves a state record that nothing reads
+// the acks; where the server removes a dropped record by itself (per-message TTLs), the
+// aftermath sends the record's removal at once and does not wait for the server's answer, and
+// Close waits for those removals with one request (see dropSoon). A process that dies before they are made leaves a state record that nothing reads
 // again (it belongs to a job no longer stored; a 2.9 server that gives its sequence to another
 // job gives another ID too, and such a record is ignored), and a job without its tombstone, as
 // a process that died between the ack and the tombstone always did. Close waits for them
@@ -33,7 +35,10 @@ type aftermath struct {
 	workers int                     // goroutines running the queued work, guarded by mu
 	running int                     // goroutines running, the workers and start's, guarded by mu
 	closed  bool                    // guarded by mu: later work runs in its caller
-	idle    chan struct{}           // guarded by mu: closed when the running goroutines end
+	// unanswered says send sent a request whose answer nobody waited for: close confirms
+	// it. Guarded by mu.
+	unanswered bool
+	idle       chan struct{} // guarded by mu: closed when the running goroutines end
 	// base is the parent of the work's contexts, made with the first goroutine; abandon,
 	// called by close, cancels it (cutting short the work still running when close's ctx
 	// ended first). Both guarded by mu.
@@ -97,6 +102,19 @@ func (a *aftermath) start(work func(context.Context)) bool {
 	return true
 }
 
+// send runs send, which sends a request without waiting for its answer and reports whether
+// it sent it, unless the aftermath is closed: it reports whether a request was sent. close
+// confirms the requests so sent.
+func (a *aftermath) send(send func() bool) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.closed || !send() {
+		return false
+	}
+	a.unanswered = true
+	return true
+}
+
 // run does the queued work until there is none, each piece bounded by one call timeout and
 // by base.
 func (a *aftermath) run(b *Backend, base context.Context) {
@@ -123,10 +141,13 @@ func (a *aftermath) run(b *Backend, base context.Context) {
 
 // close makes later work run in its callers, and waits until the queued work is done or ctx
 // ends. If ctx ends first, it drops the work not started and cancels the work running, which
-// then ends as soon as its requests return: wait waits for it.
-func (a *aftermath) close(ctx context.Context) {
+// then ends as soon as its requests return: wait waits for it. Else, if send sent requests,
+// it calls confirm, which waits for them.
+func (a *aftermath) close(ctx context.Context, confirm func(context.Context) error) {
 	a.mu.Lock()
 	a.closed = true
+	unanswered := a.unanswered
+	a.unanswered = false
 	a.mu.Unlock()
 	err := a.wait(ctx)
 	a.mu.Lock()
@@ -137,6 +158,9 @@ func (a *aftermath) close(ctx context.Context) {
 		a.abandon() // when the work is done, this only releases base
 	}
 	a.mu.Unlock()
+	if err == nil && unanswered {
+		_ = confirm(ctx) // as the queued work's, its failure leaves records never read again
+	}
 }
 
 // wait waits until no goroutine of the aftermath runs, or returns context.Cause(ctx) if ctx
@@ -162,9 +186,18 @@ func (a *aftermath) wait(ctx context.Context) error {
 // afterAck writes the tombstone of the job of d, acked, unless entombed says Ack did, and drops
 // its state record (not if the tombstone could not be written on a queue whose ack floor is no
 // proof: see ackFloor): in the aftermath, or else (the aftermath full or closed) at once, with
-// ctx bounding the requests, and then it returns the error of the record's removal.
+// ctx bounding the requests, and then it returns the error of the record's removal. Where no
+// tombstone is kept and dropSoon can send the removal, it does so at once, unless the aftermath
+// is closed.
 func (b *Backend) afterAck(ctx context.Context, d *driver.Delivery, tok *delivered, entombed bool) error {
 	// The caller may reuse *d once Ack returns: the work keeps what it needs.
+	if !b.tombstones && b.after.send(func() bool {
+		tok.stMu.Lock()
+		defer tok.stMu.Unlock()
+		return b.dropSoon(d, tok)
+	}) {
+		return nil
+	}
 	d = &driver.Delivery{Message: driver.Message{ID: d.ID}, Seq: d.Seq}
 	var err error
 	work := func(ctx context.Context) {

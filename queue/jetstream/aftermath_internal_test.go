@@ -35,7 +35,7 @@ func TestCloseCancelsAftermath(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
 		t0 := time.Now()
-		b.after.close(ctx)
+		b.after.close(ctx, b.confirmDrops)
 		if d := time.Since(t0); d != time.Second {
 			t.Errorf("close returned after %v, want 1s (its ctx)", d)
 		}
@@ -66,7 +66,7 @@ func TestWaitOutlastsClose(t *testing.T) {
 		})
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
-		b.after.close(ctx)
+		b.after.close(ctx, b.confirmDrops)
 
 		cause := errors.New("gave up")
 		wctx, wcancel := context.WithCancelCause(context.Background())

@@ -103,8 +103,10 @@
 // worker's path, the record's removal, made in the background after the ack. On a queue whose
 // state stream allows per-message TTLs (one made on nats-server 2.11 or later, or opened there
 // with WithReconfigure) the removal is a publish: an empty record in the record's place, which
-// the server deletes a second later; on any other it is a purge of the record's subject, a
-// JetStream API request. Close waits for the removals within its ctx (see Backend.Close); a
+// the server deletes a second later, sent without waiting for the server's answer (Close then
+// publishes one more and waits for its answer: the server stores one connection's messages to
+// a stream in order); on any other it is a purge of the record's subject, a JetStream API
+// request. Close waits for the removals within its ctx (see Backend.Close); a
 // process that dies first leaves the records of its last acked jobs in CORRAL_<name>_STATE,
 // where nothing reads them, until Delete. On a server older than 2.10 the background work
 // writes the job's tombstone first (see above), a fifth request. A redelivered job reads its

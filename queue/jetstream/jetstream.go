@@ -278,7 +278,7 @@ func (b *Backend) Close(ctx context.Context) error {
 	if p != nil {
 		b.stopPump(ctx, p)
 	}
-	b.after.close(ctx)
+	b.after.close(ctx, b.confirmDrops)
 	if ctx.Err() != nil {
 		return context.Cause(ctx)
 	}

@@ -74,8 +74,10 @@ func stateStream(t *testing.T, ctx context.Context, js natsjs.JetStream, name st
 
 // On nats-server 2.11 or later a new queue's state stream allows per-message TTLs, and a job's
 // record is dropped by one publish: an empty record with a TTL, which the server removes by
-// itself. On an older server the record is purged. The stream's last sequence tells them apart
-// whether or not the TTL has passed: one more message after the handler ran, or none.
+// itself, sent without waiting for an answer, and Close publishes one more, on a subject of its
+// own, and waits for it. On an older server the record is purged. The stream's last sequence
+// tells them apart whether or not the TTLs have passed: two more messages after the handler
+// ran, or none.
 func TestDroppedRecord(t *testing.T) {
 	nc, js, name, ctx := oneServer(t)
 	q, err := queue.New[int](ctx, queue.WithBackend(jetstream.New(js, name, jetstream.WithMemoryStorage())))
@@ -87,7 +89,7 @@ func TestDroppedRecord(t *testing.T) {
 	want := handleOne(t, ctx, q, js, name) // the record written as the handler started
 	after, records := stateStream(t, ctx, js, name)
 	if ttl {
-		want++ // and the empty one that replaced it
+		want += 2 // and the empty one that replaced it, and Close's
 	}
 	require.Equal(t, want, after.State.LastSeq, "messages published to the state stream")
 	for _, raw := range records {

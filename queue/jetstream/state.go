@@ -131,8 +131,7 @@ func (b *Backend) dropState(ctx context.Context, d *driver.Delivery, tok *delive
 		return nil // never written: a job acked on its first delivery has none
 	}
 	if b.recordTTL {
-		msg := &nats.Msg{Subject: b.stateSubject(d.Seq), Data: droppedState}
-		if _, err := b.js.PublishMsg(ctx, msg, natsjs.WithMsgTTL(time.Second)); err != nil {
+		if _, err := b.js.PublishMsg(ctx, droppedRecord(b.stateSubject(d.Seq))); err != nil {
 			return b.fail(ctx, "drop the state of "+d.ID, err)
 		}
 		return nil
@@ -141,6 +140,45 @@ func (b *Backend) dropState(ctx context.Context, d *driver.Delivery, tok *delive
 		return b.fail(ctx, "drop the state of "+d.ID, err)
 	}
 	return nil
+}
+
+// dropSoon is dropState for an acked job on a state stream with per-message TTLs, without
+// waiting for the server's answer: the record is dropped once the server stores the empty one,
+// as the server stores one connection's messages to a stream in the order they were sent, and
+// Close waits for that (see confirmDrops). It reports false, having sent nothing, on a stream
+// without per-message TTLs or if the client could not send it: then dropState is the way.
+// tok.stMu held.
+func (b *Backend) dropSoon(d *driver.Delivery, tok *delivered) bool {
+	if !b.recordTTL {
+		return false
+	}
+	if tok.stSeq == 0 && !tok.started {
+		return true
+	}
+	return b.nc.PublishMsg(droppedRecord(b.stateSubject(d.Seq))) == nil
+}
+
+// confirmDrops waits, within a call timeout of ctx, until the server has stored the empty
+// records dropSoon sent: it publishes one more, on a subject of its own, and waits for the
+// server's answer. It does not wait while the client is not connected (the records go out when
+// it reconnects, if it does). An error is the server's or ctx's; the records then may or may
+// not be dropped, and a record left is never read again (see aftermath.go).
+func (b *Backend) confirmDrops(ctx context.Context) error {
+	if !b.nc.IsConnected() {
+		return nil
+	}
+	rctx, cancel := b.req(ctx)
+	defer cancel()
+	if _, err := b.js.PublishMsg(rctx, droppedRecord(b.statePrefix+"dropped")); err != nil {
+		return b.fail(rctx, "confirm the dropped records", err)
+	}
+	return nil
+}
+
+// droppedRecord is the empty record, removed by the server a second after it is stored, that
+// replaces a job's record at subject.
+func droppedRecord(subject string) *nats.Msg {
+	return &nats.Msg{Subject: subject, Data: droppedState, Header: nats.Header{natsjs.MsgTTLHeader: []string{"1s"}}}
 }
 
 // delivery decodes m and its state record into a Delivery. A first delivery has no record to
