@@ -10,9 +10,7 @@ import (
 // An acked job's tombstone (on a 2.9 server) and the removal of its state record are not the
 // ack's: the job is settled once the broker confirmed the ack. So Ack returns then, and leaves
 // them to the aftermath, which makes them in the background, a few at a time, in the order of
-// the acks; where the server removes a dropped record by itself (per-message TTLs), the
-// aftermath sends the record's removal at once and does not wait for the server's answer, and
-// Close waits for those removals with one request (see dropSoon). A process that dies before they are made leaves a state record that nothing reads
+// the acks. A process that dies before they are made leaves a state record that nothing reads
 // again (it belongs to a job no longer stored; a 2.9 server that gives its sequence to another
 // job gives another ID too, and such a record is ignored), and a job without its tombstone, as
 // a process that died between the ack and the tombstone always did. Close waits for them
@@ -20,6 +18,11 @@ import (
 // dies) and the requests running are cancelled, and Delete waits for them to end. Beside that
 // work, not behind it, the aftermath runs what a receiver hands back to the broker (see
 // handOff), with the same ownership.
+//
+// Where the server removes a dropped record by itself (a state stream with per-message TTLs)
+// and keeps no tombstones, Ack publishes the removal itself and does not wait for an answer
+// (see dropSoon), and the aftermath counts the publish in flight as it counts its goroutines.
+// Close then waits for one more removal's answer (see confirmDrops).
 
 // aftermathWorkers bounds the aftermath's requests in flight; aftermathQueue bounds the acked
 // jobs waiting for them, beyond which Ack makes them itself, before it returns.
@@ -102,17 +105,23 @@ func (a *aftermath) start(work func(context.Context)) bool {
 	return true
 }
 
-// send runs send, which sends a request without waiting for its answer and reports whether
-// it sent it, unless the aftermath is closed: it reports whether a request was sent. close
-// confirms the requests so sent.
-func (a *aftermath) send(send func() bool) bool {
+// send runs publish, which publishes a message that no one answers and reports whether it
+// could, unless the aftermath is closed: it reports whether publish ran and succeeded. close
+// waits for the publishes running, and confirms the ones made (see close).
+func (a *aftermath) send(publish func() bool) bool {
 	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.closed || !send() {
+	if a.closed {
+		a.mu.Unlock()
 		return false
 	}
-	a.unanswered = true
-	return true
+	a.enterLocked()
+	a.mu.Unlock()
+	ok := publish()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.unanswered = a.unanswered || ok
+	a.exitLocked()
+	return ok
 }
 
 // run does the queued work until there is none, each piece bounded by one call timeout and
@@ -141,24 +150,24 @@ func (a *aftermath) run(b *Backend, base context.Context) {
 
 // close makes later work run in its callers, and waits until the queued work is done or ctx
 // ends. If ctx ends first, it drops the work not started and cancels the work running, which
-// then ends as soon as its requests return: wait waits for it. Else, if send sent requests,
-// it calls confirm, which waits for them.
+// then ends as soon as its requests return: wait waits for it. Else, if send published
+// messages, it calls confirm, which waits for them.
 func (a *aftermath) close(ctx context.Context, confirm func(context.Context) error) {
 	a.mu.Lock()
 	a.closed = true
-	unanswered := a.unanswered
-	a.unanswered = false
 	a.mu.Unlock()
 	err := a.wait(ctx)
 	a.mu.Lock()
 	if err != nil {
 		a.todo = nil
 	}
+	unanswered := err == nil && a.unanswered
+	a.unanswered = false
 	if a.abandon != nil {
 		a.abandon() // when the work is done, this only releases base
 	}
 	a.mu.Unlock()
-	if err == nil && unanswered {
+	if unanswered {
 		_ = confirm(ctx) // as the queued work's, its failure leaves records never read again
 	}
 }
@@ -187,16 +196,17 @@ func (a *aftermath) wait(ctx context.Context) error {
 // its state record (not if the tombstone could not be written on a queue whose ack floor is no
 // proof: see ackFloor): in the aftermath, or else (the aftermath full or closed) at once, with
 // ctx bounding the requests, and then it returns the error of the record's removal. Where no
-// tombstone is kept and dropSoon can send the removal, it does so at once, unless the aftermath
-// is closed.
+// tombstone is kept and the server removes a dropped record by itself, it publishes the
+// removal at once with dropSoon, unless the aftermath is closed or the client cannot send it.
 func (b *Backend) afterAck(ctx context.Context, d *driver.Delivery, tok *delivered, entombed bool) error {
 	// The caller may reuse *d once Ack returns: the work keeps what it needs.
-	if !b.tombstones && b.after.send(func() bool {
+	if b.recordTTL && !b.tombstones {
 		tok.stMu.Lock()
-		defer tok.stMu.Unlock()
-		return b.dropSoon(d, tok)
-	}) {
-		return nil
+		none := tok.stSeq == 0 && !tok.started
+		tok.stMu.Unlock()
+		if none || b.after.send(func() bool { return b.dropSoon(d) }) {
+			return nil // none: never written (a job acked on its first delivery has none)
+		}
 	}
 	d = &driver.Delivery{Message: driver.Message{ID: d.ID}, Seq: d.Seq}
 	var err error

@@ -130,3 +130,43 @@ func TestLaterCloseWaits(t *testing.T) {
 // closedJetStream stands for the JetStream of a Backend whose Close is tested
 // without a server: Close calls none of its methods.
 type closedJetStream struct{ natsjs.JetStream }
+
+// close waits for a publish that send is making, and then confirms the publishes made (once),
+// and only if one was made; send after close publishes nothing.
+func TestCloseConfirmsSends(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		for _, sent := range []bool{true, false} {
+			b := &Backend{o: options{callTimeout: time.Hour}}
+			release := make(chan struct{})
+			go b.after.send(func() bool { <-release; return sent })
+			synctest.Wait()
+			var confirms atomic.Int32
+			closed := make(chan struct{})
+			go func() {
+				defer close(closed)
+				b.after.close(context.Background(), func(context.Context) error {
+					confirms.Add(1)
+					return nil
+				})
+			}()
+			synctest.Wait()
+			select {
+			case <-closed:
+				t.Fatalf("sent %v: close returned while a publish ran", sent)
+			default:
+			}
+			close(release)
+			<-closed
+			want := int32(0)
+			if sent {
+				want = 1
+			}
+			if n := confirms.Load(); n != want {
+				t.Errorf("sent %v: %d confirms, want %d", sent, n, want)
+			}
+			if b.after.send(func() bool { t.Error("publish after close"); return true }) {
+				t.Errorf("sent %v: send after close = true, want false", sent)
+			}
+		}
+	})
+}

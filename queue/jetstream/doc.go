@@ -99,14 +99,14 @@
 // A job handled at its first delivery costs four requests to the broker (besides the pulls that
 // fetch jobs in batches, and a read of the pause record at most once per PauseWithin), on every
 // server version: its publish (Enqueue), and, on the worker's path, the state record written
-// compare-and-set as its handler starts (Start) and the confirmed ack (Ack); then, off the
-// worker's path, the record's removal, made in the background after the ack. On a queue whose
-// state stream allows per-message TTLs (one made on nats-server 2.11 or later, or opened there
-// with WithReconfigure) the removal is a publish: an empty record in the record's place, which
-// the server deletes a second later, sent without waiting for the server's answer (Close then
-// publishes one more and waits for its answer: the server stores one connection's messages to
-// a stream in order); on any other it is a purge of the record's subject, a JetStream API
-// request. Close waits for the removals within its ctx (see Backend.Close); a
+// compare-and-set as its handler starts (Start) and the confirmed ack (Ack); then the record's
+// removal. On a queue whose state stream allows per-message TTLs (one made on nats-server 2.11
+// or later, or opened there with WithReconfigure) the removal is a publish that Ack makes
+// itself without waiting for an answer: an empty record in the record's place, which the
+// server deletes a second later (Close publishes one more and waits for its answer: the server
+// stores one connection's messages to a stream in order). On any other it is a purge of the
+// record's subject, a JetStream API request, made in the background after the ack, off the
+// worker's path. Close waits for the removals within its ctx (see Backend.Close); a
 // process that dies first leaves the records of its last acked jobs in CORRAL_<name>_STATE,
 // where nothing reads them, until Delete. On a server older than 2.10 the background work
 // writes the job's tombstone first (see above), a fifth request. A redelivered job reads its

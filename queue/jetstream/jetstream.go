@@ -258,7 +258,10 @@ func (b *Backend) Delete(ctx context.Context) error {
 // Delete) and does not close the NATS connection. If ctx ends before the prefetched jobs are
 // handed back, Close returns context.Cause(ctx), and those jobs come back when their lease
 // ends. Close also waits for the removals of the state records of acked jobs (and their
-// tombstones on a 2.9 server), which Ack leaves to the background. If ctx ends first, it
+// tombstones on a 2.9 server), which Ack leaves to the background; on a state stream with
+// per-message TTLs, where Ack publishes the removals without waiting for answers, it waits for
+// the answer to one more (if the client is connected): a removal lost on the way, which no
+// answer reports, leaves a record that nothing reads again. If ctx ends first, it
 // returns context.Cause(ctx), the removals not started are not made (as when a process dies:
 // such a record is never read again), and the requests running are cancelled: each ends when
 // its request returns, within one call timeout (WithCallTimeout); Delete, or a later Close,

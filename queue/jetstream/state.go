@@ -142,27 +142,21 @@ func (b *Backend) dropState(ctx context.Context, d *driver.Delivery, tok *delive
 	return nil
 }
 
-// dropSoon is dropState for an acked job on a state stream with per-message TTLs, without
-// waiting for the server's answer: the record is dropped once the server stores the empty one,
-// as the server stores one connection's messages to a stream in the order they were sent, and
-// Close waits for that (see confirmDrops). It reports false, having sent nothing, on a stream
-// without per-message TTLs or if the client could not send it: then dropState is the way.
-// tok.stMu held.
-func (b *Backend) dropSoon(d *driver.Delivery, tok *delivered) bool {
-	if !b.recordTTL {
-		return false
-	}
-	if tok.stSeq == 0 && !tok.started {
-		return true
-	}
+// dropSoon is dropState for the record of the job of d, acked, on a state stream with
+// per-message TTLs, without waiting for the server's answer: it reports whether the client
+// could send it. The server stores one connection's messages to a stream in the order they
+// were sent, so that confirmDrops can wait for such removals with one request.
+func (b *Backend) dropSoon(d *driver.Delivery) bool {
 	return b.nc.PublishMsg(droppedRecord(b.stateSubject(d.Seq))) == nil
 }
 
-// confirmDrops waits, within a call timeout of ctx, until the server has stored the empty
-// records dropSoon sent: it publishes one more, on a subject of its own, and waits for the
-// server's answer. It does not wait while the client is not connected (the records go out when
-// it reconnects, if it does). An error is the server's or ctx's; the records then may or may
-// not be dropped, and a record left is never read again (see aftermath.go).
+// confirmDrops publishes one more empty record, on a subject of its own, and waits for the
+// server's answer, within a call timeout of ctx: the removals dropSoon sent before it were
+// then stored, unless they were lost on the way (a connection broken with them in its buffer,
+// a change of the state stream's leader), which no answer reports. It does not wait while the
+// client is not connected (the removals go out when it reconnects, if it does). A removal
+// lost, like one that failed (the error is the server's or ctx's), leaves a record never read
+// again (see aftermath.go).
 func (b *Backend) confirmDrops(ctx context.Context) error {
 	if !b.nc.IsConnected() {
 		return nil
