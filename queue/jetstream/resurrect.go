@@ -110,6 +110,35 @@ func (b *Backend) stored(ctx context.Context, d *driver.Delivery) (bool, error) 
 	return raw.Header.Get(hdrID) == d.ID, nil
 }
 
+// misnumbered reports whether the work stream's leader holds another job at the sequence of
+// d, or none (a failed look-up reports false: the job runs). A replicated 2.9 consumer can lead
+// from a replica that missed jobs after a pause of the stream's leader and numbered the later
+// ones differently (seen in the fault suite: two jobs missed, each later job two sequences
+// early); its deliveries then carry sequences that are other jobs' on the other replicas, and
+// an ack (or a TERM) of one removes the other job there, which is lost. Such a delivery is
+// neither run nor settled. On another job's sequence, the consumer's leader is asked to step
+// down, at most once per lease (see stepDown): a leader whose replica has the jobs delivers
+// them at their own sequences. On none, the job was acked since (a stale delivery) or is not
+// stored where the leader can see it.
+func (b *Backend) misnumbered(ctx context.Context, d *driver.Delivery) bool {
+	raw, err := b.work.GetMsg(ctx, d.Seq)
+	if errors.Is(err, natsjs.ErrMsgNotFound) {
+		return true
+	}
+	if err != nil {
+		_ = b.fail(ctx, "look up "+d.ID, err) // noted as unrest
+		return false
+	}
+	if raw.Header.Get(hdrID) == d.ID {
+		return false
+	}
+	now, last := time.Now(), b.misDown.Load()
+	if now.UnixNano() >= last+int64(b.ackWait()) && b.misDown.CompareAndSwap(last, now.UnixNano()) {
+		_ = b.stepDown(ctx) // a failure leaves it to the next delivery, a lease later
+	}
+	return true
+}
+
 // remove deletes the job of d from the work stream if it is still there.
 func (b *Backend) remove(ctx context.Context, d *driver.Delivery) error {
 	stored, err := b.stored(ctx, d)

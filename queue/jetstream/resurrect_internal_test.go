@@ -266,6 +266,75 @@ func TestBlindConsumerStepsDown(t *testing.T) {
 
 // openReplicated opens a backend of a queue replicated on a three-server cluster, with a
 // context of two minutes for the test's calls.
+// A replicated 2.9 consumer led from a replica that missed jobs delivers the later ones at
+// sequences that are other jobs' on the work stream's leader (seen in the fault suite's
+// BrokerPause: an ack of such a delivery removed the other job, lost). While deliveries are
+// checked, Start of such a delivery returns queue.ErrLeaseLost with no record written, leaves
+// the other job stored, and asks the consumer's leader to step down once per lease; a
+// delivery whose sequence holds no job is not started either, and asks nothing. A delivery
+// at its own sequence starts. Such deliveries are simulated by giving a delivery another
+// job's sequence.
+func TestMisnumberedDelivery(t *testing.T) {
+	ctx, _, b := openReplicated(t, "misnum")
+	if err := b.CheckLease(ctx, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	var got [2]*driver.Delivery
+	for i, id := range []string{"a", "b"} {
+		if _, err := b.Enqueue(ctx, driver.Message{ID: id, Body: []byte("x")}); err != nil {
+			t.Fatal(err)
+		}
+		got[i] = new(driver.Delivery)
+		if err := b.Receive(ctx, time.Minute, got[i]); err != nil {
+			t.Fatal(err)
+		}
+		if got[i].ID != id {
+			t.Fatalf("received %s, want %s", got[i].ID, id)
+		}
+	}
+	a, other := got[0], got[1]
+	b.restless() // a request the broker did not answer: deliveries are checked
+	if !b.tombstones {
+		t.Logf("server without tombstones (2.10 or later): deliveries are not checked")
+		if err := b.Start(ctx, a); err != nil {
+			t.Fatalf("Start: %v", err)
+		}
+		return
+	}
+
+	misnumbered := *a
+	misnumbered.Seq = other.Seq
+	for i := range 2 {
+		if err := b.Start(ctx, &misnumbered); !errors.Is(err, driver.ErrLeaseLost) {
+			t.Fatalf("Start %d of a delivery at another job's sequence: %v, want ErrLeaseLost", i+1, err)
+		}
+	}
+	if n := b.stepDowns.Load(); n != 1 {
+		t.Fatalf("%d step-downs asked for after two such Starts within a lease, want 1", n)
+	}
+	for _, id := range []string{"a", "b"} {
+		if st, rev, err := b.loadState(ctx, other.Seq, id); err != nil || rev != 0 {
+			t.Fatalf("record at the other job's sequence: %+v, revision %d, %v", st, rev, err)
+		}
+	}
+	if ok, err := b.stored(ctx, other); err != nil || !ok {
+		t.Fatalf("the other job was removed (%v)", err)
+	}
+
+	nowhere := *a
+	nowhere.Seq = other.Seq + 1000
+	if err := b.Start(ctx, &nowhere); !errors.Is(err, driver.ErrLeaseLost) {
+		t.Fatalf("Start of a delivery at a sequence with no job: %v, want ErrLeaseLost", err)
+	}
+	if n := b.stepDowns.Load(); n != 1 {
+		t.Fatalf("%d step-downs asked for, want still 1", n)
+	}
+
+	if err := b.Start(ctx, other); err != nil {
+		t.Fatalf("Start of a delivery at its own sequence: %v", err)
+	}
+}
+
 func openReplicated(t *testing.T, name string) (context.Context, natsjs.JetStream, *Backend) {
 	t.Helper()
 	js, err := natsjs.New(natstest.StartCluster(t, 3).Connect(t))
