@@ -121,8 +121,8 @@
 // so that a consumer leader that was paused, and goes on delivering from its old state for a
 // moment when it continues, does not run again a job acked in that time (by another process,
 // once that process's background work has written the tombstone), and a consumer led from a
-// replica that numbered jobs differently does not run a job at another job's sequence, whose
-// ack would remove that other job.
+// replica that numbered jobs differently does not have a job run at another job's sequence,
+// whose ack would remove that other job.
 //
 // # Operating the queue
 //

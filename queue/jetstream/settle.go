@@ -102,7 +102,8 @@ func (b *Backend) Extend(ctx context.Context, d *driver.Delivery, lease time.Dur
 // queue.ErrLeaseLost: the job is not started twice at once. A record an operator's Cancel wrote
 // makes it return queue.ErrCanceled. While deliveries are checked on a queue replicated on a
 // 2.9 server, a delivery whose sequence holds another job, or none, on the work stream's
-// leader makes it return queue.ErrLeaseLost too, with no record written (see misnumbered).
+// leader (or whose look-up the broker did not answer) makes it return queue.ErrLeaseLost too,
+// with no record written and the job not settled (see misnumbered).
 func (b *Backend) Start(ctx context.Context, d *driver.Delivery) error {
 	tok, ctx, cancel, err := b.leased(ctx, d)
 	defer cancel()
