@@ -116,13 +116,10 @@
 // consumer's state cannot make a job run twice. On a queue replicated on a 2.9 server, for four
 // leases after the broker failed to answer or the consumer changed leaders, Ack writes the
 // job's tombstone before it returns, every delivered job is checked against the tombstones and
-// dead letters, and Start checks that the work stream's leader holds the job at its sequence
-// before it writes its record, and looks for the job's tombstone once it has (a request each),
-// so that a consumer leader that was paused, and goes on delivering from its old state for a
-// moment when it continues, does not run again a job acked in that time (by another process,
-// once that process's background work has written the tombstone), and a consumer led from a
-// replica that numbered jobs differently does not have a job run at another job's sequence,
-// whose ack would remove that other job.
+// dead letters, and Start looks for the job's tombstone once it has written its record (a
+// request each), so that a consumer leader that was paused, and goes on delivering from its old
+// state for a moment when it continues, does not run again a job acked in that time (by another
+// process, once that process's background work has written the tombstone).
 //
 // # Operating the queue
 //

@@ -258,7 +258,6 @@ func (b *Backend) take(ctx context.Context, a arrival, lease time.Duration, d *d
 		return false, err
 	}
 	tok := got.Token.(*delivered)
-	tok.arrived = a.at
 	if held, err := b.holdBack(ctx, a, got, lease); held || err != nil {
 		return false, err
 	}

@@ -110,38 +110,6 @@ func (b *Backend) stored(ctx context.Context, d *driver.Delivery) (bool, error) 
 	return raw.Header.Get(hdrID) == d.ID, nil
 }
 
-// misnumbered reports whether the work stream's leader holds another job at the sequence of
-// d, or none, or could not be asked because the broker did not answer (an election under way);
-// another failure reports false, and the job runs. A replicated 2.9 consumer can lead from a
-// replica that missed jobs after a pause of the stream's leader and numbered the later ones
-// differently (seen in the fault suite: two jobs missed, each later job two sequences early);
-// its deliveries then carry sequences that are other jobs' on the other replicas, and an ack
-// (or a TERM) of one removes the other job there, which is lost. Start neither runs nor settles
-// such a delivery: the broker delivers it again when its lease ends. On another job's
-// sequence, the consumer's leader is asked to step down (see stepDown), at most once per lease
-// and only for a delivery that arrived after the last such request (one prefetched before it
-// may come from the leader that was replaced): a leader whose replica has the jobs delivers
-// them at their own sequences. On none, the job was acked since (a stale delivery), moved (see
-// requeue), or is not stored where the leader can see it.
-func (b *Backend) misnumbered(ctx context.Context, d *driver.Delivery) bool {
-	raw, err := b.work.GetMsg(ctx, d.Seq)
-	if errors.Is(err, natsjs.ErrMsgNotFound) {
-		return true
-	}
-	if err != nil {
-		return errors.Is(b.fail(ctx, "look up "+d.ID, err), driver.ErrUnavailable)
-	}
-	if raw.Header.Get(hdrID) == d.ID {
-		return false
-	}
-	now, last := time.Now().UnixNano(), b.misDown.Load()
-	arrived := d.Token.(*delivered).arrived.UnixNano()
-	if arrived > last && now >= last+int64(b.ackWait()) && b.misDown.CompareAndSwap(last, now) {
-		_ = b.stepDown(ctx) // a failure leaves it to the next delivery, a lease later
-	}
-	return true
-}
-
 // remove deletes the job of d from the work stream if it is still there.
 func (b *Backend) remove(ctx context.Context, d *driver.Delivery) error {
 	stored, err := b.stored(ctx, d)

@@ -100,10 +100,7 @@ func (b *Backend) Extend(ctx context.Context, d *driver.Delivery, lease time.Dur
 // delivery of the job wrote meanwhile, or a run of another delivery whose lease has not ended
 // (a crashed broker can redeliver a job that is still being handled), makes Start return
 // queue.ErrLeaseLost: the job is not started twice at once. A record an operator's Cancel wrote
-// makes it return queue.ErrCanceled. While deliveries are checked on a queue replicated on a
-// 2.9 server, a delivery whose sequence holds another job, or none, on the work stream's
-// leader (or whose look-up the broker did not answer) makes it return queue.ErrLeaseLost too,
-// with no record written and the job not settled (see misnumbered).
+// makes it return queue.ErrCanceled.
 func (b *Backend) Start(ctx context.Context, d *driver.Delivery) error {
 	tok, ctx, cancel, err := b.leased(ctx, d)
 	defer cancel()
@@ -115,9 +112,6 @@ func (b *Backend) Start(ctx context.Context, d *driver.Delivery) error {
 	defer tok.stMu.Unlock()
 	now := time.Now()
 	if now.Before(tok.st.Until.Add(-leaseMargin(ackWait))) {
-		return driver.ErrLeaseLost
-	}
-	if b.staleLeaders(ackWait) && b.misnumbered(ctx, d) {
 		return driver.ErrLeaseLost
 	}
 	st := tok.st
