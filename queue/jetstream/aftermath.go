@@ -38,8 +38,8 @@ type aftermath struct {
 	workers int                     // goroutines running the queued work, guarded by mu
 	running int                     // goroutines running, the workers and start's, guarded by mu
 	closed  bool                    // guarded by mu: later work runs in its caller
-	// unanswered says send sent a request whose answer nobody waited for: close confirms
-	// it. Guarded by mu.
+	// unanswered says send made a publish that nobody answers: close confirms it. Guarded
+	// by mu.
 	unanswered bool
 	idle       chan struct{} // guarded by mu: closed when the running goroutines end
 	// base is the parent of the work's contexts, made with the first goroutine; abandon,
@@ -202,10 +202,10 @@ func (b *Backend) afterAck(ctx context.Context, d *driver.Delivery, tok *deliver
 	// The caller may reuse *d once Ack returns: the work keeps what it needs.
 	if b.recordTTL && !b.tombstones {
 		tok.stMu.Lock()
-		none := tok.stSeq == 0 && !tok.started
+		recorded := tok.recorded()
 		tok.stMu.Unlock()
-		if none || b.after.send(func() bool { return b.dropSoon(d) }) {
-			return nil // none: never written (a job acked on its first delivery has none)
+		if !recorded || b.after.send(func() bool { return b.dropSoon(d) }) {
+			return nil
 		}
 	}
 	d = &driver.Delivery{Message: driver.Message{ID: d.ID}, Seq: d.Seq}

@@ -136,12 +136,12 @@ func (b *Backend) Start(ctx context.Context, d *driver.Delivery) error {
 
 // Ack implements driver.Backend: the broker removes the job, and confirms it, before Ack returns.
 // The removal of the job's state record (and, on a server older than 2.10, its tombstone)
-// follows in the background, a few requests at a time, and Close waits for it; on a state
-// stream with per-message TTLs, Ack publishes the removal itself, without waiting for an
-// answer, and Close waits for one more removal's answer (see aftermath.go). Ack makes them itself, before it returns, when 4096 acked jobs already wait for
-// them, and, on a queue of one replica, for four leases after a reconnection; on a queue
-// replicated on a 2.9 server, while deliveries are checked (see resurrect.go), it writes the
-// tombstone before it returns.
+// follows in the background, a few requests at a time, and Close waits for it; on a state stream
+// with per-message TTLs, Ack publishes the removal itself, without waiting for an answer, and
+// Close waits for one more removal's answer (see aftermath.go). Ack makes them itself, before it
+// returns, when 4096 acked jobs already wait for them, and, on a queue of one replica, for four
+// leases after a reconnection; on a queue replicated on a 2.9 server, while deliveries are
+// checked (see resurrect.go), it writes the tombstone before it returns.
 func (b *Backend) Ack(ctx context.Context, d *driver.Delivery) error {
 	tok, rctx, cancel, err := b.leased(ctx, d)
 	defer cancel()

@@ -69,6 +69,11 @@ type jobState struct {
 	Canceled bool `json:"canceled,omitempty"`
 }
 
+// recorded reports whether the job of tok may have a state record: one was read or written
+// on this delivery, or Start ran on it. A job acked on its first delivery without a Start has
+// none. tok.stMu held.
+func (tok *delivered) recorded() bool { return tok.stSeq != 0 || tok.started }
+
 // droppedState is the body of a dropped record (see dropState).
 var droppedState = []byte("{}")
 
@@ -127,8 +132,8 @@ func (b *Backend) saveState(ctx context.Context, d *driver.Delivery, tok *delive
 // that the server removes a second later: a publish, which the server handles with less work
 // than the purge request made otherwise.
 func (b *Backend) dropState(ctx context.Context, d *driver.Delivery, tok *delivered) error {
-	if tok.stSeq == 0 && !tok.started {
-		return nil // never written: a job acked on its first delivery has none
+	if !tok.recorded() {
+		return nil
 	}
 	if b.recordTTL {
 		if _, err := b.js.PublishMsg(ctx, droppedRecord(b.stateSubject(d.Seq))); err != nil {
