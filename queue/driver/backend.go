@@ -89,7 +89,9 @@ type Backend interface {
 	// d.Attempt: the consumer calls it just before the handler and runs the
 	// handler only if it returns nil. ErrLeaseLost if d is no longer leased,
 	// or (a broker backend after a crash) if another delivery of the same
-	// job may still be running. A Start that fails with ErrUnavailable may
+	// job may still be running, or if the backend finds that settling d
+	// could settle another job (a broker that numbered it wrongly; d comes
+	// back when its lease ends). A Start that fails with ErrUnavailable may
 	// still have been recorded: that attempt then counts without a run.
 	Start(ctx context.Context, d *Delivery) error
 
@@ -131,7 +133,8 @@ type Backend interface {
 	// Start succeeded on d, d.Attempt-1 if not (for a delivery of
 	// [ReceiveStarter.ReceiveStart], if a has Number 0). When the dead letters are
 	// at cfg.DeadLetterLimit, the oldest are deleted to make room and
-	// their IDs reported in the result.
+	// their IDs reported in the result. ErrLeaseLost if d is no longer
+	// leased, or, as for Start, if burying d could settle another job.
 	Bury(ctx context.Context, d *Delivery, reason Reason, a Attempt) (BuryResult, error)
 
 	// DeadLetters lists the dead letters, oldest first.

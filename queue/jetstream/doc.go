@@ -114,12 +114,16 @@
 // queue of one replica, for four leases after a reconnection, Ack waits for the removal, and
 // Start and Ack check the work stream (a request each), so that a server that lost its
 // consumer's state cannot make a job run twice. On a queue replicated on a 2.9 server, for four
-// leases after the broker failed to answer or the consumer changed leaders, Ack writes the
-// job's tombstone before it returns, every delivered job is checked against the tombstones and
-// dead letters, and Start looks for the job's tombstone once it has written its record (a
-// request each), so that a consumer leader that was paused, and goes on delivering from its old
-// state for a moment when it continues, does not run again a job acked in that time (by another
-// process, once that process's background work has written the tombstone).
+// leases after the broker failed to answer or the consumer changed leaders, Ack writes the job's
+// tombstone before it returns, every delivered job is checked against the tombstones and dead
+// letters, and Start checks that the work stream's leader holds no other job at its sequence
+// before it writes its record, and looks for the job's tombstone once it has (a request each),
+// so that a consumer leader that was paused, and goes on delivering from its old state for a
+// moment when it continues, does not run again a job acked in that time (by another process,
+// once that process's background work has written the tombstone), and a consumer led from a
+// replica that numbered jobs differently does not have a job run at another job's sequence,
+// whose ack would remove that other job (the burial of a job not started checks its sequence
+// too).
 //
 // # Operating the queue
 //

@@ -3,6 +3,7 @@ package jetstream
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -163,6 +164,11 @@ func (b *Backend) evictOldest(ctx context.Context) (string, []string, error) {
 	now := time.Now()
 	a := driver.Attempt{Start: now, End: now, Error: driver.ErrEvicted.Error()}
 	evicted, err := b.bury(rctx, d, driver.ReasonEvicted, a)
+	if errors.Is(err, driver.ErrLeaseLost) {
+		// Not buried (see misnumbered): handed back, which removes nothing.
+		_ = b.ack(rctx, victim, "-NAK")
+		return "", evicted, fmt.Errorf("jetstream: evict %s: delivered at another job's sequence: %w", d.ID, driver.ErrUnavailable)
+	}
 	if err != nil {
 		return "", evicted, err
 	}

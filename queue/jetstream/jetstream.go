@@ -74,7 +74,8 @@ type Backend struct {
 	suspectUntil atomic.Int64
 	resurrected  atomic.Uint64 // settled jobs found back and removed
 	requeued     atomic.Uint64 // jobs the consumer skipped, published again (see requeue)
-	stepDowns    atomic.Uint64 // consumer leader step-downs asked for (see blind)
+	stepDowns    atomic.Uint64 // consumer leader step-downs asked for (see blind, misnumbered)
+	misDown      atomic.Int64  // when misnumbered last asked for a step-down (Unix ns)
 	// See stalled: the consumer's count of deliveries last seen, since when, and when a
 	// stalled consumer's jobs may be looked at next; see blind. Guarded by statsMu.
 	stallSeq    uint64

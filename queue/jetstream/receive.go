@@ -2,6 +2,7 @@ package jetstream
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -258,6 +259,7 @@ func (b *Backend) take(ctx context.Context, a arrival, lease time.Duration, d *d
 		return false, err
 	}
 	tok := got.Token.(*delivered)
+	tok.arrived = a.at
 	if held, err := b.holdBack(ctx, a, got, lease); held || err != nil {
 		return false, err
 	}
@@ -288,6 +290,9 @@ func (b *Backend) holdBack(ctx context.Context, a arrival, got *driver.Delivery,
 	if tok.st.Canceled {
 		// Cancelled by an operator in flight, and its process died (see admin.go).
 		_, err := b.bury(ctx, got, driver.ReasonCanceled, driver.Attempt{})
+		if errors.Is(err, driver.ErrLeaseLost) {
+			err = nil // not buried: delivered again when its lease ends (see misnumbered)
+		}
 		return true, err
 	}
 	if b.suspect(lease) {

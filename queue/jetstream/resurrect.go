@@ -110,6 +110,46 @@ func (b *Backend) stored(ctx context.Context, d *driver.Delivery) (bool, error) 
 	return raw.Header.Get(hdrID) == d.ID, nil
 }
 
+// misnumbered reports whether the work stream's leader holds another job at the sequence of
+// d. A replicated 2.9 consumer can lead from a replica that missed jobs after a pause of the
+// stream's leader and numbered the later ones differently (seen in the fault suite: two jobs
+// missed, each later job two sequences early); its deliveries then carry sequences that are
+// other jobs' on the other replicas, and an ack (or a TERM) of one removes the other job there,
+// which is lost. Such a delivery is neither run nor settled (see Start and bury): the broker
+// delivers it again when its lease ends. The consumer's leader is then asked to step down (see
+// stepDown), at most once per four leases (a step-down is unrest, which keeps deliveries
+// checked for four leases: so a stream leader that is itself the stale server holds jobs back
+// for a bounded time, not for ever), and only for a delivery that arrived after the last such
+// request (one prefetched before it may come from the leader that was replaced): a leader
+// whose replica has the jobs delivers them at their own sequences. A sequence that holds no
+// job (the job was acked since, or moved: see requeue), or a look-up that fails, reports
+// false, and the job runs: its ack removes no other job. The look-up has a quarter of the
+// call timeout, so that the caller's requests have time left after one not answered. The
+// work stream is made without direct gets: its leader answers the look-up.
+func (b *Backend) misnumbered(ctx context.Context, d *driver.Delivery) bool {
+	lctx, cancel := context.WithTimeout(ctx, b.o.callTimeout/4)
+	defer cancel()
+	raw, err := b.work.GetMsg(lctx, d.Seq)
+	if err != nil {
+		if !errors.Is(err, natsjs.ErrMsgNotFound) {
+			_ = b.fail(lctx, "look up "+d.ID, err) // notes an unanswered request (see staleRun)
+		}
+		return false
+	}
+	if raw.Header.Get(hdrID) == d.ID {
+		return false
+	}
+	now, last := time.Now(), b.misDown.Load()
+	arrived := d.Token.(*delivered).arrived // zero for a delivery not received by take
+	if !arrived.IsZero() && arrived.UnixNano() > last && now.UnixNano() >= last+int64(4*b.ackWait()) &&
+		b.misDown.CompareAndSwap(last, now.UnixNano()) {
+		if b.stepDown(ctx) == nil { // a failure leaves it to a delivery four leases later
+			b.misDown.Store(time.Now().UnixNano()) // what arrives later comes from a new leader
+		}
+	}
+	return true
+}
+
 // remove deletes the job of d from the work stream if it is still there.
 func (b *Backend) remove(ctx context.Context, d *driver.Delivery) error {
 	stored, err := b.stored(ctx, d)

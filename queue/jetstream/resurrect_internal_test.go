@@ -264,6 +264,106 @@ func TestBlindConsumerStepsDown(t *testing.T) {
 	}
 }
 
+// A replicated 2.9 consumer led from a replica that missed jobs delivers the later ones at
+// sequences that are other jobs' on the work stream's leader (seen in the fault suite's
+// BrokerPause: an ack of such a delivery removed the other job, lost). While deliveries are
+// checked, Start of such a delivery returns queue.ErrLeaseLost with no record written and the
+// job not settled, and asks the consumer's leader to step down once in four leases, not for a
+// delivery that arrived before the last request; Bury of such a delivery not started returns
+// queue.ErrLeaseLost too, with no dead letter. A delivery at its own sequence, or at one that
+// holds no job, starts and asks nothing. On a server of 2.10 or later nothing is checked.
+// Such deliveries are simulated by giving a delivery another sequence.
+func TestMisnumberedDelivery(t *testing.T) {
+	ctx, _, b := openReplicated(t, "misnum")
+	if err := b.CheckLease(ctx, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	var got [3]*driver.Delivery
+	for i, id := range []string{"a", "b", "c"} {
+		if _, err := b.Enqueue(ctx, driver.Message{ID: id, Body: []byte("x")}); err != nil {
+			t.Fatal(err)
+		}
+		got[i] = new(driver.Delivery)
+		if err := b.Receive(ctx, time.Minute, got[i]); err != nil {
+			t.Fatal(err)
+		}
+		if got[i].ID != id {
+			t.Fatalf("received %s, want %s", got[i].ID, id)
+		}
+	}
+	a, other, c := got[0], got[1], got[2]
+	misnumbered := *a
+	misnumbered.Seq = other.Seq
+	b.restless() // a request the broker did not answer: deliveries are checked
+	if !b.tombstones {
+		t.Logf("server without tombstones (2.10 or later): deliveries are not checked")
+		if err := b.Start(ctx, &misnumbered); err != nil {
+			t.Fatalf("Start: %v", err)
+		}
+		return
+	}
+	stepDowns := func(want uint64, after string) {
+		t.Helper()
+		if n := b.stepDowns.Load(); n != want {
+			t.Fatalf("%d step-downs asked for after %s, want %d", n, after, want)
+		}
+	}
+
+	if err := b.Start(ctx, other); err != nil {
+		t.Fatalf("Start of a delivery at its own sequence: %v", err)
+	}
+	stepDowns(0, "a delivery at its own sequence")
+	_, rev, err := b.loadState(ctx, other.Seq, other.ID)
+	if err != nil || rev == 0 {
+		t.Fatalf("record of a started job: revision %d, %v", rev, err)
+	}
+	nowhere := *c
+	nowhere.Seq = c.Seq + 1000
+	if err := b.Start(ctx, &nowhere); err != nil {
+		t.Fatalf("Start of a delivery at a sequence with no job: %v, want nil", err)
+	}
+	stepDowns(0, "a delivery at a sequence with no job")
+
+	tok := a.Token.(*delivered)
+	b.misDown.Store(time.Now().Add(-5 * time.Minute).UnixNano()) // a request five leases ago
+	tok.arrived = time.Now().Add(-6 * time.Minute)               // a delivery that came before it
+	start := func(i int) {
+		t.Helper()
+		if err := b.Start(ctx, &misnumbered); !errors.Is(err, driver.ErrLeaseLost) {
+			t.Fatalf("Start %d of a delivery at another job's sequence: %v, want ErrLeaseLost", i, err)
+		}
+	}
+	start(1)
+	stepDowns(0, "a delivery that arrived before the last request")
+	tok.arrived = time.Now()
+	start(2)
+	stepDowns(1, "a delivery that arrived after it")
+	start(3)
+	stepDowns(1, "another one at once")
+	twoLeases := time.Now().Add(-2 * time.Minute).UnixNano()
+	b.misDown.Store(twoLeases)
+	tok.arrived = time.Now()
+	start(4)
+	if b.misDown.Load() != twoLeases { // a step-down asked for, answered or not
+		t.Fatalf("a step-down asked for two leases after the last request, want none within four")
+	}
+
+	if _, err := b.Bury(ctx, &misnumbered, driver.ReasonExpired, driver.Attempt{}); !errors.Is(err, driver.ErrLeaseLost) {
+		t.Fatalf("Bury of a delivery not started, at another job's sequence: %v, want ErrLeaseLost", err)
+	}
+	if _, err := b.lastDead(ctx, "look", "a"); !errors.Is(err, driver.ErrNotFound) {
+		t.Fatalf("dead letter of the refused burial: %v, want ErrNotFound", err)
+	}
+	if st, now, err := b.loadState(ctx, other.Seq, other.ID); err != nil || now != rev {
+		t.Fatalf("record at the other job's sequence: %+v, revision %d (was %d), %v", st, now, rev, err)
+	}
+	for _, d := range []*driver.Delivery{a, other} {
+		if ok, err := b.stored(ctx, d); err != nil || !ok {
+			t.Fatalf("job %s was removed (%v)", d.ID, err)
+		}
+	}
+}
+
 // openReplicated opens a backend of a queue replicated on a three-server cluster, with a
 // context of two minutes for the test's calls.
 func openReplicated(t *testing.T, name string) (context.Context, natsjs.JetStream, *Backend) {

@@ -100,7 +100,10 @@ func (b *Backend) Extend(ctx context.Context, d *driver.Delivery, lease time.Dur
 // delivery of the job wrote meanwhile, or a run of another delivery whose lease has not ended
 // (a crashed broker can redeliver a job that is still being handled), makes Start return
 // queue.ErrLeaseLost: the job is not started twice at once. A record an operator's Cancel wrote
-// makes it return queue.ErrCanceled.
+// makes it return queue.ErrCanceled. While deliveries are checked on a queue replicated on a
+// 2.9 server, a delivery whose sequence holds another job on the work stream's leader makes it
+// return queue.ErrLeaseLost too, with no record written and the job not settled (see
+// misnumbered).
 func (b *Backend) Start(ctx context.Context, d *driver.Delivery) error {
 	tok, ctx, cancel, err := b.leased(ctx, d)
 	defer cancel()
@@ -112,6 +115,9 @@ func (b *Backend) Start(ctx context.Context, d *driver.Delivery) error {
 	defer tok.stMu.Unlock()
 	now := time.Now()
 	if now.Before(tok.st.Until.Add(-leaseMargin(ackWait))) {
+		return driver.ErrLeaseLost
+	}
+	if b.staleLeaders(ackWait) && b.misnumbered(ctx, d) {
 		return driver.ErrLeaseLost
 	}
 	st := tok.st
@@ -293,7 +299,11 @@ func (b *Backend) giveBack(ctx context.Context, d *driver.Delivery, tok *deliver
 // reason, the handler runs it had (its state's Starts) and its attempt history (a with Number 0
 // and no Error adds no entry), and only then terminated, so that a crash in between leaves a
 // duplicate dead letter at worst (deduplicated by the broker for ten minutes), never a lost job.
-// At the dead-letter limit, the oldest dead letters are deleted first and reported.
+// At the dead-letter limit, the oldest dead letters are deleted first and reported. While
+// deliveries are checked on a queue replicated on a 2.9 server, a delivery not started whose
+// sequence holds another job on the work stream's leader makes it return queue.ErrLeaseLost,
+// with nothing buried, and the job delivered again when its lease ends (see misnumbered): its
+// termination would remove the other job.
 func (b *Backend) Bury(ctx context.Context, d *driver.Delivery, reason driver.Reason, a driver.Attempt) (driver.BuryResult, error) {
 	_, ctx, cancel, err := b.leased(ctx, d)
 	defer cancel()
@@ -304,8 +314,9 @@ func (b *Backend) Bury(ctx context.Context, d *driver.Delivery, reason driver.Re
 	return driver.BuryResult{DeadEvicted: evicted}, err
 }
 
-// bury dead-letters the job of d and returns the dead letters it evicted. ctx must have a
-// deadline (see req).
+// bury dead-letters the job of d and returns the dead letters it evicted, or
+// queue.ErrLeaseLost for a delivery not started at another job's sequence (see Bury). ctx must
+// have a deadline (see req).
 func (b *Backend) bury(ctx context.Context, d *driver.Delivery, reason driver.Reason, a driver.Attempt) ([]string, error) {
 	tok, err := b.token(d)
 	if err != nil {
@@ -313,6 +324,9 @@ func (b *Backend) bury(ctx context.Context, d *driver.Delivery, reason driver.Re
 	}
 	tok.stMu.Lock()
 	defer tok.stMu.Unlock()
+	if !tok.started && b.staleLeaders(b.ackWait()) && b.misnumbered(ctx, d) {
+		return nil, driver.ErrLeaseLost
+	}
 	hist := fillHistory(append([]driver.Attempt(nil), tok.st.History...), d.Attempt)
 	if a.Number != 0 || a.Error != "" {
 		hist = append(hist, a)

@@ -18,6 +18,7 @@ import (
 // delivered is the backend's part of a driver.Delivery (its Token).
 type delivered struct {
 	msg      natsjs.Msg
+	arrived  time.Time // when the message reached this process (see misnumbered)
 	mu       sync.Mutex
 	leaseEnd time.Time // guarded by mu
 
