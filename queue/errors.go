@@ -25,7 +25,8 @@ var (
 	// ErrNotFound is returned by Redrive and Purge for an unknown ID.
 	ErrNotFound = driver.ErrNotFound
 	// ErrLeaseLost is returned by a Backend when a delivery is no longer
-	// leased to its receiver (it expired and the job moved on).
+	// leased to its receiver (it expired and the job moved on), or when
+	// settling it could settle another job (see the backend's docs).
 	ErrLeaseLost = driver.ErrLeaseLost
 	// ErrLeaseExpired is the cancellation cause of a handler's context when
 	// the handler ran past its lease.

@@ -3,7 +3,6 @@ package jetstream
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -125,7 +124,8 @@ func (b *Backend) publishJob(ctx context.Context, msg *nats.Msg, m *driver.Messa
 
 // dropOldest makes room for a job under the DropOldest policy: it evicts the oldest job
 // waiting for delivery and records it, and the dead letters evicted to make room for it, in
-// res. It fails with queue.ErrFull if every stored job is being handled.
+// res. It fails with queue.ErrFull if every stored job is being handled (or the one it took
+// cannot be buried safely: see misnumbered).
 func (b *Backend) dropOldest(ctx context.Context, res *driver.EnqueueResult) error {
 	id, evicted, err := b.evictOldest(ctx)
 	res.DeadEvicted = append(res.DeadEvicted, evicted...)
@@ -149,7 +149,8 @@ const (
 
 // evictOldest takes the oldest job waiting for delivery from the consumer (so that no worker
 // can be handed it meanwhile), writes it to the dead letters with reason evicted and removes
-// it. It returns "" if no job is waiting, and the dead letters evicted to make room for it.
+// it. It returns "" if no job is waiting, or if the job it took cannot be buried safely (see
+// misnumbered; it is handed back), and the dead letters evicted to make room for it.
 func (b *Backend) evictOldest(ctx context.Context) (string, []string, error) {
 	victim, err := b.oldestWaiting(ctx)
 	if victim == nil || err != nil {
@@ -165,9 +166,10 @@ func (b *Backend) evictOldest(ctx context.Context) (string, []string, error) {
 	a := driver.Attempt{Start: now, End: now, Error: driver.ErrEvicted.Error()}
 	evicted, err := b.bury(rctx, d, driver.ReasonEvicted, a)
 	if errors.Is(err, driver.ErrLeaseLost) {
-		// Not buried (see misnumbered): handed back, which removes nothing.
-		_ = b.ack(rctx, victim, "-NAK")
-		return "", evicted, fmt.Errorf("jetstream: evict %s: delivered at another job's sequence: %w", d.ID, driver.ErrUnavailable)
+		// Not buried (see misnumbered): handed back, which removes nothing, and no job is
+		// evicted (dropOldest fails with queue.ErrFull).
+		_ = b.skip(rctx, d, 0, markReady)
+		return "", evicted, nil
 	}
 	if err != nil {
 		return "", evicted, err

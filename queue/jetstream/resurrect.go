@@ -115,13 +115,16 @@ func (b *Backend) stored(ctx context.Context, d *driver.Delivery) (bool, error) 
 // stream's leader and numbered the later ones differently (seen in the fault suite: two jobs
 // missed, each later job two sequences early); its deliveries then carry sequences that are
 // other jobs' on the other replicas, and an ack (or a TERM) of one removes the other job there,
-// which is lost. Such a delivery is neither run nor settled (see Start and bury): the broker
-// delivers it again when its lease ends. The consumer's leader is then asked to step down (see
-// stepDown), at most once per four leases (a step-down is unrest, which keeps deliveries
-// checked for four leases: so a stream leader that is itself the stale server holds jobs back
-// for a bounded time, not for ever), and only for a delivery that arrived after the last such
+// which is lost. Such a delivery is neither run nor settled (see Start and bury). For a
+// delivery received by take, the consumer's leader is then asked to step down (see stepDown),
+// at most once per eight leases, and only for a delivery that arrived after the last such
 // request (one prefetched before it may come from the leader that was replaced): a leader
-// whose replica has the jobs delivers them at their own sequences. A sequence that holds no
+// whose replica has the jobs delivers them at their own sequences. A step-down is unrest, and
+// the unrest it causes (the new leader seen, the pull's heartbeats missed) keeps deliveries
+// checked for four leases after it; eight leases apart, the window can close between two
+// requests, so that a stream leader that is itself the stale server (every delivery then looks
+// misnumbered) holds jobs back until unrest the backend did not cause has stopped for four
+// leases, not for ever. A sequence that holds no
 // job (the job was acked since, or moved: see requeue), or a look-up that fails, reports
 // false, and the job runs: its ack removes no other job. The look-up has a quarter of the
 // call timeout, so that the caller's requests have time left after one not answered. The
@@ -141,9 +144,9 @@ func (b *Backend) misnumbered(ctx context.Context, d *driver.Delivery) bool {
 	}
 	now, last := time.Now(), b.misDown.Load()
 	arrived := d.Token.(*delivered).arrived // zero for a delivery not received by take
-	if !arrived.IsZero() && arrived.UnixNano() > last && now.UnixNano() >= last+int64(4*b.ackWait()) &&
+	if !arrived.IsZero() && arrived.UnixNano() > last && now.UnixNano() >= last+int64(8*b.ackWait()) &&
 		b.misDown.CompareAndSwap(last, now.UnixNano()) {
-		if b.stepDown(ctx) == nil { // a failure leaves it to a delivery four leases later
+		if b.stepDown(ctx) == nil { // a failure leaves it to a delivery eight leases later
 			b.misDown.Store(time.Now().UnixNano()) // what arrives later comes from a new leader
 		}
 	}

@@ -268,7 +268,7 @@ func TestBlindConsumerStepsDown(t *testing.T) {
 // sequences that are other jobs' on the work stream's leader (seen in the fault suite's
 // BrokerPause: an ack of such a delivery removed the other job, lost). While deliveries are
 // checked, Start of such a delivery returns queue.ErrLeaseLost with no record written and the
-// job not settled, and asks the consumer's leader to step down once in four leases, not for a
+// job not settled, and asks the consumer's leader to step down once in eight leases, not for a
 // delivery that arrived before the last request; Bury of such a delivery not started returns
 // queue.ErrLeaseLost too, with no dead letter. A delivery at its own sequence, or at one that
 // holds no job, starts and asks nothing. On a server of 2.10 or later nothing is checked.
@@ -325,8 +325,8 @@ func TestMisnumberedDelivery(t *testing.T) {
 	stepDowns(0, "a delivery at a sequence with no job")
 
 	tok := a.Token.(*delivered)
-	b.misDown.Store(time.Now().Add(-5 * time.Minute).UnixNano()) // a request five leases ago
-	tok.arrived = time.Now().Add(-6 * time.Minute)               // a delivery that came before it
+	b.misDown.Store(time.Now().Add(-9 * time.Minute).UnixNano()) // a request nine leases ago
+	tok.arrived = time.Now().Add(-10 * time.Minute)              // a delivery that came before it
 	start := func(i int) {
 		t.Helper()
 		if err := b.Start(ctx, &misnumbered); !errors.Is(err, driver.ErrLeaseLost) {
@@ -340,12 +340,12 @@ func TestMisnumberedDelivery(t *testing.T) {
 	stepDowns(1, "a delivery that arrived after it")
 	start(3)
 	stepDowns(1, "another one at once")
-	twoLeases := time.Now().Add(-2 * time.Minute).UnixNano()
-	b.misDown.Store(twoLeases)
+	fiveLeases := time.Now().Add(-5 * time.Minute).UnixNano()
+	b.misDown.Store(fiveLeases)
 	tok.arrived = time.Now()
 	start(4)
-	if b.misDown.Load() != twoLeases { // a step-down asked for, answered or not
-		t.Fatalf("a step-down asked for two leases after the last request, want none within four")
+	if b.misDown.Load() != fiveLeases { // a step-down asked for, answered or not
+		t.Fatalf("a step-down asked for five leases after the last request, want none within eight")
 	}
 
 	if _, err := b.Bury(ctx, &misnumbered, driver.ReasonExpired, driver.Attempt{}); !errors.Is(err, driver.ErrLeaseLost) {
