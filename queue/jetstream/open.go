@@ -44,7 +44,7 @@ func (b *Backend) Open(ctx context.Context, cfg driver.Config) error {
 		b.mu.Lock()
 		defer b.mu.Unlock()
 		b.cfg, b.set, b.work, b.dead, b.state, b.cons = cfg, o.set, o.work, o.dead, o.state, o.cons
-		b.done, b.tombstones, b.recordTTL = o.done, o.tombstones, o.recordTTL
+		b.done, b.tombstones, b.recordTTL, b.lateNak = o.done, o.tombstones, o.recordTTL, o.lateNak
 		b.lease = o.set.Lease
 		return nil
 	})
@@ -55,7 +55,8 @@ type openedQueue struct {
 	set                     settings
 	state, work, dead, done natsjs.Stream // done is nil unless tombstones
 	tombstones              bool
-	recordTTL               bool // the state stream allows per-message TTLs (see dropState)
+	lateNak                 time.Duration // see Backend.lateNak
+	recordTTL               bool          // the state stream allows per-message TTLs (see dropState)
 	cons                    natsjs.Consumer
 }
 
@@ -72,6 +73,9 @@ func (b *Backend) open(ctx context.Context, cfg driver.Config) (openedQueue, err
 	o.recordTTL = o.state.CachedInfo().Config.AllowMsgTTL
 	// See resurrect.go: a 2.9 server needs records of the acked jobs.
 	o.tombstones = !serverversion.AtLeast(b.nc.ConnectedServerVersion(), 2, 10, 0)
+	if !serverversion.AtLeast(b.nc.ConnectedServerVersion(), 2, 10, 16) {
+		o.lateNak = 2 * pullHeartbeat // see drainPump
+	}
 	for _, spec := range b.streamSpecs(cfg, &o) {
 		st, err := b.createStream(ctx, spec.config)
 		if err != nil {

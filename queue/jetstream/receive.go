@@ -20,7 +20,8 @@ import (
 // the queue is paused (see admin.go), and a job an operator cancelled is buried.
 //
 // Jobs are prefetched (WithPrefetch). When a Receive ends because its ctx ended and no other
-// Receive is running, prefetching stops and the prefetched jobs are released to the broker. A
+// Receive is running, prefetching stops and the prefetched jobs are released to the broker (on
+// a server older than 2.10.16, to be delivered again after a second: see drainPump). A
 // Receive cancelled while it takes a prefetched job (the requests that read the job's state)
 // waits for those requests (at most a call timeout), releases the job (at most one more) and
 // stops prefetching if no other Receive is running, before it returns. When the caller gives
@@ -68,9 +69,11 @@ func (b *Backend) Receive(ctx context.Context, lease time.Duration, d *driver.De
 			// holds go back to the broker, and a new pump takes over.
 			retired := b.retirePump(p, retire)
 			b.handOff(ctx, func(ctx context.Context) {
-				b.release(ctx, a)
 				if retired {
+					b.release(ctx, a, b.lateNak)
 					b.abandonPump(ctx, p)
+				} else {
+					b.release(ctx, a, 0)
 				}
 			})
 			continue
@@ -110,8 +113,10 @@ func (b *Backend) handBack(ctx context.Context, p *pump, a arrival, holds, last 
 		return
 	}
 	b.handOff(ctx, func(ctx context.Context) {
-		if holds {
-			b.release(ctx, a)
+		if holds && last {
+			b.release(ctx, a, b.lateNak)
+		} else if holds {
+			b.release(ctx, a, 0)
 		}
 		if last {
 			b.stopPump(ctx, p)
@@ -446,6 +451,10 @@ func (b *Backend) startPump(ctx context.Context, lease time.Duration) (p, old *p
 	return p, old, nil
 }
 
+// pullHeartbeat is how often the server of a pump's pull request sends a heartbeat while it
+// has no message for it.
+const pullHeartbeat = 500 * time.Millisecond
+
 // consume starts a pump on cons.
 func (b *Backend) consume(cons natsjs.Consumer) (*pump, error) {
 	p := &pump{
@@ -459,7 +468,7 @@ func (b *Backend) consume(cons natsjs.Consumer) (*pump, error) {
 	// missing heartbeats, so heartbeats are frequent: a stall lasts at most about 1s.
 	cc, err := cons.Consume(func(m natsjs.Msg) { b.arrive(p, m) },
 		natsjs.PullMaxMessages(b.o.prefetch), natsjs.PullExpiry(5*time.Second),
-		natsjs.PullHeartbeat(500*time.Millisecond),
+		natsjs.PullHeartbeat(pullHeartbeat),
 		natsjs.ConsumeErrHandler(func(_ natsjs.ConsumeContext, err error) {
 			b.restless() // missed heartbeats, a leadership change
 			p.errMu.Lock()
@@ -485,14 +494,14 @@ func (b *Backend) arrive(p *pump, m natsjs.Msg) {
 	}
 	select {
 	case <-p.stopping:
-		b.release(context.Background(), a)
+		b.release(context.Background(), a, b.lateNak)
 		return
 	default:
 	}
 	select {
 	case p.buf <- a:
 	case <-p.stopping:
-		b.release(context.Background(), a)
+		b.release(context.Background(), a, b.lateNak)
 	}
 }
 
@@ -513,7 +522,14 @@ func (b *Backend) abandonPump(ctx context.Context, p *pump) {
 
 // drainPump is the work of stopPump and abandonPump, done once per pump: it stops the
 // subscription with stop, waits up to wait for the client to stop it, and releases what p
-// holds.
+// holds. On a server older than 2.10.16 the releases are NAKs with a delay of two heartbeats
+// of the pull (lateNak): such a server takes a NAKed job off its redelivery queue for a
+// waiting pull request, and, if the only one left is the stopped subscription's (open on the
+// server until it expires, or until the server finds its inbox unsubscribed, at its next
+// heartbeat), drops the request and forgets to put the job back, which then comes back only
+// when its lease ends (fixed in nats-server 2.10.16, PR #5338). After two heartbeats the
+// server has dropped the stopped request, and the job goes to a live one, or waits for the
+// next pull.
 func (b *Backend) drainPump(ctx context.Context, p *pump, stop func(), wait time.Duration) {
 	close(p.stopping)
 	stop()
@@ -527,7 +543,7 @@ func (b *Backend) drainPump(ctx context.Context, p *pump, stop func(), wait time
 	for {
 		select {
 		case a := <-p.buf:
-			b.release(ctx, a)
+			b.release(ctx, a, b.lateNak)
 			continue
 		default:
 		}
@@ -536,9 +552,9 @@ func (b *Backend) drainPump(ctx context.Context, p *pump, stop func(), wait time
 	close(p.stopped)
 }
 
-// release hands a prefetched message back to the broker, not counted as an attempt, with a
-// request bounded by ctx and the call timeout.
-func (b *Backend) release(ctx context.Context, a arrival) {
+// release hands a prefetched message back to the broker, to be delivered again after delay,
+// not counted as an attempt, with a request bounded by ctx and the call timeout.
+func (b *Backend) release(ctx context.Context, a arrival, delay time.Duration) {
 	if a.fresh {
 		defer b.bufFresh.Add(-1)
 	}
@@ -546,7 +562,7 @@ func (b *Backend) release(ctx context.Context, a arrival) {
 	defer cancel()
 	d, err := b.delivery(ctx, a.msg)
 	if err == nil {
-		err = b.skip(ctx, d, 0, markReady)
+		err = b.skip(ctx, d, delay, markReady)
 	}
 	_ = err // the broker redelivers the message after its lease anyway
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"strconv"
 	"testing"
@@ -269,6 +270,60 @@ func TestCancelledTakeReleases(t *testing.T) {
 	}
 	if d.ID != "a" || d.Attempt != 1 {
 		t.Errorf("got %s attempt %d, want a attempt 1", d.ID, d.Attempt)
+	}
+}
+
+// What a process holds when its last receiver leaves goes back to the broker, and the next
+// receiver gets it at once, not when its lease ends: a server older than 2.10.16 loses a job
+// NAKed while the only pull request it has waiting is the stopped subscription's, until the
+// lease ends (see drainPump; the conformance suite's consumer closed and another started met
+// it in about half its runs on 2.9.10). Five rounds: a job received, one held by a receiver
+// that leaves as it takes it, one prefetched; the two given back must come within a sixth of
+// their lease.
+func TestStoppedPumpHandsBack(t *testing.T) {
+	ctx, _, b := openSweepTest(t, driver.Config{})
+	const lease = time.Minute
+	if err := b.CheckLease(ctx, lease); err != nil {
+		t.Fatal(err)
+	}
+	for round := range 5 {
+		ids := []string{fmt.Sprint("a", round), fmt.Sprint("b", round), fmt.Sprint("c", round)}
+		for _, id := range ids {
+			if _, err := b.Enqueue(ctx, driver.Message{ID: id, Body: []byte("x")}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var first driver.Delivery
+		if err := b.Receive(ctx, lease, &first); err != nil || first.ID != ids[0] {
+			t.Fatalf("round %d: received %q, %v; want %s", round, first.ID, err, ids[0])
+		}
+		rctx, leave := context.WithCancelCause(ctx)
+		gone := errors.New("receiver gone")
+		b.onTake = func() { leave(gone) }
+		var d driver.Delivery
+		if err := b.Receive(rctx, lease, &d); !errors.Is(err, gone) {
+			t.Fatalf("round %d: Receive that leaves as it takes a job: %q, %v", round, d.ID, err)
+		}
+		b.onTake = nil
+		got := map[string]bool{}
+		for range 2 {
+			wctx, cancel := context.WithTimeout(ctx, lease/6)
+			err := b.Receive(wctx, lease, &d)
+			cancel()
+			if err != nil {
+				t.Fatalf("round %d: the jobs given back: got %v, then %v", round, got, err)
+			}
+			got[d.ID] = true
+			if err := b.Ack(ctx, &d); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if !got[ids[1]] || !got[ids[2]] {
+			t.Fatalf("round %d: received %v after the receiver left, want %s and %s", round, got, ids[1], ids[2])
+		}
+		if err := b.Ack(ctx, &first); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 
