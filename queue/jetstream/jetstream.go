@@ -56,7 +56,7 @@ type Backend struct {
 	// tombstones says the server is older than 2.10: Ack records each acked job (see
 	// resurrect.go).
 	tombstones bool
-	// lateNak is the delay of the NAKs that hand back what a stopping pump holds: two
+	// lateNak is the delay of the NAKs that hand back prefetched messages (see release): two
 	// heartbeats of the pull on a server older than 2.10.16, else 0 (see drainPump).
 	lateNak time.Duration
 	// recordTTL says the state stream allows per-message TTLs (nats-server 2.11 or later):

@@ -21,7 +21,8 @@ import (
 //
 // Jobs are prefetched (WithPrefetch). When a Receive ends because its ctx ended and no other
 // Receive is running, prefetching stops and the prefetched jobs are released to the broker (on
-// a server older than 2.10.16, to be delivered again after a second: see drainPump). A
+// a server older than 2.10.16, to be delivered again after a second, as after a reconnection
+// and at Close: see drainPump). A
 // Receive cancelled while it takes a prefetched job (the requests that read the job's state)
 // waits for those requests (at most a call timeout), releases the job (at most one more) and
 // stops prefetching if no other Receive is running, before it returns. When the caller gives
@@ -69,11 +70,9 @@ func (b *Backend) Receive(ctx context.Context, lease time.Duration, d *driver.De
 			// holds go back to the broker, and a new pump takes over.
 			retired := b.retirePump(p, retire)
 			b.handOff(ctx, func(ctx context.Context) {
+				b.release(ctx, a)
 				if retired {
-					b.release(ctx, a, b.lateNak)
 					b.abandonPump(ctx, p)
-				} else {
-					b.release(ctx, a, 0)
 				}
 			})
 			continue
@@ -113,10 +112,8 @@ func (b *Backend) handBack(ctx context.Context, p *pump, a arrival, holds, last 
 		return
 	}
 	b.handOff(ctx, func(ctx context.Context) {
-		if holds && last {
-			b.release(ctx, a, b.lateNak)
-		} else if holds {
-			b.release(ctx, a, 0)
+		if holds {
+			b.release(ctx, a)
 		}
 		if last {
 			b.stopPump(ctx, p)
@@ -494,14 +491,14 @@ func (b *Backend) arrive(p *pump, m natsjs.Msg) {
 	}
 	select {
 	case <-p.stopping:
-		b.release(context.Background(), a, b.lateNak)
+		b.release(context.Background(), a)
 		return
 	default:
 	}
 	select {
 	case p.buf <- a:
 	case <-p.stopping:
-		b.release(context.Background(), a, b.lateNak)
+		b.release(context.Background(), a)
 	}
 }
 
@@ -522,14 +519,16 @@ func (b *Backend) abandonPump(ctx context.Context, p *pump) {
 
 // drainPump is the work of stopPump and abandonPump, done once per pump: it stops the
 // subscription with stop, waits up to wait for the client to stop it, and releases what p
-// holds. On a server older than 2.10.16 the releases are NAKs with a delay of two heartbeats
-// of the pull (lateNak): such a server takes a NAKed job off its redelivery queue for a
-// waiting pull request, and, if the only one left is the stopped subscription's (open on the
-// server until it expires, or until the server finds its inbox unsubscribed, at its next
-// heartbeat), drops the request and forgets to put the job back, which then comes back only
-// when its lease ends (fixed in nats-server 2.10.16, PR #5338). After two heartbeats the
-// server has dropped the stopped request, and the job goes to a live one, or waits for the
-// next pull.
+// holds. On a server older than 2.10.16 the releases (see release) are NAKs with a delay of
+// two heartbeats of the pull (lateNak): such a server takes a NAKed job off its redelivery
+// queue for a waiting pull request, and, if the only one left is the stopped subscription's
+// (open on the server until it expires, or until the server finds its inbox unsubscribed, at
+// its next heartbeat), drops the request and forgets to put the job back, which then comes
+// back only when its lease ends (nats-server PR #5338, in 2.10.16); before 2.10.14 it also
+// rewinds the stream's cursor, and delivers again, as a first delivery, the job it delivered
+// last (PR #5305). After two heartbeats the server has dropped the stopped request (on a
+// server with leaf nodes or gateways, a request keeps a while longer: 2 s on 2.9.10), and the
+// job goes to a live one, or waits for the next pull.
 func (b *Backend) drainPump(ctx context.Context, p *pump, stop func(), wait time.Duration) {
 	close(p.stopping)
 	stop()
@@ -543,7 +542,7 @@ func (b *Backend) drainPump(ctx context.Context, p *pump, stop func(), wait time
 	for {
 		select {
 		case a := <-p.buf:
-			b.release(ctx, a, b.lateNak)
+			b.release(ctx, a)
 			continue
 		default:
 		}
@@ -552,9 +551,11 @@ func (b *Backend) drainPump(ctx context.Context, p *pump, stop func(), wait time
 	close(p.stopped)
 }
 
-// release hands a prefetched message back to the broker, to be delivered again after delay,
-// not counted as an attempt, with a request bounded by ctx and the call timeout.
-func (b *Backend) release(ctx context.Context, a arrival, delay time.Duration) {
+// release hands a prefetched message back to the broker, not counted as an attempt, with a
+// request bounded by ctx and the call timeout. Every caller is a receiver that leaves or a pump
+// that stops (another may be stopping it meanwhile): the message is delivered again after
+// lateNak (see drainPump).
+func (b *Backend) release(ctx context.Context, a arrival) {
 	if a.fresh {
 		defer b.bufFresh.Add(-1)
 	}
@@ -562,7 +563,7 @@ func (b *Backend) release(ctx context.Context, a arrival, delay time.Duration) {
 	defer cancel()
 	d, err := b.delivery(ctx, a.msg)
 	if err == nil {
-		err = b.skip(ctx, d, delay, markReady)
+		err = b.skip(ctx, d, b.lateNak, markReady)
 	}
 	_ = err // the broker redelivers the message after its lease anyway
 }

@@ -96,8 +96,8 @@ func TestStaleDeliveryOfAckedJob(t *testing.T) {
 	b.tombstone(ctx, &driver.Delivery{Message: driver.Message{ID: "held"}, Seq: raw.Sequence})
 	// Receives of a second each, until the job was delivered and removed (a pull request
 	// the server dropped is made again within about a second: see consume), beside one that
-	// keeps the prefetching going between them (a 2.9 server can give a job released as
-	// prefetching stops to the stopped subscription's pull: see the README).
+	// keeps the prefetching going between them (a job released as prefetching stops comes
+	// back a second later on a 2.9 server: see drainPump).
 	kctx, kcancel := context.WithCancel(ctx)
 	kept := make(chan error, 1)
 	go func() { kept <- b.Receive(kctx, time.Minute, new(driver.Delivery)) }()
