@@ -145,6 +145,16 @@ func WithAbandon(ctx, abandon context.Context) context.Context {
 	return a.self
 }
 
+// Made panics, with "Name: zero Backend: use Name.New", if made is false:
+// the check at the start of every method of a backend whose zero value
+// is not usable, where made says whether its New ran (a field that New
+// sets is not nil).
+func (c Call) Made(made bool) {
+	if !made {
+		panic(c.Name + ": zero Backend: use " + c.Name + ".New")
+	}
+}
+
 // Fail returns the error of op, a call made with ctx that failed with err
 // (not nil), by the rule in the doc of [Call].
 func (c Call) Fail(ctx context.Context, op string, err error) error {

@@ -28,8 +28,12 @@
 // failure into the error the queue expects (context.Cause(ctx) and
 // [ErrUnavailable] when the caller's ctx ended; ErrUnavailable when the call
 // timed out or the broker could not be reached, which each backend decides
-// for its own client's errors); a [Lifecycle] runs its Open, marks its
-// Close, and gives a call made before Open or after Close its error. A
+// for its own client's errors); a [Lifecycle], marked by the backend's New
+// ([Lifecycle.Init]), runs its Open, marks its Close, gives a call made
+// before Open or after Close its error ([Lifecycle.Check], and
+// [Lifecycle.Begin] for a call that asks the broker), and panics in a
+// method of a zero Backend, as [Call.Made] does for the methods that do
+// not check it. A
 // process asking for a shared setting other than the queue's gets a
 // [SettingsError] ([Shared.Diff] and [CompareSettings] find it);
 // [AgreeLease] is the body of a CheckLease.

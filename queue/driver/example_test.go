@@ -42,13 +42,14 @@ func ExampleCall_Wait() {
 }
 
 // A backend's Open, Close and the check at the start of its other calls,
-// kept by one Lifecycle.
+// kept by one Lifecycle, which the backend's New marks with Init.
 func ExampleLifecycle() {
 	call := driver.Call{Name: "mybackend"}
 	var (
 		life driver.Lifecycle
 		cfg  driver.Config // set by open, read by the calls after Check
 	)
+	life.Init() // in New
 	fmt.Println(life.Check(call))
 	err := life.Open(call, func() error {
 		cfg = driver.Config{Capacity: 10} // and the requests that set up the broker

@@ -1,21 +1,35 @@
 package driver
 
 import (
+	"context"
 	"errors"
 	"sync"
+	"time"
 )
 
 // Lifecycle is a broker backend's state from its Open to its Close, kept
 // by one mechanism so that every backend gives a call made too early or
-// too late the same error. The zero Lifecycle is a backend not opened. A
-// Lifecycle must not be copied after first use; its methods are safe for
-// concurrent use.
+// too late the same error. A backend's New calls Init; the zero Lifecycle
+// is the one of a zero Backend, whose Open, Check and Begin panic (see
+// Init). A Lifecycle must not be copied after first use; its methods are
+// safe for concurrent use.
 type Lifecycle struct {
 	openMu  sync.Mutex // held by Open while its open func runs
 	mu      sync.Mutex // guards the fields below
+	made    bool       // set by Init
 	opened  bool
 	closed  bool
 	closing chan struct{} // made by the first Closing or Close, closed by Close
+}
+
+// Init marks l as the Lifecycle of a Backend made by its New, which calls
+// it, not opened. On a Lifecycle not marked, the one of a zero Backend,
+// Open, Check and Begin panic with "Name: zero Backend: use Name.New" (c's
+// Name: see [Call.Made]); Close and Closing do not.
+func (l *Lifecycle) Init() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.made = true
 }
 
 // Open is the body of a backend's Open: it runs open, the backend's own
@@ -33,10 +47,7 @@ type Lifecycle struct {
 func (l *Lifecycle) Open(c Call, open func() error) error {
 	l.openMu.Lock()
 	defer l.openMu.Unlock()
-	l.mu.Lock()
-	opened, closed := l.opened, l.closed
-	l.mu.Unlock()
-	switch {
+	switch opened, closed := l.state(c); {
 	case opened:
 		return errors.New(c.Name + ": backend already opened")
 	case closed:
@@ -59,15 +70,35 @@ func (l *Lifecycle) Open(c Call, open func() error) error {
 // if no Open has succeeded, else ErrClosed once Close was called, else
 // nil.
 func (l *Lifecycle) Check(c Call) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if !l.opened {
+	switch opened, closed := l.state(c); {
+	case !opened:
 		return errors.New(c.Name + ": backend not opened")
-	}
-	if l.closed {
+	case closed:
 		return ErrClosed
 	}
 	return nil
+}
+
+// state reports whether an Open succeeded and whether Close was called,
+// after it panicked if l is not marked by Init.
+func (l *Lifecycle) state(c Call) (opened, closed bool) {
+	l.mu.Lock()
+	made, opened, closed := l.made, l.opened, l.closed
+	l.mu.Unlock()
+	c.Made(made)
+	return opened, closed
+}
+
+// Begin is the start of a backend's call that asks its broker: it
+// returns Check's error if it is not nil, and else the call's context,
+// made by c.Context(ctx, d). The cancel func is never nil: defer it
+// before looking at the error, or after.
+func (l *Lifecycle) Begin(ctx context.Context, c Call, d time.Duration) (context.Context, context.CancelFunc, error) {
+	if err := l.Check(c); err != nil {
+		return ctx, func() {}, err
+	}
+	cctx, cancel := c.Context(ctx, d)
+	return cctx, cancel, nil
 }
 
 // Close marks the backend closed, and closes the channel that Closing

@@ -1,9 +1,11 @@
 package driver_test
 
 import (
+	"context"
 	"errors"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"github.com/corral-go/corral/queue/driver"
 )
@@ -27,6 +29,7 @@ func errText(err error) string {
 // is a mistake.
 func TestLifecycle(t *testing.T) {
 	var l driver.Lifecycle
+	l.Init()
 	if got := errText(l.Check(testCall)); got != notOpened {
 		t.Fatalf("Check before Open = %s, want %s", got, notOpened)
 	}
@@ -73,6 +76,7 @@ func TestLifecycle(t *testing.T) {
 // without running open.
 func TestLifecycleClosedBeforeOpen(t *testing.T) {
 	var l driver.Lifecycle
+	l.Init()
 	closing := l.Closing()
 	if first, opened := l.Close(); !first || opened {
 		t.Fatalf("Close = %v, %v; want true, false", first, opened)
@@ -92,6 +96,7 @@ func TestLifecycleClosedBeforeOpen(t *testing.T) {
 func TestLifecycleOpenRunning(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var l driver.Lifecycle
+		l.Init()
 		release := make(chan struct{})
 		var set int
 		first := make(chan error, 1)
@@ -134,6 +139,7 @@ func TestLifecycleOpenRunning(t *testing.T) {
 func TestLifecycleCloseWhileOpening(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var l driver.Lifecycle
+		l.Init()
 		release := make(chan struct{})
 		done := make(chan error, 1)
 		go func() { done <- l.Open(testCall, func() error { <-release; return nil }) }()
@@ -149,4 +155,84 @@ func TestLifecycleCloseWhileOpening(t *testing.T) {
 			t.Fatalf("Check = %s, want %s", got, notOpened)
 		}
 	})
+}
+
+// Begin is Check, then the call's context: Check's error with a cancel
+// func that may be deferred, else a context that ends after the call's
+// timeout with an error that Fail reads as the call's own deadline.
+func TestLifecycleBegin(t *testing.T) {
+	var l driver.Lifecycle
+	l.Init()
+	ctx, cancel, err := l.Begin(context.Background(), testCall, time.Hour)
+	cancel() // never nil
+	if got := errText(err); got != notOpened {
+		t.Fatalf("Begin before Open = %s, want %s", got, notOpened)
+	}
+	if ctx.Err() != nil {
+		t.Fatalf("the context of a Begin that failed ended: %v", ctx.Err())
+	}
+	if err := l.Open(testCall, func() error { return nil }); err != nil {
+		t.Fatalf("Open = %v", err)
+	}
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel, err := l.Begin(context.Background(), testCall, time.Second)
+		defer cancel()
+		if err != nil {
+			t.Fatalf("Begin after Open = %v, want nil", err)
+		}
+		start := time.Now()
+		<-ctx.Done()
+		if waited := time.Since(start); waited != time.Second {
+			t.Fatalf("the call's context ended after %v, want 1s", waited)
+		}
+		if err := testCall.Fail(ctx, "op", ctx.Err()); !errors.Is(err, driver.ErrUnavailable) {
+			t.Fatalf("Fail at the call's deadline = %v, want ErrUnavailable", err)
+		}
+	})
+	l.Close()
+	_, cancel, err = l.Begin(context.Background(), testCall, time.Hour)
+	cancel()
+	if err != driver.ErrClosed {
+		t.Fatalf("Begin after Close = %v, want ErrClosed", err)
+	}
+}
+
+// Made panics, with the backend's name and what to use, only when the
+// Backend was not made by its New.
+func TestCallMade(t *testing.T) {
+	testCall.Made(true)
+	defer func() {
+		const want = "kit: zero Backend: use kit.New"
+		if got := recover(); got != want {
+			t.Fatalf("Made(false) panicked with %v, want %q", got, want)
+		}
+	}()
+	testCall.Made(false)
+	t.Fatal("Made(false) returned")
+}
+
+// The Lifecycle of a zero Backend (not marked by Init) panics in Open,
+// Check and Begin, naming the backend and what to use; Close and Closing
+// work.
+func TestLifecycleZero(t *testing.T) {
+	const want = "kit: zero Backend: use kit.New"
+	var l driver.Lifecycle
+	for name, f := range map[string]func(){
+		"Open":  func() { _ = l.Open(testCall, func() error { t.Error("open ran"); return nil }) },
+		"Check": func() { _ = l.Check(testCall) },
+		"Begin": func() { _, _, _ = l.Begin(context.Background(), testCall, time.Second) },
+	} {
+		func() {
+			defer func() {
+				if got := recover(); got != want {
+					t.Errorf("%s panicked with %v, want %q", name, got, want)
+				}
+			}()
+			f()
+		}()
+	}
+	if first, opened := l.Close(); !first || opened {
+		t.Fatalf("Close = %v, %v; want true, false", first, opened)
+	}
+	<-l.Closing()
 }

@@ -112,11 +112,11 @@ func (b *Backend) holdWhilePaused(ctx context.Context) error {
 
 // SetPaused implements driver.Admin (see above for the bound).
 func (b *Backend) SetPaused(ctx context.Context, paused bool) error {
-	if err := b.checkOpen(); err != nil {
+	ctx, cancel, err := b.life.Begin(ctx, calls, b.o.callTimeout)
+	defer cancel()
+	if err != nil {
 		return err
 	}
-	ctx, cancel := b.req(ctx)
-	defer cancel()
 	if paused {
 		if _, err := b.js.Publish(ctx, b.pauseSubject(), []byte("1")); err != nil {
 			return b.fail(ctx, "pause", err)
@@ -132,11 +132,11 @@ func (b *Backend) SetPaused(ctx context.Context, paused bool) error {
 
 // Cancel implements driver.Admin (see above).
 func (b *Backend) Cancel(ctx context.Context, id string) error {
-	if err := b.checkOpen(); err != nil {
+	ctx, cancel, err := b.life.Begin(ctx, calls, b.o.callTimeout)
+	defer cancel()
+	if err != nil {
 		return err
 	}
-	ctx, cancel := b.req(ctx)
-	defer cancel()
 	for range 8 {
 		raw, err := b.findJob(ctx, id)
 		if err != nil {
@@ -296,12 +296,12 @@ func (b *Backend) marks(ctx context.Context, filter string) (map[string]map[stri
 
 // List implements driver.Admin (see above for its cost).
 func (b *Backend) List(ctx context.Context, f driver.Filter) ([]driver.JobInfo, error) {
-	return driver.NewGather(b.checkOpen, b.DeadLetters, b.storedJobs).List(ctx, f)
+	return driver.NewGather(func() error { return b.life.Check(calls) }, b.DeadLetters, b.storedJobs).List(ctx, f)
 }
 
 // Count implements driver.Admin (see above for its cost).
 func (b *Backend) Count(ctx context.Context, f driver.Filter) (int, error) {
-	return driver.NewGather(b.checkOpen, b.DeadLetters, b.storedJobs).Count(ctx, f)
+	return driver.NewGather(func() error { return b.life.Check(calls) }, b.DeadLetters, b.storedJobs).Count(ctx, f)
 }
 
 // storedJobs reads every stored job, with its state.
@@ -383,11 +383,11 @@ func (b *Backend) jobInfo(ctx context.Context, raw *natsjs.RawStreamMsg, ci *nat
 
 // Get implements driver.Admin: the stored job with id, else its dead letter.
 func (b *Backend) Get(ctx context.Context, id string) (driver.JobInfo, error) {
-	if err := b.checkOpen(); err != nil {
+	ctx, cancel, err := b.life.Begin(ctx, calls, b.o.callTimeout)
+	defer cancel()
+	if err != nil {
 		return driver.JobInfo{}, err
 	}
-	ctx, cancel := b.req(ctx)
-	defer cancel()
 	raw, err := b.findJob(ctx, id)
 	if err != nil {
 		return driver.JobInfo{}, err

@@ -85,11 +85,9 @@ func reasonFrom(s string) driver.Reason {
 // DeadLetters implements driver.Backend: it reads the dead-letter stream in order, one request
 // per dead letter.
 func (b *Backend) DeadLetters(ctx context.Context) iter.Seq2[driver.DeadMessage, error] {
-	if b.js == nil {
-		panic(zeroBackend)
-	}
+	calls.Made(b.js != nil)
 	return func(yield func(driver.DeadMessage, error) bool) {
-		if err := b.checkOpen(); err != nil {
+		if err := b.life.Check(calls); err != nil {
 			yield(driver.DeadMessage{}, err)
 			return
 		}
@@ -116,11 +114,11 @@ func (b *Backend) DeadLetters(ctx context.Context) iter.Seq2[driver.DeadMessage,
 // Redrive implements driver.Backend: it publishes the newest dead letter with id as a new job
 // (fresh attempts, no delay) and then deletes every dead letter with id.
 func (b *Backend) Redrive(ctx context.Context, id string) error {
-	if err := b.checkOpen(); err != nil {
+	ctx, cancel, err := b.life.Begin(ctx, calls, b.o.callTimeout)
+	defer cancel()
+	if err != nil {
 		return err
 	}
-	ctx, cancel := b.req(ctx)
-	defer cancel()
 	raw, err := b.lastDead(ctx, "redrive", id)
 	if err != nil {
 		return err
@@ -156,11 +154,11 @@ func (b *Backend) purgeDead(ctx context.Context, id string) error {
 
 // Purge implements driver.Backend.
 func (b *Backend) Purge(ctx context.Context, id string) error {
-	if err := b.checkOpen(); err != nil {
+	ctx, cancel, err := b.life.Begin(ctx, calls, b.o.callTimeout)
+	defer cancel()
+	if err != nil {
 		return err
 	}
-	ctx, cancel := b.req(ctx)
-	defer cancel()
 	if _, err := b.lastDead(ctx, "purge", id); err != nil {
 		return err
 	}

@@ -26,7 +26,7 @@ import (
 // only within the dedup horizon.
 func (b *Backend) Enqueue(ctx context.Context, m driver.Message) (driver.EnqueueResult, error) {
 	var res driver.EnqueueResult
-	if err := b.checkOpen(); err != nil {
+	if err := b.life.Check(calls); err != nil {
 		return res, err
 	}
 	if m.EnqueuedAt.IsZero() {

@@ -39,7 +39,7 @@ type Backend struct {
 	// life is whether the backend is open; its Open is held across Open's requests, so that
 	// a second Open waits for the first, and no other call does. Open sets cfg, work, dead,
 	// done, tombstones and state once, under mu, before it marks the backend opened; the
-	// calls that found it opened (checkOpen, pumpFor) read them without mu.
+	// calls that found it opened (life.Check, pumpFor) read them without mu.
 	life driver.Lifecycle
 	// pumpMu serialises the starts of the prefetch pump and the changes of the lease, and is
 	// held across their requests (see pumpFor). It is taken before mu, never while holding it.
@@ -194,7 +194,7 @@ func New(js natsjs.JetStream, name string, opts ...Option) *Backend {
 		}
 		opt.apply(&o)
 	}
-	return &Backend{
+	b := &Backend{
 		js: js, nc: js.Conn(), name: name, o: o,
 		workStream:   "CORRAL_" + name,
 		deadStream:   "CORRAL_" + name + "_DEAD",
@@ -207,10 +207,9 @@ func New(js natsjs.JetStream, name string, opts ...Option) *Backend {
 		statePrefix:  "corral." + name + ".state.",
 		markPrefix:   "corral." + name + ".mark.",
 	}
+	b.life.Init()
+	return b
 }
-
-// zeroBackend is the panic of a method of a zero Backend.
-const zeroBackend = "jetstream: zero Backend: use jetstream.New"
 
 var _ driver.Backend = (*Backend)(nil)
 
@@ -228,23 +227,12 @@ func (b *Backend) jobSubject(key, id string) string {
 }
 func (b *Backend) keySubjects(key string) string { return b.jobPrefix + token(key) + ".*" }
 
-// checkOpen returns the error of a call on a backend not opened, or closed, and nil if it is
-// open. Its lock orders the caller after the Open that set the fields Open sets.
-func (b *Backend) checkOpen() error {
-	if b.js == nil {
-		panic(zeroBackend)
-	}
-	return b.life.Check(calls)
-}
-
 // Delete deletes the queue from the servers: its streams, with every job, dead letter and
 // retry state in them. Every Backend of the queue, in every process, must be closed first (by
 // its queue's Close). It first waits for the requests that this Backend's Close cancelled
 // (see Close), and returns context.Cause(ctx) if ctx ends before they end.
 func (b *Backend) Delete(ctx context.Context) error {
-	if b.js == nil {
-		panic(zeroBackend)
-	}
+	calls.Made(b.js != nil)
 	if err := b.after.wait(ctx); err != nil {
 		return err
 	}
@@ -272,9 +260,7 @@ func (b *Backend) Delete(ctx context.Context) error {
 // waits for them. queue.Queue's Close calls it; Close is idempotent: a later call waits for the
 // requests an earlier one cancelled, and returns nil, or context.Cause(ctx) if ctx ends first.
 func (b *Backend) Close(ctx context.Context) error {
-	if b.js == nil {
-		panic(zeroBackend)
-	}
+	calls.Made(b.js != nil)
 	if first, _ := b.life.Close(); !first {
 		return b.after.wait(ctx)
 	}

@@ -21,9 +21,7 @@ import (
 // window is cfg.DedupHorizon. The dead-letter stream holds at most cfg.DeadLetterLimit dead
 // letters (DiscardNew too: Bury evicts the oldest itself, and reports it).
 func (b *Backend) Open(ctx context.Context, cfg driver.Config) error {
-	if b.js == nil {
-		panic(zeroBackend)
-	}
+	calls.Made(b.js != nil)
 	if err := cfg.Validate(); err != nil {
 		return err
 	}

@@ -20,11 +20,11 @@ func (b *Backend) rateSubject() string { return b.statePrefix + "rate" }
 // that takes them: the limit is exact when the processes' clocks agree, and off by their skew
 // (a window shifted by it) when they do not.
 func (b *Backend) TakeStart(ctx context.Context, n int, per time.Duration) (bool, time.Duration, error) {
-	if err := b.checkOpen(); err != nil {
+	ctx, cancel, err := b.life.Begin(ctx, calls, b.o.callTimeout)
+	defer cancel()
+	if err != nil {
 		return false, 0, err
 	}
-	ctx, cancel := b.req(ctx)
-	defer cancel()
 	subj := b.rateSubject()
 	for {
 		var starts []time.Time

@@ -363,9 +363,7 @@ type pump struct {
 // pumpFor returns the running pump, starting it (and setting the consumer's AckWait to lease)
 // if needed, and counts the caller as a receiver.
 func (b *Backend) pumpFor(ctx context.Context, lease time.Duration) (*pump, error) {
-	if b.js == nil {
-		panic(zeroBackend)
-	}
+	calls.Made(b.js != nil)
 	if p, err := b.runningPump(lease); p != nil || err != nil {
 		return p, err
 	}

@@ -138,11 +138,11 @@ func (b *Backend) agree(ctx context.Context, state natsjs.Stream, mine settings)
 // both, unless the backend was created WithReconfigure, which sets the
 // queue's lease to this one.
 func (b *Backend) CheckLease(ctx context.Context, lease time.Duration) error {
-	if err := b.checkOpen(); err != nil {
+	ctx, cancel, err := b.life.Begin(ctx, calls, b.o.callTimeout)
+	defer cancel()
+	if err != nil {
 		return err
 	}
-	ctx, cancel := b.req(ctx)
-	defer cancel()
 	return driver.AgreeLease(ctx, "jetstream", lease, &b.mu, &b.set, func(ctx context.Context, mine settings) (settings, error) {
 		mine.Lease = lease
 		return b.agree(ctx, b.state, mine)

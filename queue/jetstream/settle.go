@@ -15,9 +15,7 @@ import (
 )
 
 func (b *Backend) token(d *driver.Delivery) (*delivered, error) {
-	if b.js == nil {
-		panic(zeroBackend)
-	}
+	calls.Made(b.js != nil)
 	tok, ok := d.Token.(*delivered)
 	if !ok || tok == nil {
 		return nil, errors.New("jetstream: delivery not from this backend")

@@ -19,11 +19,11 @@ import (
 // pause record is there (see admin.go). On its way it tidies the queue (see tidy).
 func (b *Backend) Stats(ctx context.Context) (driver.Stats, error) {
 	var s driver.Stats
-	if err := b.checkOpen(); err != nil {
+	ctx, cancel, err := b.life.Begin(ctx, calls, b.o.callTimeout)
+	defer cancel()
+	if err != nil {
 		return s, err
 	}
-	ctx, cancel := b.req(ctx)
-	defer cancel()
 	b.statsMu.Lock()
 	defer b.statsMu.Unlock()
 	wi, ci, err := b.tidy(ctx)

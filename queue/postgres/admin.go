@@ -123,7 +123,7 @@ func (b *Backend) List(ctx context.Context, f driver.Filter) ([]driver.JobInfo, 
 	if err := f.CheckPage(); err != nil {
 		return nil, err
 	}
-	if err := b.checkOpen(); err != nil {
+	if err := b.life.Check(calls); err != nil {
 		return nil, err
 	}
 	w, args := where(&f, "", true)
@@ -133,7 +133,7 @@ func (b *Backend) List(ctx context.Context, f driver.Filter) ([]driver.JobInfo, 
 
 // Count implements driver.Admin.
 func (b *Backend) Count(ctx context.Context, f driver.Filter) (int, error) {
-	cctx, cancel, err := b.openCall(ctx)
+	cctx, cancel, err := b.life.Begin(ctx, calls, b.o.callTimeout)
 	if err != nil {
 		return 0, err
 	}
@@ -148,7 +148,7 @@ func (b *Backend) Count(ctx context.Context, f driver.Filter) (int, error) {
 
 // Get implements driver.Admin.
 func (b *Backend) Get(ctx context.Context, id string) (driver.JobInfo, error) {
-	if err := b.checkOpen(); err != nil {
+	if err := b.life.Check(calls); err != nil {
 		return driver.JobInfo{}, err
 	}
 	w, args := where(&driver.Filter{}, id, false)
@@ -207,7 +207,7 @@ func (b *Backend) queryJobs(ctx context.Context, what, q string, args []any) ([]
 
 // Cancel implements driver.Admin.
 func (b *Backend) Cancel(ctx context.Context, id string) error {
-	cctx, cancel, err := b.openCall(ctx)
+	cctx, cancel, err := b.life.Begin(ctx, calls, b.o.callTimeout)
 	if err != nil {
 		return err
 	}
@@ -296,7 +296,7 @@ func (b *Backend) settleCanceled(ctx context.Context, d *driver.Delivery, a driv
 
 // SetPaused implements driver.Admin.
 func (b *Backend) SetPaused(ctx context.Context, paused bool) error {
-	cctx, cancel, err := b.openCall(ctx)
+	cctx, cancel, err := b.life.Begin(ctx, calls, b.o.callTimeout)
 	if err != nil {
 		return err
 	}

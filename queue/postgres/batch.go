@@ -39,7 +39,7 @@ import (
 // EnqueueBatch does not count the jobs in the queue's Stats.Enqueued nor call its OnEnqueue
 // hook. It is safe for concurrent use.
 func EnqueueBatch(ctx context.Context, b *Backend, msgs ...driver.Message) (driver.EnqueueResult, error) {
-	if err := b.checkOpen(); err != nil {
+	if err := b.life.Check(calls); err != nil {
 		return driver.EnqueueResult{}, err
 	}
 	return b.enqueueBatch(ctx, b.pool, "EnqueueBatch", msgs)
@@ -60,7 +60,7 @@ func EnqueueBatchTx(ctx context.Context, tx pgx.Tx, b *Backend, msgs ...driver.M
 	if tx == nil {
 		panic("postgres: EnqueueBatchTx with a nil transaction")
 	}
-	if err := b.checkOpen(); err != nil {
+	if err := b.life.Check(calls); err != nil {
 		return driver.EnqueueResult{}, err
 	}
 	return b.enqueueBatch(ctx, tx, "EnqueueBatchTx", msgs)

@@ -19,7 +19,7 @@ const deadPage = 100
 // listing runs is listed if it comes after the page being read.
 func (b *Backend) DeadLetters(ctx context.Context) iter.Seq2[driver.DeadMessage, error] {
 	return func(yield func(driver.DeadMessage, error) bool) {
-		if err := b.checkOpen(); err != nil {
+		if err := b.life.Check(calls); err != nil {
 			yield(driver.DeadMessage{}, err)
 			return
 		}
@@ -93,7 +93,7 @@ func (b *Backend) deadPage(ctx context.Context, after int64) ([]deadRow, error) 
 // with queue.ErrFull (it does not block). A job with a key that another transaction holds
 // waits for it, as Enqueue says.
 func (b *Backend) Redrive(ctx context.Context, id string) error {
-	if err := b.checkOpen(); err != nil {
+	if err := b.life.Check(calls); err != nil {
 		return err
 	}
 	_, err := b.untilStored(ctx, func() (driver.EnqueueResult, bool, error) {
@@ -155,7 +155,7 @@ func (b *Backend) redriveOnce(ctx context.Context, id string) error {
 
 // Purge implements driver.Backend.
 func (b *Backend) Purge(ctx context.Context, id string) error {
-	cctx, cancel, err := b.openCall(ctx)
+	cctx, cancel, err := b.life.Begin(ctx, calls, b.o.callTimeout)
 	if err != nil {
 		return err
 	}
@@ -176,7 +176,7 @@ func (b *Backend) Purge(ctx context.Context, id string) error {
 // dead letters' count and the oldest enqueue time.
 func (b *Backend) Stats(ctx context.Context) (driver.Stats, error) {
 	var s driver.Stats
-	cctx, cancel, err := b.openCall(ctx)
+	cctx, cancel, err := b.life.Begin(ctx, calls, b.o.callTimeout)
 	if err != nil {
 		return s, err
 	}

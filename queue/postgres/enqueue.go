@@ -28,7 +28,7 @@ import (
 // (If ctx ends while a try is in flight, the error also matches queue.ErrUnavailable, as for
 // any call cut short: that try's outcome is unknown.)
 func (b *Backend) Enqueue(ctx context.Context, m driver.Message) (driver.EnqueueResult, error) {
-	if err := b.checkOpen(); err != nil {
+	if err := b.life.Check(calls); err != nil {
 		return driver.EnqueueResult{}, err
 	}
 	return b.enqueue(ctx, nil, m)

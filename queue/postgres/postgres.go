@@ -35,7 +35,7 @@ type Backend struct {
 	rateRowMade atomic.Bool // the queue's row of the table rates exists (see TakeStart)
 
 	// life is whether the backend is open. Open sets cfg and set once, before it marks the
-	// backend opened; the calls that found it opened (checkOpen) read them without mu.
+	// backend opened; the calls that found it opened (life.Check) read them without mu.
 	life    driver.Lifecycle
 	closing <-chan struct{} // life's, closed by Close
 
@@ -156,14 +156,12 @@ func New(pool *pgxpool.Pool, name string, opts ...Option) *Backend {
 		pool: pool, name: name, o: o, sql: newStatements(o.schema),
 		channel: "corral_" + o.schema,
 	}
+	b.life.Init()
 	b.closing = b.life.Closing()
 	b.starts = group{run: b.startMany, call: b.call}
 	b.acks = group{run: b.ackMany, call: b.call}
 	return b
 }
-
-// zeroBackend is the panic of a method of a zero Backend.
-const zeroBackend = "postgres: zero Backend: use postgres.New"
 
 var (
 	_ driver.Backend     = (*Backend)(nil)
@@ -177,9 +175,7 @@ var (
 // and both values, unless WithReconfigure), and starts listening for the queue's
 // notifications.
 func (b *Backend) Open(ctx context.Context, cfg driver.Config) error {
-	if b.pool == nil {
-		panic(zeroBackend)
-	}
+	calls.Made(b.pool != nil)
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
@@ -215,15 +211,6 @@ func (b *Backend) open(ctx context.Context, cfg driver.Config) error {
 	return nil
 }
 
-// checkOpen returns the error of a call on a backend not opened, or closed, and nil if it is
-// open. Its lock orders the caller after the Open that set cfg.
-func (b *Backend) checkOpen() error {
-	if b.pool == nil {
-		panic(zeroBackend)
-	}
-	return b.life.Check(calls)
-}
-
 // Close implements driver.Backend: it stops listening (and waits for the listener, and for the
 // queries made for several calls at once, until ctx ends), wakes the Receive and Enqueue calls that
 // wait, which return queue.ErrClosed, and refuses later Enqueue and Receive calls with
@@ -231,9 +218,7 @@ func (b *Backend) checkOpen() error {
 // does not close the pool. A delivery in hand can still be settled. Close is idempotent: later
 // calls return nil.
 func (b *Backend) Close(ctx context.Context) error {
-	if b.pool == nil {
-		panic(zeroBackend)
-	}
+	calls.Made(b.pool != nil)
 	if first, _ := b.life.Close(); !first {
 		return nil
 	}
@@ -268,16 +253,6 @@ type querier interface {
 // ends with ctx, or after the call timeout.
 func (b *Backend) call(ctx context.Context) (context.Context, context.CancelFunc) {
 	return calls.Context(ctx, b.o.callTimeout)
-}
-
-// openCall is call for a call of the backend's API: the error of checkOpen if the backend is not
-// open (and no context), else the context of the call, which the caller cancels.
-func (b *Backend) openCall(ctx context.Context) (context.Context, context.CancelFunc, error) {
-	if err := b.checkOpen(); err != nil {
-		return nil, nil, err
-	}
-	cctx, cancel := b.call(ctx)
-	return cctx, cancel, nil
 }
 
 // micros returns d in microseconds, for the SQL's durations.

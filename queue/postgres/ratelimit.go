@@ -10,7 +10,7 @@ import (
 // of the table rates keeps the starts within the window, dated by the server's clock, and the
 // statement that takes a start locks it, so the limit is exact across processes.
 func (b *Backend) TakeStart(ctx context.Context, n int, per time.Duration) (bool, time.Duration, error) {
-	cctx, cancel, err := b.openCall(ctx)
+	cctx, cancel, err := b.life.Begin(ctx, calls, b.o.callTimeout)
 	if err != nil {
 		return false, 0, err
 	}

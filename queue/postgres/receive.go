@@ -33,7 +33,7 @@ func (b *Backend) Receive(ctx context.Context, lease time.Duration, d *driver.De
 	if lease <= 0 {
 		return fmt.Errorf("postgres: lease %v must be positive", lease)
 	}
-	if err := b.checkOpen(); err != nil {
+	if err := b.life.Check(calls); err != nil {
 		return err
 	}
 	for {

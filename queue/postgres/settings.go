@@ -70,7 +70,7 @@ func (b *Backend) agree(ctx context.Context, mine settings) (settings, error) {
 // asking for another fails with an error naming both, unless the backend was created
 // WithReconfigure, which sets the queue's lease to this one.
 func (b *Backend) CheckLease(ctx context.Context, lease time.Duration) error {
-	ctx, cancel, err := b.openCall(ctx)
+	ctx, cancel, err := b.life.Begin(ctx, calls, b.o.callTimeout)
 	if err != nil {
 		return err
 	}

@@ -84,7 +84,7 @@ func EnqueueTx[T any](ctx context.Context, tx Tx, b *Backend, q *queue.Queue[T],
 	if err != nil {
 		return m.ID, err
 	}
-	if err := b.checkOpen(); err != nil {
+	if err := b.life.Check(calls); err != nil {
 		return m.ID, err
 	}
 	_, err = b.enqueue(ctx, tx, m)
@@ -118,7 +118,7 @@ func AckTx[T any](ctx context.Context, tx Tx, b *Backend, job queue.Job[T]) erro
 	if tx == nil {
 		panic("postgres: AckTx with a nil transaction")
 	}
-	if err := b.checkOpen(); err != nil {
+	if err := b.life.Check(calls); err != nil {
 		return err
 	}
 	e, ok := b.running.get(job.ID, job.Attempt)

@@ -102,12 +102,12 @@ return 1
 
 // List implements driver.Admin.
 func (b *Backend) List(ctx context.Context, f driver.Filter) ([]driver.JobInfo, error) {
-	return driver.NewGather(b.checkOpen, b.DeadLetters, b.storedJobs).List(ctx, f)
+	return driver.NewGather(func() error { return b.life.Check(calls) }, b.DeadLetters, b.storedJobs).List(ctx, f)
 }
 
 // Count implements driver.Admin.
 func (b *Backend) Count(ctx context.Context, f driver.Filter) (int, error) {
-	return driver.NewGather(b.checkOpen, b.DeadLetters, b.storedJobs).Count(ctx, f)
+	return driver.NewGather(func() error { return b.life.Check(calls) }, b.DeadLetters, b.storedJobs).Count(ctx, f)
 }
 
 // storedJobs reads every stored job.
@@ -159,7 +159,7 @@ func jobInfo(r []string, nowMs, leaseMs int64) driver.JobInfo {
 
 // Get implements driver.Admin.
 func (b *Backend) Get(ctx context.Context, id string) (driver.JobInfo, error) {
-	if err := b.checkOpen(); err != nil {
+	if err := b.life.Check(calls); err != nil {
 		return driver.JobInfo{}, err
 	}
 	jobs, err := b.jobInfos(ctx, id)
@@ -187,7 +187,7 @@ func (b *Backend) Get(ctx context.Context, id string) (driver.JobInfo, error) {
 
 // Cancel implements driver.Admin.
 func (b *Backend) Cancel(ctx context.Context, id string) error {
-	if err := b.checkOpen(); err != nil {
+	if err := b.life.Check(calls); err != nil {
 		return err
 	}
 	now := time.Now()
@@ -210,7 +210,7 @@ func (b *Backend) Cancel(ctx context.Context, id string) error {
 
 // SetPaused implements driver.Admin.
 func (b *Backend) SetPaused(ctx context.Context, paused bool) error {
-	if err := b.checkOpen(); err != nil {
+	if err := b.life.Check(calls); err != nil {
 		return err
 	}
 	flag := "0"

@@ -36,7 +36,7 @@ func parseNanos(s string) time.Time {
 // the store are one atomic step. Under Block it waits for room, asking again at each local
 // settle and every poll interval.
 func (b *Backend) Enqueue(ctx context.Context, m driver.Message) (driver.EnqueueResult, error) {
-	if err := b.checkOpen(); err != nil {
+	if err := b.life.Check(calls); err != nil {
 		return driver.EnqueueResult{}, err
 	}
 	if m.EnqueuedAt.IsZero() {

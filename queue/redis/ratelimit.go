@@ -16,7 +16,7 @@ var takes atomic.Uint64
 // a sorted set of the starts taken, dated by the server's clock, so the limit is exact across
 // processes, to the millisecond.
 func (b *Backend) TakeStart(ctx context.Context, n int, per time.Duration) (bool, time.Duration, error) {
-	if err := b.checkOpen(); err != nil {
+	if err := b.life.Check(calls); err != nil {
 		return false, 0, err
 	}
 	member := b.consumer + ":" + strconv.FormatUint(takes.Add(1), 10)

@@ -103,7 +103,7 @@ func (b *Backend) receive(ctx context.Context, lease time.Duration, d *driver.De
 	defer b.idleLeave(w)
 	look, pass := !b.mayWait(), false
 	for {
-		if err := b.checkOpen(); err != nil {
+		if err := b.life.Check(calls); err != nil {
 			return err
 		}
 		if look {

@@ -38,7 +38,7 @@ type Backend struct {
 	o        options
 
 	// life is whether the backend is open. Open sets cfg once, before it marks the backend
-	// opened; the calls that found it opened (checkOpen) read it without mu.
+	// opened; the calls that found it opened (life.Check) read it without mu.
 	life    driver.Lifecycle
 	closing <-chan struct{} // life's, closed by Close
 
@@ -136,11 +136,10 @@ func New(client goredis.UniversalClient, name string, opts ...Option) *Backend {
 		consumer: hex.EncodeToString(r[:]), o: o,
 		wake: make(chan struct{}),
 	}
+	b.life.Init()
 	b.closing = b.life.Closing()
 	return b
 }
-
-const zeroBackend = "redis: zero Backend: use redis.New"
 
 var (
 	_ driver.Backend        = (*Backend)(nil)
@@ -347,9 +346,7 @@ func unreachable(err error) bool {
 // process's own.)
 // It creates the stream and its consumer group if they are missing.
 func (b *Backend) Open(ctx context.Context, cfg driver.Config) error {
-	if b.client == nil {
-		panic(zeroBackend)
-	}
+	calls.Made(b.client != nil)
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
@@ -404,7 +401,7 @@ func (b *Backend) runHealed(ctx, cctx context.Context, op string, s *goredis.Scr
 // regroup records again what Open and CheckLease recorded, on an open Backend, for a server
 // that lost the queue's keys: the error of op if it could not.
 func (b *Backend) regroup(ctx context.Context, op string) error {
-	if err := b.checkOpen(); err != nil {
+	if err := b.life.Check(calls); err != nil {
 		return err
 	}
 	if err := b.agree(ctx, op, b.cfg); err != nil {
@@ -440,7 +437,7 @@ func noGroup(err error) bool {
 // time after which XAUTOCLAIM takes a pending entry), recorded by the first consumer; a
 // consumer asking for another fails with an error naming both.
 func (b *Backend) CheckLease(ctx context.Context, lease time.Duration) error {
-	if err := b.checkOpen(); err != nil {
+	if err := b.life.Check(calls); err != nil {
 		return err
 	}
 	if lease < time.Millisecond {
@@ -460,14 +457,6 @@ func (b *Backend) CheckLease(ctx context.Context, lease time.Duration) error {
 	return nil
 }
 
-// checkOpen returns the error of a call on a backend not opened or closed.
-func (b *Backend) checkOpen() error {
-	if b.client == nil {
-		panic(zeroBackend)
-	}
-	return b.life.Check(calls)
-}
-
 // Close implements driver.Backend: it wakes the Receive and Enqueue calls that wait, which
 // return queue.ErrClosed, and refuses later ones, and removes this Backend's consumer from
 // the queue's consumer group if it holds no pending entry (a consumer that does, or whose
@@ -478,9 +467,7 @@ func (b *Backend) checkOpen() error {
 // started before it. It returns context.Cause(ctx) if ctx ends before the consumer was
 // removed and those exchanges ended, else nil; later calls return nil.
 func (b *Backend) Close(ctx context.Context) error {
-	if b.client == nil {
-		panic(zeroBackend)
-	}
+	calls.Made(b.client != nil)
 	first, opened := b.life.Close()
 	if !first {
 		return nil
