@@ -110,8 +110,8 @@ func (b *Backend) stored(ctx context.Context, d *driver.Delivery) (bool, error) 
 	return raw.Header.Get(hdrID) == d.ID, nil
 }
 
-// misnumbered reports whether the work stream's leader holds another job at the sequence of
-// d. A replicated 2.9 consumer can lead from a replica that missed jobs after a pause of the
+// misnumbered reports whether deliveries are checked (staleLeaders, for lease) and the work
+// stream's leader holds another job at the sequence of d. A replicated 2.9 consumer can lead from a replica that missed jobs after a pause of the
 // stream's leader and numbered the later ones differently (seen in the fault suite: two jobs
 // missed, each later job two sequences early); its deliveries then carry sequences that are
 // other jobs' on the other replicas, and an ack (or a TERM) of one removes the other job there,
@@ -129,7 +129,10 @@ func (b *Backend) stored(ctx context.Context, d *driver.Delivery) (bool, error) 
 // false, and the job runs: its ack removes no other job. The look-up has a quarter of the
 // call timeout, so that the caller's requests have time left after one not answered. The
 // work stream is made without direct gets: its leader answers the look-up.
-func (b *Backend) misnumbered(ctx context.Context, d *driver.Delivery) bool {
+func (b *Backend) misnumbered(ctx context.Context, d *driver.Delivery, lease time.Duration) bool {
+	if !b.staleLeaders(lease) {
+		return false
+	}
 	lctx, cancel := context.WithTimeout(ctx, b.o.callTimeout/4)
 	defer cancel()
 	raw, err := b.work.GetMsg(lctx, d.Seq)

@@ -115,7 +115,7 @@ func (b *Backend) Start(ctx context.Context, d *driver.Delivery) error {
 	if now.Before(tok.st.Until.Add(-leaseMargin(ackWait))) {
 		return driver.ErrLeaseLost
 	}
-	if b.staleLeaders(ackWait) && b.misnumbered(ctx, d) {
+	if b.misnumbered(ctx, d, ackWait) {
 		return driver.ErrLeaseLost
 	}
 	st := tok.st
@@ -322,7 +322,7 @@ func (b *Backend) bury(ctx context.Context, d *driver.Delivery, reason driver.Re
 	}
 	tok.stMu.Lock()
 	defer tok.stMu.Unlock()
-	if !tok.started && b.staleLeaders(b.ackWait()) && b.misnumbered(ctx, d) {
+	if !tok.started && b.misnumbered(ctx, d, b.ackWait()) {
 		return nil, driver.ErrLeaseLost
 	}
 	hist := fillHistory(append([]driver.Attempt(nil), tok.st.History...), d.Attempt)
