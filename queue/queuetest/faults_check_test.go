@@ -202,3 +202,23 @@ func TestFaultChecksPoisonAccounting(t *testing.T) {
 		})
 	}
 }
+
+// A recovery beyond its bound says how many handler runs started meanwhile, and when the first
+// did, counting only the starts from the fault's end to the ack.
+func TestFaultStartsBetween(t *testing.T) {
+	t0 := time.Date(2026, 12, 6, 12, 0, 0, 0, time.UTC)
+	r := &faultRun{}
+	if got, want := r.startsBetween(t0, t0.Add(time.Minute)), "no handler run started meanwhile"; got != want {
+		t.Fatalf("no events: %q, want %q", got, want)
+	}
+	r.events = []event{
+		{kind: "S", id: "before", at: t0.Add(-time.Second)},
+		{kind: "S", id: "b", at: t0.Add(3 * time.Second)},
+		{kind: "A", id: "a", at: t0.Add(time.Second)},
+		{kind: "S", id: "a", at: t0.Add(2 * time.Second)},
+		{kind: "S", id: "after", at: t0.Add(time.Minute)},
+	}
+	if got, want := r.startsBetween(t0, t0.Add(time.Minute)), "2 handler runs started meanwhile, the first after 2s"; got != want {
+		t.Fatalf("startsBetween = %q, want %q", got, want)
+	}
+}

@@ -331,9 +331,30 @@ func (r *faultRun) ackAfter(t time.Time) time.Duration {
 func (r *faultRun) recovered(what string, t time.Time) time.Duration {
 	d := r.ackAfter(t)
 	if bound := r.f.RecoveryBound(); d > bound {
-		r.t.Errorf("%s: recovered after %v, beyond the bound %v", what, d, bound)
+		r.t.Errorf("%s: recovered after %v, beyond the bound %v (%s)", what, d, bound, r.startsBetween(t, t.Add(d)))
 	}
 	return d
+}
+
+// startsBetween says how many handler runs started from t to end, and when the first did: a
+// recovery that found jobs to run but could not settle them, or found none. The workers'
+// warnings (their standard error) are logged once they exit, when the test has failed.
+func (r *faultRun) startsBetween(t, end time.Time) string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n, first := 0, time.Time{}
+	for _, e := range r.events {
+		if e.kind == "S" && !e.at.Before(t) && e.at.Before(end) {
+			n++
+			if first.IsZero() || e.at.Before(first) {
+				first = e.at
+			}
+		}
+	}
+	if n == 0 {
+		return "no handler run started meanwhile"
+	}
+	return fmt.Sprintf("%d handler runs started meanwhile, the first after %v", n, first.Sub(t).Round(time.Millisecond))
 }
 
 // outage checks, with the only server down, that the queue says so: Stats fails with

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/exec"
 	"slices"
@@ -72,7 +73,7 @@ func serveWorker(open OpenFunc, ws workerSpec) error {
 	q, release, err := openQueue(open, ws.Addr, ws.Name, ws.Bound, queue.WithDedupHorizon(faultHorizon), queue.WithHooks(queue.Hooks{
 		OnSuccess: func(_ context.Context, e queue.Event) { emit("A %s", e.ID) },
 		OnDead:    func(_ context.Context, e queue.Event) { emit("D %s %s", e.ID, e.Reason) },
-	}))
+	}), queue.WithLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))))
 	if err != nil {
 		return err
 	}
@@ -169,7 +170,7 @@ func (r *faultRun) startWorkerOf(periodic time.Duration) int {
 			r.record(i, sc.Text())
 		}
 		w.err = cmd.Wait()
-		if (w.err != nil || os.Getenv("CORRAL_FAULTS_DEBUG") != "") && stderr.Len() > 0 {
+		if (w.err != nil || r.t.Failed() || os.Getenv("CORRAL_FAULTS_DEBUG") != "") && stderr.Len() > 0 {
 			r.t.Logf("worker %d (%v): %s", i, w.err, lastLines(stderr.String(), 30))
 		}
 		close(w.done)
