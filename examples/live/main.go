@@ -327,6 +327,14 @@ type snapshot struct {
 }
 
 func (d *demo) snapshot(ctx context.Context) (snapshot, error) {
+	// Done is read before the counts: the workload's end happens before a
+	// Stats that starts after it, so a done snapshot has the final counts.
+	done := false
+	select {
+	case <-d.finished:
+		done = true
+	default:
+	}
 	st, err := d.q.Stats(ctx)
 	if err != nil {
 		return snapshot{}, err
@@ -342,11 +350,7 @@ func (d *demo) snapshot(ctx context.Context) (snapshot, error) {
 		InFlight: st.InFlight,
 		Delayed:  st.Delayed,
 		LagMS:    st.Lag.Milliseconds(),
-	}
-	select {
-	case <-d.finished:
-		s.Done = true
-	default:
+		Done:     done,
 	}
 	d.mu.Lock()
 	switch {
