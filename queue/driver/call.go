@@ -145,10 +145,11 @@ func WithAbandon(ctx, abandon context.Context) context.Context {
 	return a.self
 }
 
-// Made panics, with "Name: zero Backend: use Name.New", if made is false:
-// the check at the start of every method of a backend whose zero value
-// is not usable, where made says whether its New ran (a field that New
-// sets is not nil).
+// Made panics, with "Name: zero Backend: use Name.New", if made is false,
+// where made says whether the backend's New ran (a field that New sets is
+// not nil): the check of a method of a backend whose zero value is not
+// usable, where the method does not start with its Lifecycle's Open, Check
+// or Begin, which make the same check (see Lifecycle.Init).
 func (c Call) Made(made bool) {
 	if !made {
 		panic(c.Name + ": zero Backend: use " + c.Name + ".New")

@@ -31,9 +31,9 @@
 // for its own client's errors); a [Lifecycle], marked by the backend's New
 // ([Lifecycle.Init]), runs its Open, marks its Close, gives a call made
 // before Open or after Close its error ([Lifecycle.Check], and
-// [Lifecycle.Begin] for a call that asks the broker), and panics in a
-// method of a zero Backend, as [Call.Made] does for the methods that do
-// not check it. A
+// [Lifecycle.Begin] for a call that asks the broker), and panics in those
+// calls on a zero Backend, as [Call.Made] does where a backend checks
+// without its Lifecycle. A
 // process asking for a shared setting other than the queue's gets a
 // [SettingsError] ([Shared.Diff] and [CompareSettings] find it);
 // [AgreeLease] is the body of a CheckLease.

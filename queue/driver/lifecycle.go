@@ -23,7 +23,8 @@ type Lifecycle struct {
 }
 
 // Init marks l as the Lifecycle of a Backend made by its New, which calls
-// it, not opened. On a Lifecycle not marked, the one of a zero Backend,
+// it once, before any other method of l. On a Lifecycle not marked, the
+// one of a zero Backend,
 // Open, Check and Begin panic with "Name: zero Backend: use Name.New" (c's
 // Name: see [Call.Made]); Close and Closing do not.
 func (l *Lifecycle) Init() {
@@ -79,8 +80,8 @@ func (l *Lifecycle) Check(c Call) error {
 	return nil
 }
 
-// state reports whether an Open succeeded and whether Close was called,
-// after it panicked if l is not marked by Init.
+// state panics if l is not marked by Init, and else reports whether an
+// Open succeeded and whether Close was called.
 func (l *Lifecycle) state(c Call) (opened, closed bool) {
 	l.mu.Lock()
 	made, opened, closed := l.made, l.opened, l.closed
@@ -90,9 +91,10 @@ func (l *Lifecycle) state(c Call) (opened, closed bool) {
 }
 
 // Begin is the start of a backend's call that asks its broker: it
-// returns Check's error if it is not nil, and else the call's context,
-// made by c.Context(ctx, d). The cancel func is never nil: defer it
-// before looking at the error, or after.
+// returns Check's error if it is not nil (with ctx itself, and a cancel
+// func that does nothing), and else the call's context, made by
+// c.Context(ctx, d). The cancel func is never nil: defer it before
+// looking at the error, or after.
 func (l *Lifecycle) Begin(ctx context.Context, c Call, d time.Duration) (context.Context, context.CancelFunc, error) {
 	if err := l.Check(c); err != nil {
 		return ctx, func() {}, err

@@ -163,32 +163,50 @@ func TestLifecycleCloseWhileOpening(t *testing.T) {
 func TestLifecycleBegin(t *testing.T) {
 	var l driver.Lifecycle
 	l.Init()
-	ctx, cancel, err := l.Begin(context.Background(), testCall, time.Hour)
+	type key struct{}
+	parent := context.WithValue(context.Background(), key{}, "caller")
+	ctx, cancel, err := l.Begin(parent, testCall, time.Hour)
 	cancel() // never nil
 	if got := errText(err); got != notOpened {
 		t.Fatalf("Begin before Open = %s, want %s", got, notOpened)
 	}
-	if ctx.Err() != nil {
-		t.Fatalf("the context of a Begin that failed ended: %v", ctx.Err())
+	if ctx != parent {
+		t.Fatalf("the context of a Begin that failed is not the caller's")
 	}
 	if err := l.Open(testCall, func() error { return nil }); err != nil {
 		t.Fatalf("Open = %v", err)
 	}
 	synctest.Test(t, func(t *testing.T) {
-		ctx, cancel, err := l.Begin(context.Background(), testCall, time.Second)
+		ctx, cancel, err := l.Begin(parent, testCall, time.Second)
 		defer cancel()
 		if err != nil {
 			t.Fatalf("Begin after Open = %v, want nil", err)
+		}
+		if ctx.Value(key{}) != "caller" {
+			t.Fatal("the call's context does not come from the caller's")
 		}
 		start := time.Now()
 		<-ctx.Done()
 		if waited := time.Since(start); waited != time.Second {
 			t.Fatalf("the call's context ended after %v, want 1s", waited)
 		}
-		if err := testCall.Fail(ctx, "op", ctx.Err()); !errors.Is(err, driver.ErrUnavailable) {
-			t.Fatalf("Fail at the call's deadline = %v, want ErrUnavailable", err)
+		const want = "kit: op: queue: backend unavailable: kit: no answer within the call timeout: context deadline exceeded"
+		if err := testCall.Fail(ctx, "op", ctx.Err()); errText(err) != want {
+			t.Fatalf("Fail at the call's deadline = %v, want %s", err, want)
 		}
 	})
+	cctx, cancelParent := context.WithCancel(parent)
+	ctx, cancel, err = l.Begin(cctx, testCall, time.Hour)
+	if err != nil {
+		t.Fatalf("Begin after Open = %v, want nil", err)
+	}
+	cancelParent() // ends the contexts derived from it before it returns
+	select {
+	case <-ctx.Done():
+	default:
+		t.Fatal("the call's context did not end with the caller's")
+	}
+	cancel()
 	l.Close()
 	_, cancel, err = l.Begin(context.Background(), testCall, time.Hour)
 	cancel()
@@ -234,5 +252,9 @@ func TestLifecycleZero(t *testing.T) {
 	if first, opened := l.Close(); !first || opened {
 		t.Fatalf("Close = %v, %v; want true, false", first, opened)
 	}
-	<-l.Closing()
+	select {
+	case <-l.Closing():
+	default:
+		t.Fatal("Closing not closed after Close")
+	}
 }

@@ -111,24 +111,23 @@ func (b *Backend) stored(ctx context.Context, d *driver.Delivery) (bool, error) 
 }
 
 // misnumbered reports whether deliveries are checked (staleLeaders, for lease) and the work
-// stream's leader holds another job at the sequence of d. A replicated 2.9 consumer can lead from a replica that missed jobs after a pause of the
-// stream's leader and numbered the later ones differently (seen in the fault suite: two jobs
-// missed, each later job two sequences early); its deliveries then carry sequences that are
-// other jobs' on the other replicas, and an ack (or a TERM) of one removes the other job there,
-// which is lost. Such a delivery is neither run nor settled (see Start and bury). For a
-// delivery received by take, the consumer's leader is then asked to step down (see stepDown),
-// at most once per eight leases, and only for a delivery that arrived after the last such
-// request (one prefetched before it may come from the leader that was replaced): a leader
-// whose replica has the jobs delivers them at their own sequences. A step-down is unrest, and
-// the unrest it causes (the new leader seen, the pull's heartbeats missed) keeps deliveries
-// checked for four leases after it; eight leases apart, the window can close between two
-// requests, so that a stream leader that is itself the stale server (every delivery then looks
-// misnumbered) holds jobs back until unrest the backend did not cause has stopped for four
-// leases, not for ever. A sequence that holds no
-// job (the job was acked since, or moved: see requeue), or a look-up that fails, reports
-// false, and the job runs: its ack removes no other job. The look-up has a quarter of the
-// call timeout, so that the caller's requests have time left after one not answered. The
-// work stream is made without direct gets: its leader answers the look-up.
+// stream's leader holds another job at the sequence of d. A replicated 2.9 consumer can lead from
+// a replica that missed jobs after a pause of the stream's leader and numbered the later ones
+// differently (seen in the fault suite: two jobs missed, each later job two sequences early); its
+// deliveries then carry sequences that are other jobs' on the other replicas, and an ack (or a
+// TERM) of one removes the other job there, which is lost. Such a delivery is neither run nor
+// settled (see Start and bury). For a delivery received by take, the consumer's leader is then
+// asked to step down (see stepDown), at most once per eight leases, and only for a delivery that
+// arrived after the last such request (one prefetched before it may come from the leader that was
+// replaced): a leader whose replica has the jobs delivers them at their own sequences. A step-down
+// is unrest, and the unrest it causes (the new leader seen, the pull's heartbeats missed) keeps
+// deliveries checked for four leases after it; eight leases apart, the window can close between
+// two requests, so that a stream leader that is itself the stale server (every delivery then looks
+// misnumbered) holds jobs back until unrest the backend did not cause has stopped for four leases,
+// not for ever. A sequence that holds no job (the job was acked since, or moved: see requeue), or
+// a look-up that fails, reports false, and the job runs: its ack removes no other job. The look-up
+// has a quarter of the call timeout, so that the caller's requests have time left after one not
+// answered. The work stream is made without direct gets: its leader answers the look-up.
 func (b *Backend) misnumbered(ctx context.Context, d *driver.Delivery, lease time.Duration) bool {
 	if !b.staleLeaders(lease) {
 		return false
