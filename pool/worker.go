@@ -115,13 +115,7 @@ func (p *Pool) serve(w *worker, s *shift) (again bool) {
 			err = s.t.fn(ctx)
 			s.inTask = false
 		}
-		// goexited takes the same step; it is written out here, not shared through a
-		// function, because a call on every task's path shows in BenchmarkPoolSubmit.
-		now := p.clockFor(&s.t)
-		p.mu.Lock()
-		wk := p.nextLocked(w, s, err, panicked, now)
-		p.mu.Unlock()
-		wk.send()
+		p.next(w, s, err, panicked)
 	}
 }
 
@@ -151,16 +145,18 @@ func (p *Pool) finish(t *task, err error, ran int64) {
 	}
 }
 
-// nextLocked ends the task in s.t, if any, which returned err (or panicked), at now, and
-// decides what the worker does next: it takes the next task into s.t, or joins the idle
-// workers (s.parked), or, when the pool is closed and has nothing left to run, exits (s.exit,
-// once the worker has delivered: Close waits for it). The caller sends the wake-ups it
-// returns once Pool.mu is released.
+// next ends the task in s.t, if any, which returned err (or panicked), and decides what the
+// worker does next: it takes the next task into s.t, or joins the idle workers (s.parked), or,
+// when the pool is closed and has nothing left to run, exits (s.exit, once the worker has
+// delivered: Close waits for it). It does so holding Pool.mu, and sends the wake-ups that
+// taking a task causes once it has released it.
 //
 // The task's end is counted first, so that Stats includes a task once its result is
 // delivered, and the task is kept in s.out if its result is to be. (It is ended here rather
 // than in a function of its own, which would cost every task a call.)
-func (p *Pool) nextLocked(w *worker, s *shift, err error, panicked bool, now int64) wakeups {
+func (p *Pool) next(w *worker, s *shift, err error, panicked bool) {
+	now := p.clockFor(&s.t)
+	p.mu.Lock()
 	if s.t.fn != nil {
 		p.finishedLocked(err, panicked)
 		if s.t.enq != 0 {
@@ -184,20 +180,22 @@ func (p *Pool) nextLocked(w *worker, s *shift, err error, panicked bool, now int
 				s.start = p.clock()
 			}
 		}
-		return wk
+		p.mu.Unlock()
+		wk.send()
+		return
 	}
 	if p.closed {
 		s.exit = true
-		return wakeups{}
+	} else {
+		w.parked = true
+		w.parkedAt = now
+		if now == 0 {
+			w.parkedAt = p.clock()
+		}
+		p.idle.Park(w)
+		s.parked = true
 	}
-	w.parked = true
-	w.parkedAt = now
-	if now == 0 {
-		w.parkedAt = p.clock()
-	}
-	p.idle.Park(w)
-	s.parked = true
-	return wakeups{}
+	p.mu.Unlock()
 }
 
 // finishedLocked counts a task that ran and returned err (or panicked). When the pool is timed,
@@ -411,11 +409,7 @@ func (p *Pool) goexited(w *worker, s *shift) {
 		return // a hook's: its task is already accounted for
 	}
 	s.goexit = false
-	now := p.clockFor(&s.t)
-	p.mu.Lock()
-	wk := p.nextLocked(w, s, ErrGoexit, false, now)
-	p.mu.Unlock()
-	wk.send()
+	p.next(w, s, ErrGoexit, false)
 	if s.out.fn != nil {
 		p.deliver(s)
 	}
