@@ -77,10 +77,7 @@ func (t typed[T]) inspect(ctx context.Context, id string) (job, error) {
 
 // render drops the payload's type: the rest of ji is kept, the payload becomes JSON text.
 func render[T any](ji *queue.JobInfo[T]) job {
-	j := job{JobInfo: queue.JobInfo[struct{}]{
-		Err: ji.Err, State: ji.State, Size: ji.Size, History: ji.History, NextRun: ji.NextRun,
-		LeaseHolder: ji.LeaseHolder, LeaseEnd: ji.LeaseEnd, Canceling: ji.Canceling, Reason: ji.Reason, DeadAt: ji.DeadAt,
-	}}
+	j := job{JobInfo: queue.JobInfo[struct{}]{Err: ji.Err, Size: ji.Size, JobStatus: ji.JobStatus}}
 	jb := ji.Job
 	j.Job = queue.Job[struct{}]{ID: jb.ID, Key: jb.Key, Version: jb.Version, NotBefore: jb.NotBefore, StartBy: jb.StartBy,
 		Attempt: jb.Attempt, EnqueuedAt: jb.EnqueuedAt}

@@ -59,26 +59,17 @@ type JobInfo[T any] struct {
 	// Err is the error decoding its payload, if it could not be (the
 	// Payload is then zero).
 	Err error
-	// State is where the job is.
-	State State
 	// Size is the size of the encoded payload in bytes (0 with a backend
 	// that keeps payload values, such as the in-memory one).
 	Size int
-	// History lists the job's failed attempts, oldest first.
-	History []Attempt
-	// NextRun is when a delayed job becomes ready.
-	NextRun time.Time
-	// LeaseHolder names who holds a job in flight, where the backend knows
-	// it; LeaseEnd is when its lease ends unless renewed.
-	LeaseHolder string
-	LeaseEnd    time.Time
-	// Canceling says the job, in flight, was cancelled: its handler's
-	// context is being cancelled.
-	Canceling bool
-	// Reason and DeadAt say why and when a dead letter was dead-lettered.
-	Reason Reason
-	DeadAt time.Time
+	// JobStatus is where the job is (State) and what happened to it:
+	// its failed attempts, when it runs next, who holds its lease, whether
+	// it is being cancelled, and why and when it died.
+	JobStatus
 }
+
+// JobStatus is where a job is and what happened to it (see [JobInfo]).
+type JobStatus = driver.JobStatus
 
 // Page is one page of a listing: its jobs, and the cursor of the next page
 // ("" after the last one).
@@ -261,9 +252,7 @@ func (q *Queue[T]) selection(f Filter) (driver.Admin, driver.Filter, error) {
 // jobInfo fills ji from the backend's info.
 func (q *Queue[T]) jobInfo(info *driver.JobInfo, ji *JobInfo[T]) {
 	ji.Err = q.job(&info.Message, &ji.Job)
-	ji.State, ji.Size, ji.History = info.State, len(info.Body), info.History
-	ji.NextRun, ji.LeaseHolder, ji.LeaseEnd = info.NextRun, info.LeaseHolder, info.LeaseEnd
-	ji.Canceling, ji.Reason, ji.DeadAt = info.Canceling, info.Reason, info.DeadAt
+	ji.Size, ji.JobStatus = len(info.Body), info.JobStatus
 	if info.State != StateDead && info.Version > q.vers.Current {
 		ji.State = StateAwaitingVersion
 	}

@@ -112,7 +112,7 @@ package queue
 // Where things are: queue.go holds Queue (New, Enqueue, the dead letters, Close), stats.go
 // Stats, codec.go payload encoding and Codec, options.go every option (and the Overflow alias),
 // admin.go the operator's verbs (Jobs, Count, Inspect, Cancel, Pause, Resume, the bulk verbs;
-// Filter, JobInfo, Page), hooks.go Hooks, Event and PanicError, observe.go WithName,
+// Filter, JobInfo, JobStatus, Page), hooks.go Hooks, Event and PanicError, observe.go WithName,
 // WithLogger and the pprof labels, job.go Job, DeadLetter and the names of Attempt and Reason,
 // headers.go WithHeaders, errors.go the sentinel errors; consumer.go the Consumer, worker.go
 // its worker loops, settle.go how a job is settled, lease.go the renewal of the backend

@@ -169,6 +169,13 @@ var errPage = errors.New("queue: page size must be 1 to 1000")
 // of handler runs the job had.
 type JobInfo struct {
 	Message
+	JobStatus
+}
+
+// JobStatus is where a job is and what happened to it: the part of a
+// JobInfo that is not the job's Message. The queue package describes a job
+// to its users with the same struct.
+type JobStatus struct {
 	// State is where the job is.
 	State JobState
 	// History lists the job's failed attempts, oldest first (as a dead
@@ -274,7 +281,7 @@ func (g Gather) Count(ctx context.Context, f Filter) (int, error) {
 // DeadInfo returns the dead letter dm as Admin describes it: StateDead,
 // with its reason, history and time of death. It shares dm's slices.
 func DeadInfo(dm *DeadMessage) JobInfo {
-	return JobInfo{Message: dm.Message, State: StateDead, History: dm.History, Reason: dm.Reason, DeadAt: dm.At}
+	return JobInfo{Message: dm.Message, JobStatus: JobStatus{State: StateDead, History: dm.History, Reason: dm.Reason, DeadAt: dm.At}}
 }
 
 // DeadInfos reads every dead letter of letters (a Backend's DeadLetters)

@@ -50,7 +50,7 @@ package driver
 // Where things are: backend.go holds the Backend interface and what crosses
 // it (Message, Delivery, DeadMessage, the results, Stats, SharedLease,
 // Reconnecter, RateLimiter, ReceiveStarter); admin.go Admin, the operator's verbs, with
-// Filter, Cursor and JobInfo, and Gather (and NewGather), List and Count
+// Filter, Cursor, JobInfo and JobStatus, and Gather (and NewGather), List and Count
 // read in a backend's process; call.go Call, how a broker backend bounds, reports and waits
 // for its calls, and WithAbandon; lifecycle.go Lifecycle, its state from Open to Close; settings.go Shared, SettingsError, CompareSettings
 // and AgreeLease, the shared settings; config.go Config and Overflow;

@@ -109,9 +109,9 @@ func ExampleGather() {
 				Message: driver.Message{ID: "x", EnqueuedAt: at}, Reason: driver.ReasonCanceled})}, nil
 		}
 		return []driver.JobInfo{
-			{Message: driver.Message{ID: "b", EnqueuedAt: at}, State: driver.StateReady},
-			{Message: driver.Message{ID: "a", EnqueuedAt: at}, State: driver.StateDelayed},
-			{Message: driver.Message{ID: "c", EnqueuedAt: at.Add(time.Second)}, State: driver.StateReady},
+			{Message: driver.Message{ID: "b", EnqueuedAt: at}, JobStatus: driver.JobStatus{State: driver.StateReady}},
+			{Message: driver.Message{ID: "a", EnqueuedAt: at}, JobStatus: driver.JobStatus{State: driver.StateDelayed}},
+			{Message: driver.Message{ID: "c", EnqueuedAt: at.Add(time.Second)}, JobStatus: driver.JobStatus{State: driver.StateReady}},
 		}, nil
 	})
 	ctx := context.Background()
@@ -137,7 +137,7 @@ func ExampleNewGather() {
 	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	open := error(nil)
 	stored := func(context.Context) ([]driver.JobInfo, error) {
-		return []driver.JobInfo{{Message: driver.Message{ID: "a", EnqueuedAt: at}, State: driver.StateReady}}, nil
+		return []driver.JobInfo{{Message: driver.Message{ID: "a", EnqueuedAt: at}, JobStatus: driver.JobStatus{State: driver.StateReady}}}, nil
 	}
 	dead := func(context.Context) iter.Seq2[driver.DeadMessage, error] {
 		return func(yield func(driver.DeadMessage, error) bool) {

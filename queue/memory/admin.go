@@ -57,7 +57,8 @@ func (m *Backend) collect(dead bool) []driver.JobInfo {
 // describe returns what Admin tells of e at now and mono, with a copy of
 // its history. m.mu held.
 func (m *Backend) describe(e *entry, now time.Time, mono time.Duration) driver.JobInfo {
-	info := driver.JobInfo{Message: e.msg(), History: slices.Clone(e.history())}
+	info := driver.JobInfo{Message: e.msg()}
+	info.History = slices.Clone(e.history())
 	info.Attempt = e.attempt
 	switch e.state {
 	case stateLeased:
@@ -82,8 +83,9 @@ func (m *Backend) describe(e *entry, now time.Time, mono time.Duration) driver.J
 
 // deadInfo returns what Admin tells of the dead letter dm.
 func deadInfo(dm *driver.DeadMessage) driver.JobInfo {
-	return driver.JobInfo{Message: dm.Message, State: driver.StateDead, History: slices.Clone(dm.History),
-		Reason: dm.Reason, DeadAt: dm.At}
+	info := driver.DeadInfo(dm)
+	info.History = slices.Clone(dm.History)
+	return info
 }
 
 // Get implements driver.Admin.

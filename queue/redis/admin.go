@@ -143,7 +143,7 @@ func jobInfo(r []string, nowMs, leaseMs int64) driver.JobInfo {
 	info := driver.JobInfo{
 		Message: driver.Message{ID: r[0], Key: r[1], Body: []byte(r[2]), EnqueuedAt: parseNanos(r[3]),
 			NotBefore: parseNanos(r[4]), StartBy: parseNanos(r[5]), Version: ver, Attempt: att},
-		State: driver.JobState(r[9]), LeaseHolder: r[11], Canceling: r[13] == "1",
+		JobStatus: driver.JobStatus{State: driver.JobState(r[9]), LeaseHolder: r[11], Canceling: r[13] == "1"},
 	}
 	if r[8] != "" {
 		_ = json.Unmarshal([]byte(r[8]), &info.History)
