@@ -32,8 +32,8 @@ func (b *Backend) publishDead(ctx context.Context, msg *nats.Msg, id string, seq
 			return evicted, nil
 		}
 		if _, err := b.dead.GetLastMsgForSubject(ctx, msg.Subject); err == nil {
-			if err := b.dead.Purge(ctx, natsjs.WithPurgeSubject(msg.Subject)); err != nil {
-				return evicted, b.fail(ctx, "replace the dead letter of "+id, err)
+			if err := b.purge(ctx, b.dead, msg.Subject, "replace the dead letter of "+id); err != nil {
+				return evicted, err
 			}
 			continue
 		} else if !errors.Is(err, natsjs.ErrMsgNotFound) {
@@ -146,10 +146,7 @@ func (b *Backend) Redrive(ctx context.Context, id string) error {
 }
 
 func (b *Backend) purgeDead(ctx context.Context, id string) error {
-	if err := b.dead.Purge(ctx, natsjs.WithPurgeSubject(b.deadPrefix+token(id))); err != nil {
-		return b.fail(ctx, "purge "+id, err)
-	}
-	return nil
+	return b.purge(ctx, b.dead, b.deadPrefix+token(id), "purge "+id)
 }
 
 // Purge implements driver.Backend.

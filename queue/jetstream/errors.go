@@ -32,6 +32,14 @@ func (b *Backend) fail(ctx context.Context, op string, err error) error {
 	return err
 }
 
+// purge removes the messages of subject from s; an error is the backend's (see fail), for op.
+func (b *Backend) purge(ctx context.Context, s natsjs.Stream, subject, op string) error {
+	if err := s.Purge(ctx, natsjs.WithPurgeSubject(subject)); err != nil {
+		return b.fail(ctx, op, err)
+	}
+	return nil
+}
+
 // restless notes that the broker has just stalled, failed to answer or changed leaders.
 func (b *Backend) restless() {
 	now := time.Now().UnixNano()

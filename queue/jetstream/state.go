@@ -142,10 +142,7 @@ func (b *Backend) dropState(ctx context.Context, d *driver.Delivery, tok *delive
 		}
 		return nil
 	}
-	if err := b.state.Purge(ctx, natsjs.WithPurgeSubject(b.stateSubject(d.Seq))); err != nil {
-		return b.fail(ctx, "drop the state of "+d.ID, err)
-	}
-	return nil
+	return b.purge(ctx, b.state, b.stateSubject(d.Seq), "drop the state of "+d.ID)
 }
 
 // dropSoon is dropState for the record of the job of d, acked, on a state stream with
@@ -282,8 +279,8 @@ func (b *Backend) remark(ctx context.Context, tok *delivered, id, kind string) e
 			if k == kind {
 				continue
 			}
-			if err := b.state.Purge(ctx, natsjs.WithPurgeSubject(b.markPrefix+k+"."+token(id))); err != nil {
-				return b.fail(ctx, "unmark "+id, err)
+			if err := b.purge(ctx, b.state, b.markPrefix+k+"."+token(id), "unmark "+id); err != nil {
+				return err
 			}
 		}
 	}
@@ -292,8 +289,5 @@ func (b *Backend) remark(ctx context.Context, tok *delivered, id, kind string) e
 }
 
 func (b *Backend) unmark(ctx context.Context, id string) error {
-	if err := b.state.Purge(ctx, natsjs.WithPurgeSubject(b.markPrefix+"*."+token(id))); err != nil {
-		return b.fail(ctx, "unmark "+id, err)
-	}
-	return nil
+	return b.purge(ctx, b.state, b.markPrefix+"*."+token(id), "unmark "+id)
 }
