@@ -221,4 +221,7 @@ func TestFaultStartsBetween(t *testing.T) {
 	if got, want := r.startsBetween(t0, t0.Add(time.Minute)), "2 handler runs started meanwhile, the first after 2s"; got != want {
 		t.Fatalf("startsBetween = %q, want %q", got, want)
 	}
+	if got, want := r.startsBetween(t0, t0.Add(2500*time.Millisecond)), "1 handler run started meanwhile, after 2s"; got != want {
+		t.Fatalf("startsBetween, one start = %q, want %q", got, want)
+	}
 }

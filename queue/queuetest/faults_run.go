@@ -351,10 +351,14 @@ func (r *faultRun) startsBetween(t, end time.Time) string {
 			}
 		}
 	}
-	if n == 0 {
+	after := first.Sub(t).Round(time.Millisecond)
+	switch n {
+	case 0:
 		return "no handler run started meanwhile"
+	case 1:
+		return fmt.Sprintf("1 handler run started meanwhile, after %v", after)
 	}
-	return fmt.Sprintf("%d handler runs started meanwhile, the first after %v", n, first.Sub(t).Round(time.Millisecond))
+	return fmt.Sprintf("%d handler runs started meanwhile, the first after %v", n, after)
 }
 
 // outage checks, with the only server down, that the queue says so: Stats fails with
