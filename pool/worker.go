@@ -115,7 +115,7 @@ func (p *Pool) serve(w *worker, s *shift) (again bool) {
 			err = s.t.fn(ctx)
 			s.inTask = false
 		}
-		p.next(w, s, err, panicked)
+		p.advance(w, s, err, panicked)
 	}
 }
 
@@ -145,7 +145,7 @@ func (p *Pool) finish(t *task, err error, ran int64) {
 	}
 }
 
-// next ends the task in s.t, if any, which returned err (or panicked), and decides what the
+// advance ends the task in s.t, if any, which returned err (or panicked), and decides what the
 // worker does next: it takes the next task into s.t, or joins the idle workers (s.parked), or,
 // when the pool is closed and has nothing left to run, exits (s.exit, once the worker has
 // delivered: Close waits for it). It does so holding Pool.mu, and sends the wake-ups that
@@ -154,7 +154,7 @@ func (p *Pool) finish(t *task, err error, ran int64) {
 // The task's end is counted first, so that Stats includes a task once its result is
 // delivered, and the task is kept in s.out if its result is to be. (It is ended here rather
 // than in a function of its own, which would cost every task a call.)
-func (p *Pool) next(w *worker, s *shift, err error, panicked bool) {
+func (p *Pool) advance(w *worker, s *shift, err error, panicked bool) {
 	now := p.clockFor(&s.t)
 	p.mu.Lock()
 	if s.t.fn != nil {
@@ -409,7 +409,7 @@ func (p *Pool) goexited(w *worker, s *shift) {
 		return // a hook's: its task is already accounted for
 	}
 	s.goexit = false
-	p.next(w, s, ErrGoexit, false)
+	p.advance(w, s, ErrGoexit, false)
 	if s.out.fn != nil {
 		p.deliver(s)
 	}
