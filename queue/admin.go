@@ -52,7 +52,9 @@ type Filter struct {
 	Limit int
 }
 
-// JobInfo is a job as an operator sees it ([Queue.Jobs], [Queue.Inspect]).
+// JobInfo is a job as an operator sees it ([Queue.Jobs], [Queue.Inspect]): the job, and in
+// its [JobStatus] (State, History, NextRun, LeaseHolder, LeaseEnd, Canceling, Reason, DeadAt)
+// where it is and what happened to it.
 type JobInfo[T any] struct {
 	// Job is the job; its Attempt is the handler runs it had so far.
 	Job Job[T]
@@ -68,7 +70,14 @@ type JobInfo[T any] struct {
 	JobStatus
 }
 
-// JobStatus is where a job is and what happened to it (see [JobInfo]).
+// JobStatus is where a job is and what happened to it, as its backend reports it
+// ([driver.JobStatus] documents each field): State; History, its failed attempts, oldest first;
+// NextRun, when a delayed job becomes ready; LeaseHolder and LeaseEnd, who holds a job in
+// flight, where the backend knows it, and when its lease ends unless renewed; Canceling,
+// whether the job, in flight, is being cancelled ([Queue.Cancel]); Reason and DeadAt, why and
+// when a dead letter was dead-lettered. In a [JobInfo], a job whose payload version is newer
+// than the queue's ([WithVersion]) has State [StateAwaitingVersion] and keeps the other fields
+// of the state its backend reported (a delayed job its NextRun, a job in flight its lease).
 type JobStatus = driver.JobStatus
 
 // Page is one page of a listing: its jobs, and the cursor of the next page

@@ -255,6 +255,38 @@ func TestAwaitingVersion(t *testing.T) {
 	})
 }
 
+// An operator's view of a job whose payload version is newer than the queue's says
+// StateAwaitingVersion and keeps the rest of what the backend reported: a delayed job's
+// NextRun. The queue that understands it sees it delayed.
+func TestInspectAwaitingVersion(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		m := memory.New()
+		if err := m.Open(ctx, driver.Config{}); err != nil {
+			t.Fatal(err)
+		}
+		defer m.Close(ctx)
+		store := struct { // a shared store with the operator's verbs
+			sharedStore
+			driver.Admin
+		}{sharedStore{m}, m}
+		q1 := newVersioned[orderV1](t, store, queue.WithVersion(1))
+		q2 := newVersioned[orderV2](t, store, queue.WithVersion(2), queue.WithUpgrade(1, upgradeV1))
+		if _, err := q2.Enqueue(ctx, orderV2{N: 1}, queue.WithID("later"), queue.WithDelay(time.Minute)); err != nil {
+			t.Fatal(err)
+		}
+		due := time.Now().Add(time.Minute)
+		ji, err := q1.Inspect(ctx, "later")
+		if err != nil || ji.State != queue.StateAwaitingVersion || !ji.NextRun.Equal(due) {
+			t.Fatalf("v1 Inspect = state %q, next run %v, %v; want %q, %v", ji.State, ji.NextRun, err, queue.StateAwaitingVersion, due)
+		}
+		ji2, err := q2.Inspect(ctx, "later")
+		if err != nil || ji2.State != queue.StateDelayed || !ji2.NextRun.Equal(due) || ji2.Job.Version != 2 {
+			t.Fatalf("v2 Inspect = state %q, next run %v, version %d, %v; want %q, %v, 2", ji2.State, ji2.NextRun, ji2.Job.Version, err, queue.StateDelayed, due)
+		}
+	})
+}
+
 // A job that no consumer understands is dead-lettered with ReasonVersion
 // exactly the version wait after it was first handed back, having spent no
 // attempt; redriven once a consumer that understands it runs, it is handled.
