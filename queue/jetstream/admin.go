@@ -124,7 +124,7 @@ func (b *Backend) SetPaused(ctx context.Context, paused bool) error {
 		b.runningSeen.Store(0) // this backend's Receives read the record from now on
 		return nil
 	}
-	return b.purge(ctx, b.state, b.pauseSubject(), "resume")
+	return b.purgeSubject(ctx, b.state, b.pauseSubject(), "resume", "")
 }
 
 // Cancel implements driver.Admin (see above).

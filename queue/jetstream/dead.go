@@ -32,7 +32,7 @@ func (b *Backend) publishDead(ctx context.Context, msg *nats.Msg, id string, seq
 			return evicted, nil
 		}
 		if _, err := b.dead.GetLastMsgForSubject(ctx, msg.Subject); err == nil {
-			if err := b.purge(ctx, b.dead, msg.Subject, "replace the dead letter of "+id); err != nil {
+			if err := b.purgeSubject(ctx, b.dead, msg.Subject, "replace the dead letter of", id); err != nil {
 				return evicted, err
 			}
 			continue
@@ -146,7 +146,7 @@ func (b *Backend) Redrive(ctx context.Context, id string) error {
 }
 
 func (b *Backend) purgeDead(ctx context.Context, id string) error {
-	return b.purge(ctx, b.dead, b.deadPrefix+token(id), "purge "+id)
+	return b.purgeSubject(ctx, b.dead, b.deadPrefix+token(id), "purge", id)
 }
 
 // Purge implements driver.Backend.

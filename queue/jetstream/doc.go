@@ -169,4 +169,4 @@ package jetstream
 // state.go job state, markers; unique.go the unique keys; ratelimit.go TakeStart, the rate
 // limit; admin.go the operator's verbs (driver.Admin): list, get, cancel, pause; dead.go,
 // stats.go, resurrect.go, blind.go (a consumer led from a replica that missed jobs), message.go;
-// errors.go the requests' deadlines and the broker's errors.
+// errors.go the requests' deadlines, the broker's errors and the purge of a subject.

@@ -32,12 +32,17 @@ func (b *Backend) fail(ctx context.Context, op string, err error) error {
 	return err
 }
 
-// purge removes the messages of subject from s; an error is the backend's (see fail), for op.
-func (b *Backend) purge(ctx context.Context, s natsjs.Stream, subject, op string) error {
-	if err := s.Purge(ctx, natsjs.WithPurgeSubject(subject)); err != nil {
-		return b.fail(ctx, op, err)
+// purgeSubject removes the messages of subject from s. Its error is the backend's (see
+// fail), for the operation op on the job id (none if id is "").
+func (b *Backend) purgeSubject(ctx context.Context, s natsjs.Stream, subject, op, id string) error {
+	err := s.Purge(ctx, natsjs.WithPurgeSubject(subject))
+	if err == nil {
+		return nil
 	}
-	return nil
+	if id != "" {
+		op += " " + id
+	}
+	return b.fail(ctx, op, err)
 }
 
 // restless notes that the broker has just stalled, failed to answer or changed leaders.

@@ -231,27 +231,30 @@ func TestBlindConsumerStepsDown(t *testing.T) {
 
 	// A consumer without a leader drops the requests made to it, or refuses them at once
 	// while one is elected: each look is bounded, and the looks are paced, within a minute.
+	// leader returns the consumer's leader once it is not the server not ("": any).
 	leader := func(not string) string {
 		t.Helper()
 		deadline := time.Now().Add(time.Minute)
 		tick := time.NewTicker(100 * time.Millisecond)
 		defer tick.Stop()
-		var last string
-		var lastErr error
-		for time.Now().Before(deadline) {
+		last := "none yet"
+		for time.Now().Before(deadline) && ctx.Err() == nil {
 			rctx, rcancel := context.WithTimeout(ctx, 2*time.Second)
 			ci, err := b.statCons.Info(rctx)
 			rcancel()
-			if err == nil && ci.Cluster != nil && ci.Cluster.Leader != "" && ci.Cluster.Leader != not {
+			switch {
+			case err != nil:
+				last = err.Error()
+			case ci.Cluster == nil || ci.Cluster.Leader == "":
+				last = "no leader"
+			case ci.Cluster.Leader == not:
+				last = "leader " + not
+			default:
 				return ci.Cluster.Leader
 			}
-			if err == nil && ci.Cluster != nil {
-				last = ci.Cluster.Leader
-			}
-			lastErr = err
 			<-tick.C
 		}
-		t.Fatalf("no consumer leader other than %q within a minute; last look: leader %q, %v", not, last, lastErr)
+		t.Fatalf("no consumer leader other than %q within a minute; the last look: %s", not, last)
 		return ""
 	}
 	before := leader("")

@@ -142,7 +142,7 @@ func (b *Backend) dropState(ctx context.Context, d *driver.Delivery, tok *delive
 		}
 		return nil
 	}
-	return b.purge(ctx, b.state, b.stateSubject(d.Seq), "drop the state of "+d.ID)
+	return b.purgeSubject(ctx, b.state, b.stateSubject(d.Seq), "drop the state of", d.ID)
 }
 
 // dropSoon is dropState for the record of the job of d, acked, on a state stream with
@@ -279,7 +279,7 @@ func (b *Backend) remark(ctx context.Context, tok *delivered, id, kind string) e
 			if k == kind {
 				continue
 			}
-			if err := b.purge(ctx, b.state, b.markPrefix+k+"."+token(id), "unmark "+id); err != nil {
+			if err := b.purgeSubject(ctx, b.state, b.markPrefix+k+"."+token(id), "unmark", id); err != nil {
 				return err
 			}
 		}
@@ -289,5 +289,5 @@ func (b *Backend) remark(ctx context.Context, tok *delivered, id, kind string) e
 }
 
 func (b *Backend) unmark(ctx context.Context, id string) error {
-	return b.purge(ctx, b.state, b.markPrefix+"*."+token(id), "unmark "+id)
+	return b.purgeSubject(ctx, b.state, b.markPrefix+"*."+token(id), "unmark", id)
 }
