@@ -24,9 +24,9 @@ type Lifecycle struct {
 
 // Init marks l as the Lifecycle of a Backend made by its New, which calls
 // it once, before any other method of l. On a Lifecycle not marked, the
-// one of a zero Backend,
-// Open, Check and Begin panic with "Name: zero Backend: use Name.New" (c's
-// Name: see [Call.Made]); Close and Closing do not.
+// one of a zero Backend, Open, Check and Begin panic with "Name: zero
+// Backend: use Name.New" (c's Name: see [Call.Made]); Close and Closing
+// do not.
 func (l *Lifecycle) Init() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
