@@ -95,6 +95,22 @@ func BenchmarkQueueInMemory(b *testing.B) {
 	})
 }
 
+// countJobs returns a handler of the benchmarks' jobs, which panics on an empty payload, and a
+// channel it closes once it has handled total jobs.
+func countJobs(total int64) (func(context.Context, queue.Job[[]byte]) error, <-chan struct{}) {
+	var n atomic.Int64
+	done := make(chan struct{})
+	return func(ctx context.Context, j queue.Job[[]byte]) error {
+		if len(j.Payload) == 0 {
+			panic("empty payload")
+		}
+		if n.Add(1) == total {
+			close(done)
+		}
+		return nil
+	}, done
+}
+
 // benchQueueInMemory enqueues b.N jobs into an in-memory queue made with
 // opts, handled by queueWorkers workers.
 func benchQueueInMemory(b *testing.B, opts ...queue.Option) {
@@ -104,18 +120,8 @@ func benchQueueInMemory(b *testing.B, opts ...queue.Option) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	var n atomic.Int64
-	done := make(chan struct{})
-	total := int64(b.N)
-	c, err := q.Consume(ctx, func(ctx context.Context, j queue.Job[[]byte]) error {
-		if len(j.Payload) == 0 {
-			panic("empty payload")
-		}
-		if n.Add(1) == total {
-			close(done)
-		}
-		return nil
-	}, queue.WithWorkers(queueWorkers))
+	handler, done := countJobs(int64(b.N))
+	c, err := q.Consume(ctx, handler, queue.WithWorkers(queueWorkers))
 	if err != nil {
 		b.Fatal(err)
 	}
