@@ -9,9 +9,9 @@ import (
 	natsjs "github.com/nats-io/nats.go/jetstream"
 
 	"github.com/corral-go/corral/queue"
-	"github.com/corral-go/corral/queue/driver"
 	"github.com/corral-go/corral/queue/jetstream"
 	"github.com/corral-go/corral/queue/jetstream/internal/natstest"
+	"github.com/corral-go/corral/queue/queuetest"
 )
 
 // wantPanic checks that f panics in the caller's goroutine with exactly the message want.
@@ -45,27 +45,10 @@ func TestNewPanicsOnBadInput(t *testing.T) {
 
 // Every method of a zero Backend panics at once, in the caller's goroutine, saying what to use.
 func TestZeroBackendPanicsSayingWhatToUse(t *testing.T) {
-	const want = "jetstream: zero Backend: use jetstream.New"
 	var b jetstream.Backend
-	ctx := context.Background()
-	d := &driver.Delivery{}
-	wantPanic(t, want, func() { _ = b.Open(ctx, driver.Config{}) })
-	wantPanic(t, want, func() { _, _ = b.Enqueue(ctx, driver.Message{ID: "x"}) })
-	wantPanic(t, want, func() { _ = b.Receive(ctx, time.Second, d) })
-	wantPanic(t, want, func() { _ = b.Start(ctx, d) })
-	wantPanic(t, want, func() { _ = b.Extend(ctx, d, time.Second) })
-	wantPanic(t, want, func() { _ = b.Ack(ctx, d) })
-	wantPanic(t, want, func() { _ = b.Nack(ctx, d, 0, queue.Attempt{}) })
-	wantPanic(t, want, func() { _ = b.Release(ctx, d, 0) })
-	wantPanic(t, want, func() { _, _ = b.Bury(ctx, d, queue.ReasonPanic, queue.Attempt{}) })
-	wantPanic(t, want, func() { _ = b.DeadLetters(ctx) })
-	wantPanic(t, want, func() { _ = b.Redrive(ctx, "x") })
-	wantPanic(t, want, func() { _ = b.Purge(ctx, "x") })
-	wantPanic(t, want, func() { _, _ = b.Stats(ctx) })
-	wantPanic(t, want, func() { _ = b.CheckLease(ctx, time.Second) })
-	wantPanic(t, want, func() { _ = b.Reconnects() })
-	wantPanic(t, want, func() { _ = b.Close(ctx) })
-	wantPanic(t, want, func() { _ = b.Delete(ctx) })
+	queuetest.RunZeroBackend(t, &b, "jetstream: zero Backend: use jetstream.New", map[string]func(){
+		"Delete": func() { _ = b.Delete(context.Background()) },
+	})
 }
 
 // What the broker stores outlives the queue that stored it, as it outlives the process: a

@@ -279,7 +279,7 @@ func (b *Backend) buryCanceled(ctx context.Context) error {
 // if the lease holds and an operator cancelled the job, it buries it with ReasonCanceled and
 // the attempt a; else the lease was lost.
 func (b *Backend) settleCanceled(ctx context.Context, d *driver.Delivery, a driver.Attempt) error {
-	seq, _ := seqOf(d)
+	seq, _ := b.seqOf(d)
 	cctx, cancel := b.call(ctx)
 	var canceled bool
 	err := b.pool.QueryRow(cctx, b.sql.canceledOf, seq, int64(d.Seq)).Scan(&canceled)

@@ -11,6 +11,7 @@ import (
 	"github.com/corral-go/corral/queue"
 	"github.com/corral-go/corral/queue/driver"
 	"github.com/corral-go/corral/queue/postgres"
+	"github.com/corral-go/corral/queue/queuetest"
 )
 
 func panics(t *testing.T, want string, f func()) {
@@ -41,6 +42,11 @@ func TestMisuse(t *testing.T) {
 	panics(t, "WithPollInterval(-1s)", func() { postgres.WithPollInterval(-time.Second) })
 	panics(t, "zero Backend", func() { _ = new(postgres.Backend).Open(context.Background(), driver.Config{}) })
 	panics(t, "nil pool", func() { _ = postgres.Migrate(context.Background(), nil) })
+}
+
+// Every method of a zero Backend panics at once, in the caller's goroutine, saying what to use.
+func TestZeroBackendPanicsSayingWhatToUse(t *testing.T) {
+	queuetest.RunZeroBackend(t, new(postgres.Backend), "postgres: zero Backend: use postgres.New", nil)
 }
 
 // TestOpenUnreachable: Open against no server fails within the call timeout with an error

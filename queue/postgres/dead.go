@@ -18,6 +18,7 @@ const deadPage = 100
 // page at a time (each page a query with its own deadline). A dead letter buried while the
 // listing runs is listed if it comes after the page being read.
 func (b *Backend) DeadLetters(ctx context.Context) iter.Seq2[driver.DeadMessage, error] {
+	calls.Made(b.pool != nil)
 	return func(yield func(driver.DeadMessage, error) bool) {
 		if err := b.life.Check(calls); err != nil {
 			yield(driver.DeadMessage{}, err)

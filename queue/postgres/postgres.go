@@ -23,8 +23,8 @@ import (
 // Backend and Queue of the same name, on the same database and schema) share the queue's jobs.
 // A Backend is safe for concurrent use. Once opened it runs one goroutine of its own, which
 // listens for the queue's notifications on a connection of its own (not one of the pool's);
-// Close, which the queue's Close calls, stops it and waits for it. Make one with New: the
-// methods of a zero Backend panic.
+// Close, which the queue's Close calls, stops it and waits for it. Make one with New: every
+// method of a zero Backend panics at once ("postgres: zero Backend: use postgres.New").
 type Backend struct {
 	pool    *pgxpool.Pool
 	name    string
@@ -240,7 +240,10 @@ func (b *Backend) Close(ctx context.Context) error {
 
 // Reconnects implements driver.Reconnecter: the times the listening connection was made again
 // after it was lost.
-func (b *Backend) Reconnects() uint64 { return b.reconnects.Load() }
+func (b *Backend) Reconnects() uint64 {
+	calls.Made(b.pool != nil)
+	return b.reconnects.Load()
+}
 
 // querier is what the backend's queries run on: the pool, or a transaction.
 type querier interface {

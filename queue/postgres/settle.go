@@ -18,8 +18,10 @@ import (
 // nothing and fails with queue.ErrLeaseLost. A lease that ended but was not taken back yet
 // still holds (nobody else has the job): its delivery can be settled, but not started.
 
-// seqOf returns the job's seq of d.
-func seqOf(d *driver.Delivery) (int64, error) {
+// seqOf returns the job's seq of d, a delivery given to b's caller (it panics on a zero
+// Backend, as every method does).
+func (b *Backend) seqOf(d *driver.Delivery) (int64, error) {
+	calls.Made(b.pool != nil)
 	seq, ok := d.Token.(int64)
 	if !ok {
 		return 0, errors.New("postgres: delivery not from this backend")
@@ -32,7 +34,7 @@ func seqOf(d *driver.Delivery) (int64, error) {
 // the job may be delivered again at any moment). The Start calls of a backend's workers that
 // come at once are made in one query (see group).
 func (b *Backend) Start(ctx context.Context, d *driver.Delivery) error {
-	seq, err := seqOf(d)
+	seq, err := b.seqOf(d)
 	if err != nil {
 		return err
 	}
@@ -111,7 +113,7 @@ func (b *Backend) ackMany(ctx context.Context, keys []leaseKey) ([]int64, error)
 // Extend implements driver.Backend. It does not wait for a transaction that holds the job's
 // row (an AckTx in progress): the job is held, and nobody else can take it meanwhile.
 func (b *Backend) Extend(ctx context.Context, d *driver.Delivery, lease time.Duration) error {
-	seq, err := seqOf(d)
+	seq, err := b.seqOf(d)
 	if err != nil {
 		return err
 	}
@@ -145,7 +147,7 @@ func (b *Backend) Extend(ctx context.Context, d *driver.Delivery, lease time.Dur
 // acked already: Ack then returns nil. In a queue without a capacity, the Ack calls of a
 // backend's workers that come at once are made in one query (see group).
 func (b *Backend) Ack(ctx context.Context, d *driver.Delivery) error {
-	seq, err := seqOf(d)
+	seq, err := b.seqOf(d)
 	if err != nil {
 		return err
 	}
@@ -174,7 +176,7 @@ func (b *Backend) Ack(ctx context.Context, d *driver.Delivery) error {
 // Nack implements driver.Backend; a snooze also gives back the attempt of a started delivery,
 // as Release does, and counts in the job's snoozes.
 func (b *Backend) Nack(ctx context.Context, d *driver.Delivery, delay time.Duration, a driver.Attempt) error {
-	seq, err := seqOf(d)
+	seq, err := b.seqOf(d)
 	if err != nil {
 		return err
 	}
@@ -197,7 +199,7 @@ func (b *Backend) Nack(ctx context.Context, d *driver.Delivery, delay time.Durat
 // Release implements driver.Backend: the job is ready again after delay, and an attempt its
 // delivery spent (Start) is given back.
 func (b *Backend) Release(ctx context.Context, d *driver.Delivery, delay time.Duration) error {
-	seq, err := seqOf(d)
+	seq, err := b.seqOf(d)
 	if err != nil {
 		return err
 	}
@@ -216,7 +218,7 @@ func (b *Backend) Release(ctx context.Context, d *driver.Delivery, delay time.Du
 // says no run and no error (Number 0, Error ""): a job delivered with no attempt left.
 func (b *Backend) Bury(ctx context.Context, d *driver.Delivery, reason driver.Reason, a driver.Attempt) (driver.BuryResult, error) {
 	var res driver.BuryResult
-	seq, err := seqOf(d)
+	seq, err := b.seqOf(d)
 	if err != nil {
 		return res, err
 	}

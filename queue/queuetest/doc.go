@@ -26,6 +26,9 @@
 // RunAdminAcrossProcesses checks, on two backends of one queue as two processes open it, that
 // a cancel and a pause from one reach the consumer of the other.
 //
+// RunZeroBackend checks that every method of a backend's zero value panics at once, saying
+// what to use, for a backend whose zero value is not usable.
+//
 // A backend that keeps its state in process runs the suite on the virtual
 // clock of testing/synctest; one that talks to a broker declares RealTime,
 // and the suite then uses real time, scaled by Unit, and lower bounds.
@@ -42,7 +45,8 @@ package queuetest
 // dedup.go, keys.go (ordering keys), headers.go (job headers), admin.go and admin_procs.go
 // (the operator's verbs, and across processes), overflow.go, lease.go and close.go
 // (shutdown and Close), snooze.go, periodic.go, unique.go and ratelimit.go (jobs in time),
-// attempts.go (attempts are handler runs), versions.go (payload versions, Release's delay).
+// attempts.go (attempts are handler runs), versions.go (payload versions, Release's delay),
+// zero.go (RunZeroBackend).
 // The fault suite: faults.go holds Faults, Broker and RunFaults; faults_worker.go the worker
 // processes (ServeWorker's side, and the run's: start, stop, kill); faults_run.go a scenario's
 // run (producing, waiting, the events reported); faults_check.go its accounting check and

@@ -11,6 +11,7 @@ import (
 
 	"github.com/corral-go/corral/queue"
 	"github.com/corral-go/corral/queue/driver"
+	"github.com/corral-go/corral/queue/queuetest"
 	"github.com/corral-go/corral/queue/redis"
 	"github.com/corral-go/corral/queue/redis/internal/redistest"
 )
@@ -42,6 +43,14 @@ func TestNewMisuse(t *testing.T) {
 	mustPanic(t, "WithCallTimeout(0s)", func() { redis.WithCallTimeout(0) })
 	mustPanic(t, "WithPollInterval(-1s)", func() { redis.WithPollInterval(-time.Second) })
 	mustPanic(t, "zero Backend", func() { _ = new(redis.Backend).Open(context.Background(), driver.Config{}) })
+}
+
+// Every method of a zero Backend panics at once, in the caller's goroutine, saying what to use.
+func TestZeroBackendPanicsSayingWhatToUse(t *testing.T) {
+	var b redis.Backend
+	queuetest.RunZeroBackend(t, &b, "redis: zero Backend: use redis.New", map[string]func(){
+		"Regroups": func() { _ = b.Regroups() },
+	})
 }
 
 // TestUnreachable pins that a server that cannot be reached is queue.ErrUnavailable, within

@@ -277,6 +277,7 @@ func (b *Backend) Bury(ctx context.Context, d *driver.Delivery, reason driver.Re
 // DeadLetters implements driver.Backend: the dead-letter stream, oldest first, read 100 at a
 // time.
 func (b *Backend) DeadLetters(ctx context.Context) iter.Seq2[driver.DeadMessage, error] {
+	calls.Made(b.client != nil)
 	return func(yield func(driver.DeadMessage, error) bool) {
 		start := "-"
 		for {

@@ -23,7 +23,8 @@ import (
 //
 // One Backend serves one queue.Queue in one process; several processes (each with its own
 // Backend and Queue of the same name, on the same server) share the queue's jobs. A Backend is
-// safe for concurrent use. Make one with New: the methods of a zero Backend panic.
+// safe for concurrent use. Make one with New: every method of a zero Backend panics at once
+// ("redis: zero Backend: use redis.New").
 //
 // Each command runs in a goroutine of the call that sends it, so that the call returns at its
 // deadline (WithCallTimeout, or the caller's ctx) even if the client would wait longer (a
@@ -151,8 +152,10 @@ var (
 // part is which errors say the server could not be reached (unreachable).
 var calls = driver.Call{Name: "redis", Unreachable: unreachable}
 
-// call returns the context of one command of a call made with ctx.
+// call returns the context of one command of a call made with ctx. Every command starts here,
+// so that on a zero Backend it panics, in the caller's goroutine, saying what to use.
 func (b *Backend) call(ctx context.Context) (context.Context, context.CancelFunc) {
+	calls.Made(b.client != nil)
 	return calls.Context(ctx, b.o.callTimeout)
 }
 
@@ -424,7 +427,10 @@ func (b *Backend) regroup(ctx context.Context, op string) error {
 // letters and leases it held for the queue, which stay lost. Calls that find the keys gone at
 // the same moment may each record them, so one loss counts once or more. A Backend counts the
 // losses that its own Receive and Stats calls found.
-func (b *Backend) Regroups() uint64 { return b.regroups.Load() }
+func (b *Backend) Regroups() uint64 {
+	calls.Made(b.client != nil)
+	return b.regroups.Load()
+}
 
 // noGroup reports whether err is the server's answer to a command on a consumer group it
 // does not have.

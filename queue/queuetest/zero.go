@@ -1,0 +1,79 @@
+package queuetest
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/corral-go/corral/queue/driver"
+)
+
+// RunZeroBackend checks the rule of a backend whose zero value is not usable (one made with
+// its package's New): every method of zero, a pointer to such a zero value, panics at once,
+// in the caller's goroutine, with a message that contains want (for instance
+// "mybackend: zero Backend: use mybackend.New", what [driver.Call.Made] says). It calls the
+// methods of [driver.Backend] and, where zero implements them, of [driver.Admin],
+// [driver.SharedLease], [driver.Reconnecter], [driver.RateLimiter] and
+// [driver.ReceiveStarter], with a zero Delivery where a method takes one; extra holds the
+// backend's own methods, by name, to check the same way.
+func RunZeroBackend(t *testing.T, zero driver.Backend, want string, extra map[string]func()) {
+	t.Helper()
+	ctx := context.Background()
+	d := &driver.Delivery{}
+	calls := map[string]func(){
+		"Open":        func() { _ = zero.Open(ctx, driver.Config{}) },
+		"Enqueue":     func() { _, _ = zero.Enqueue(ctx, driver.Message{ID: "x"}) },
+		"Receive":     func() { _ = zero.Receive(ctx, time.Second, d) },
+		"Start":       func() { _ = zero.Start(ctx, d) },
+		"Extend":      func() { _ = zero.Extend(ctx, d, time.Second) },
+		"Ack":         func() { _ = zero.Ack(ctx, d) },
+		"Nack":        func() { _ = zero.Nack(ctx, d, 0, driver.Attempt{}) },
+		"Release":     func() { _ = zero.Release(ctx, d, 0) },
+		"Bury":        func() { _, _ = zero.Bury(ctx, d, driver.ReasonPanic, driver.Attempt{}) },
+		"DeadLetters": func() { _ = zero.DeadLetters(ctx) },
+		"Redrive":     func() { _ = zero.Redrive(ctx, "x") },
+		"Purge":       func() { _ = zero.Purge(ctx, "x") },
+		"Stats":       func() { _, _ = zero.Stats(ctx) },
+		"Close":       func() { _ = zero.Close(ctx) },
+	}
+	if a, ok := zero.(driver.Admin); ok {
+		calls["List"] = func() { _, _ = a.List(ctx, driver.Filter{Limit: 1}) }
+		calls["Count"] = func() { _, _ = a.Count(ctx, driver.Filter{}) }
+		calls["Get"] = func() { _, _ = a.Get(ctx, "x") }
+		calls["Cancel"] = func() { _ = a.Cancel(ctx, "x") }
+		calls["SetPaused"] = func() { _ = a.SetPaused(ctx, true) }
+	}
+	if s, ok := zero.(driver.SharedLease); ok {
+		calls["CheckLease"] = func() { _ = s.CheckLease(ctx, time.Second) }
+	}
+	if r, ok := zero.(driver.Reconnecter); ok {
+		calls["Reconnects"] = func() { _ = r.Reconnects() }
+	}
+	if r, ok := zero.(driver.RateLimiter); ok {
+		calls["TakeStart"] = func() { _, _, _ = r.TakeStart(ctx, 1, time.Second) }
+	}
+	if r, ok := zero.(driver.ReceiveStarter); ok {
+		calls["ReceiveStart"] = func() { _ = r.ReceiveStart(ctx, time.Second, d) }
+	}
+	for name, call := range extra {
+		calls[name] = call
+	}
+	for name, call := range calls {
+		if got := panicOf(call); !strings.Contains(got, want) {
+			t.Errorf("%s of a zero Backend: panic %q, want one containing %q", name, got, want)
+		}
+	}
+}
+
+// panicOf calls f and returns what it panicked with, as text ("" if it returned).
+func panicOf(f func()) (p string) {
+	defer func() {
+		if r := recover(); r != nil {
+			p = fmt.Sprint(r)
+		}
+	}()
+	f()
+	return ""
+}
