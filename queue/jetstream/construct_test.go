@@ -47,7 +47,9 @@ func TestNewPanicsOnBadInput(t *testing.T) {
 func TestZeroBackendPanicsSayingWhatToUse(t *testing.T) {
 	var b jetstream.Backend
 	queuetest.RunZeroBackend(t, &b, "jetstream: zero Backend: use jetstream.New", map[string]func(){
-		"Delete": func() { _ = b.Delete(context.Background()) },
+		"Delete":      func() { _ = b.Delete(context.Background()) },
+		"Requeued":    func() { _ = b.Requeued() },
+		"Resurrected": func() { _ = b.Resurrected() },
 	})
 }
 

@@ -578,11 +578,17 @@ func (b *Backend) settledAbove(ctx context.Context, seq uint64, id string, floor
 
 // Resurrected returns how many settled jobs this backend found back in the work stream (see
 // resurrect.go) and removed.
-func (b *Backend) Resurrected() uint64 { return b.resurrected.Load() }
+func (b *Backend) Resurrected() uint64 {
+	calls.Made(b.js != nil)
+	return b.resurrected.Load()
+}
 
 // Requeued returns how many jobs that the consumer had skipped this backend published again
 // (see resurrect.go).
-func (b *Backend) Requeued() uint64 { return b.requeued.Load() }
+func (b *Backend) Requeued() uint64 {
+	calls.Made(b.js != nil)
+	return b.requeued.Load()
+}
 
 // gone reports whether err, from deleting a message, says it was not there: another process
 // deleted it first.
