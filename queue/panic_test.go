@@ -82,6 +82,10 @@ func TestOnHealthPanicOnAWorkerSurfacesInClose(t *testing.T) {
 			acked <- struct{}{}
 			return nil
 		}, WithWorkers(1))
+		// The worker's failed Receive reports the change (and its hook panics) before the
+		// Enqueue below, whose success would otherwise report a change of its own first, in
+		// this goroutine, if it came between the worker's finding and its hook.
+		synctest.Wait()
 		enqueueOK(t, q, "x")
 		<-acked // the worker went on after the panic: it retried the backend and handled x
 		synctest.Wait()
