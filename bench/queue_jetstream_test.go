@@ -21,8 +21,10 @@ import (
 
 // BenchmarkQueueJetStream publishes b.N small jobs (from 8 producers, each waiting for the
 // broker's ack of every publish, with the job ID as Nats-Msg-Id) and handles them on 8 workers
-// that ack each job and wait for the broker's confirmation, on one embedded server with memory
-// storage. The clock runs from the first publish to the last ack.
+// that ack each job and wait for the broker's confirmation, with memory storage, on a server
+// of its own for each side (embedded, or see benchJetStream). The clock runs from the first
+// publish to the last job handled: the bare client's last ack, corral's last handler's
+// return, which the queue then acks (up to 8 acks outside the clock).
 func BenchmarkQueueJetStream(b *testing.B) {
 	for _, rig := range jetStreamRigs {
 		b.Run(rig.name, func(b *testing.B) {
@@ -41,7 +43,7 @@ func BenchmarkQueueJetStream(b *testing.B) {
 // where its time goes: the 8 producers publish b.N jobs, then the 8 workers handle them. It
 // reports each phase's time a job (enqueue-µs, handle-µs) and, where the OS reports it, the
 // process's CPU time a job while the workers handle (handle-cpu-µs: the client's, and the
-// server's when it is the embedded one).
+// server's when it is the embedded one). The handling phase includes starting the workers.
 func BenchmarkQueueJetStreamPhases(b *testing.B) {
 	for _, rig := range jetStreamRigs {
 		b.Run(rig.name, func(b *testing.B) {

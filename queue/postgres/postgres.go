@@ -21,10 +21,12 @@ import (
 //
 // One Backend serves one queue.Queue in one process; several processes (each with its own
 // Backend and Queue of the same name, on the same database and schema) share the queue's jobs.
-// A Backend is safe for concurrent use. Once opened it runs one goroutine of its own, which
-// listens for the queue's notifications on a connection of its own (not one of the pool's);
-// Close, which the queue's Close calls, stops it and waits for it. Make one with New: every
-// method of a zero Backend panics at once ("postgres: zero Backend: use postgres.New").
+// A Backend is safe for concurrent use. Once opened it runs a goroutine of its own, which
+// listens for the queue's notifications on a connection of its own (not one of the pool's),
+// and, while receivers wait, another that claims jobs for them (see Receive); Close, which
+// the queue's Close calls, stops them and waits for them. Make one with New: a method of a
+// zero Backend panics at once ("postgres: zero Backend: use postgres.New"), unless it finds
+// its arguments invalid first.
 type Backend struct {
 	pool    *pgxpool.Pool
 	name    string

@@ -11,13 +11,14 @@ import (
 )
 
 // RunZeroBackend checks the rule of a backend whose zero value is not usable (one made with
-// its package's New): every method of zero, a pointer to such a zero value, panics at once,
-// in the caller's goroutine, with a message that contains want (for instance
-// "mybackend: zero Backend: use mybackend.New", what [driver.Call.Made] says). It calls the
-// methods of [driver.Backend] and, where zero implements them, of [driver.Admin],
-// [driver.SharedLease], [driver.Reconnecter], [driver.RateLimiter] and
+// its package's New): a method of zero, a pointer to such a zero value, called with valid
+// arguments, panics at once, in the caller's goroutine, with a message that contains want
+// (for instance "mybackend: zero Backend: use mybackend.New", what [driver.Call.Made] says).
+// It calls the methods of [driver.Backend] and, where zero implements them, of
+// [driver.Admin], [driver.SharedLease], [driver.Reconnecter], [driver.RateLimiter] and
 // [driver.ReceiveStarter], with a zero Delivery where a method takes one; extra holds the
-// backend's own methods, by name, to check the same way.
+// backend's other methods, by name, to check the same way (the ones not listed there are not
+// checked).
 func RunZeroBackend(t *testing.T, zero driver.Backend, want string, extra map[string]func()) {
 	t.Helper()
 	ctx := context.Background()
