@@ -18,8 +18,8 @@ import (
 // nothing and fails with queue.ErrLeaseLost. A lease that ended but was not taken back yet
 // still holds (nobody else has the job): its delivery can be settled, but not started.
 
-// seqOf returns the job's seq of d, a delivery given to b's caller (it panics on a zero
-// Backend, as every method does).
+// seqOf returns the job's seq of d, a delivery given to b's caller. It panics on a zero
+// Backend: the settling methods start with it.
 func (b *Backend) seqOf(d *driver.Delivery) (int64, error) {
 	calls.Made(b.pool != nil)
 	seq, ok := d.Token.(int64)

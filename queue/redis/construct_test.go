@@ -45,7 +45,8 @@ func TestNewMisuse(t *testing.T) {
 	mustPanic(t, "zero Backend", func() { _ = new(redis.Backend).Open(context.Background(), driver.Config{}) })
 }
 
-// Every method of a zero Backend panics at once, in the caller's goroutine, saying what to use.
+// Every method of a zero Backend, called with valid arguments, panics at once, in the caller's
+// goroutine, saying what to use.
 func TestZeroBackendPanicsSayingWhatToUse(t *testing.T) {
 	var b redis.Backend
 	queuetest.RunZeroBackend(t, &b, "redis: zero Backend: use redis.New", map[string]func(){
