@@ -43,8 +43,8 @@ func TestNewPanicsOnBadInput(t *testing.T) {
 	wantPanic(t, "jetstream: WithCallTimeout(-1s): need a positive timeout", func() { jetstream.WithCallTimeout(-time.Second) })
 }
 
-// Every method of a zero Backend, called with valid arguments, panics at once, in the caller's
-// goroutine, saying what to use.
+// Every exported method of a zero Backend, whatever its arguments, panics at once, in the
+// caller's goroutine, saying what to use.
 func TestZeroBackendPanicsSayingWhatToUse(t *testing.T) {
 	var b jetstream.Backend
 	queuetest.RunZeroBackend(t, &b, "jetstream: zero Backend: use jetstream.New", map[string]func(){

@@ -120,10 +120,10 @@ func where(f *driver.Filter, id string, after bool) (string, []any) {
 
 // List implements driver.Admin.
 func (b *Backend) List(ctx context.Context, f driver.Filter) ([]driver.JobInfo, error) {
-	if err := f.CheckPage(); err != nil {
+	if err := b.life.Check(calls); err != nil {
 		return nil, err
 	}
-	if err := b.life.Check(calls); err != nil {
+	if err := f.CheckPage(); err != nil {
 		return nil, err
 	}
 	w, args := where(&f, "", true)

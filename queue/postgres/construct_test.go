@@ -44,8 +44,8 @@ func TestMisuse(t *testing.T) {
 	panics(t, "nil pool", func() { _ = postgres.Migrate(context.Background(), nil) })
 }
 
-// Every method of a zero Backend, called with valid arguments, panics at once, in the caller's
-// goroutine, saying what to use.
+// Every exported method of a zero Backend, whatever its arguments, panics at once, in the
+// caller's goroutine, saying what to use.
 func TestZeroBackendPanicsSayingWhatToUse(t *testing.T) {
 	queuetest.RunZeroBackend(t, new(postgres.Backend), "postgres: zero Backend: use postgres.New", nil)
 }

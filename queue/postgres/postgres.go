@@ -25,8 +25,8 @@ import (
 // listens for the queue's notifications on a connection of its own (not one of the pool's),
 // and, while receivers wait, another that claims jobs for them (see Receive); Close, which
 // the queue's Close calls, stops them and waits for them. Make one with New: a method of a
-// zero Backend panics at once ("postgres: zero Backend: use postgres.New"), unless it finds
-// its arguments invalid first.
+// zero Backend panics at once, whatever its arguments ("postgres: zero Backend: use
+// postgres.New").
 type Backend struct {
 	pool    *pgxpool.Pool
 	name    string

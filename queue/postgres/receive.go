@@ -30,11 +30,11 @@ import (
 // its own query is abandoned as at the deadline, and a job that a shared query leased for it is
 // given back without it.
 func (b *Backend) Receive(ctx context.Context, lease time.Duration, d *driver.Delivery) error {
-	if lease <= 0 {
-		return fmt.Errorf("postgres: lease %v must be positive", lease)
-	}
 	if err := b.life.Check(calls); err != nil {
 		return err
+	}
+	if lease <= 0 {
+		return fmt.Errorf("postgres: lease %v must be positive", lease)
 	}
 	for {
 		if err := b.life.Check(calls); err != nil {

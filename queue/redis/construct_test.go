@@ -45,8 +45,8 @@ func TestNewMisuse(t *testing.T) {
 	mustPanic(t, "zero Backend", func() { _ = new(redis.Backend).Open(context.Background(), driver.Config{}) })
 }
 
-// Every method of a zero Backend, called with valid arguments, panics at once, in the caller's
-// goroutine, saying what to use.
+// Every exported method of a zero Backend, whatever its arguments, panics at once, in the
+// caller's goroutine, saying what to use.
 func TestZeroBackendPanicsSayingWhatToUse(t *testing.T) {
 	var b redis.Backend
 	queuetest.RunZeroBackend(t, &b, "redis: zero Backend: use redis.New", map[string]func(){
@@ -107,5 +107,66 @@ func TestExtendLease(t *testing.T) {
 	}
 	if err := b.Extend(ctx, &d, lease); !errors.Is(err, queue.ErrLeaseLost) {
 		t.Errorf("Extend of the reclaimed delivery: %v, want ErrLeaseLost", err)
+	}
+}
+
+// The dead-letter verbs and Stats of a Backend that was never opened say so, and after Close
+// return ErrClosed, as Enqueue and Receive do: they send nothing to the server (a Redrive
+// before Open used to move the dead letter back into a queue nobody had opened).
+func TestDeadLetterVerbsAndStatsNeedAnOpenBackend(t *testing.T) {
+	srv := redistest.Start(t, "always")
+	c := newClient(t, srv.Addr())
+	ctx := context.Background()
+	name := queueName(t)
+	// A dead letter, stored by a Backend that is then closed.
+	first := redis.New(c, name)
+	if err := first.Open(ctx, driver.Config{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := first.Enqueue(ctx, driver.Message{ID: "dead", Body: []byte("x")}); err != nil {
+		t.Fatal(err)
+	}
+	var d driver.Delivery
+	if err := first.Receive(ctx, time.Minute, &d); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := first.Bury(ctx, &d, driver.ReasonPanic, driver.Attempt{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := first.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	check := func(when string, b *redis.Backend, ok func(error) bool) {
+		t.Helper()
+		if err := b.Redrive(ctx, "dead"); !ok(err) {
+			t.Errorf("Redrive %s: %v", when, err)
+		}
+		if err := b.Purge(ctx, "dead"); !ok(err) {
+			t.Errorf("Purge %s: %v", when, err)
+		}
+		if _, err := b.Stats(ctx); !ok(err) {
+			t.Errorf("Stats %s: %v", when, err)
+		}
+		n := 0
+		for _, err := range b.DeadLetters(ctx) {
+			if n++; !ok(err) {
+				t.Errorf("DeadLetters %s: %v", when, err)
+			}
+		}
+		if n != 1 {
+			t.Errorf("DeadLetters %s yielded %d times, want once (the error)", when, n)
+		}
+	}
+	notOpened := func(err error) bool { return err != nil && strings.Contains(err.Error(), "redis: backend not opened") }
+	check("after Close", first, func(err error) bool { return errors.Is(err, driver.ErrClosed) })
+	check("before Open", redis.New(c, name), notOpened)
+	// The dead letter is where it was: an opened Backend finds it.
+	b := redis.New(c, name)
+	if err := b.Open(ctx, driver.Config{}); err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close(ctx)
+	if s, err := b.Stats(ctx); err != nil || s.Dead != 1 || s.Ready != 0 {
+		t.Errorf("Stats of an opened Backend: %+v, %v; want the one dead letter", s, err)
 	}
 }

@@ -279,6 +279,10 @@ func (b *Backend) Bury(ctx context.Context, d *driver.Delivery, reason driver.Re
 func (b *Backend) DeadLetters(ctx context.Context) iter.Seq2[driver.DeadMessage, error] {
 	calls.Made(b.client != nil)
 	return func(yield func(driver.DeadMessage, error) bool) {
+		if err := b.life.Check(calls); err != nil {
+			yield(driver.DeadMessage{}, err)
+			return
+		}
 		start := "-"
 		for {
 			cctx, cancel := b.call(ctx)
@@ -327,6 +331,9 @@ func deadMessage(f map[string]any) driver.DeadMessage {
 
 // Redrive implements driver.Backend.
 func (b *Backend) Redrive(ctx context.Context, id string) error {
+	if err := b.life.Check(calls); err != nil {
+		return err
+	}
 	v, err := b.run(ctx, "redrive", redriveScript, id)
 	if err != nil {
 		return err
@@ -343,6 +350,9 @@ func (b *Backend) Redrive(ctx context.Context, id string) error {
 
 // Purge implements driver.Backend.
 func (b *Backend) Purge(ctx context.Context, id string) error {
+	if err := b.life.Check(calls); err != nil {
+		return err
+	}
 	v, err := b.run(ctx, "purge", purgeScript, id)
 	if err != nil {
 		return err
@@ -356,6 +366,9 @@ func (b *Backend) Purge(ctx context.Context, id string) error {
 // Stats implements driver.Backend, from one script's reading of the counters and sets. On a
 // server that lost the queue's keys, it records them again, as Receive does.
 func (b *Backend) Stats(ctx context.Context) (driver.Stats, error) {
+	if err := b.life.Check(calls); err != nil {
+		return driver.Stats{}, err
+	}
 	v, err := b.runHealed(ctx, ctx, "stats", statsScript)
 	if err != nil {
 		return driver.Stats{}, err

@@ -23,8 +23,8 @@ import (
 //
 // One Backend serves one queue.Queue in one process; several processes (each with its own
 // Backend and Queue of the same name, on the same server) share the queue's jobs. A Backend is
-// safe for concurrent use. Make one with New: a method of a zero Backend panics at once
-// ("redis: zero Backend: use redis.New"), unless it finds its arguments invalid first.
+// safe for concurrent use. Make one with New: a method of a zero Backend panics at once,
+// whatever its arguments ("redis: zero Backend: use redis.New").
 //
 // Each command runs in a goroutine of the call that sends it, so that the call returns at its
 // deadline (WithCallTimeout, or the caller's ctx) even if the client would wait longer (a
