@@ -91,7 +91,11 @@ func corralJetStream(b *testing.B) jetStreamRig {
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.Cleanup(func() { _ = q.Close(ctx) }) // closes be too; after the consumer's Close below
+	b.Cleanup(func() { // closes be too; after the consumer's Close below
+		if err := q.Close(ctx); err != nil {
+			b.Error(err)
+		}
+	})
 	return jetStreamRig{
 		enqueue: func(i int) error {
 			_, err := q.Enqueue(ctx, queuePayload, queue.WithID(strconv.Itoa(i)))

@@ -76,7 +76,11 @@ func corralRedisHandle(b *testing.B, addr string, workers int) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer q.Close(ctx)
+	defer func() {
+		if err := q.Close(ctx); err != nil {
+			b.Error(err)
+		}
+	}()
 	c, err := q.Consume(ctx, func(ctx context.Context, j queue.Job[string]) error {
 		if j.Payload != redisPayload {
 			panic("wrong payload " + j.Payload)
