@@ -26,7 +26,7 @@ var percentiles = [...]struct {
 // The cells of the overview's tables, in their columns' order.
 var (
 	timingFields = []string{"runs", "waitP50", "waitP95", "waitP99", "runP50", "runP95", "runP99"}
-	healthFields = []string{"reachable", "since", "paused", "inFlight", "backendErrors", "reconnects", "lastError"}
+	healthFields = []string{"reachable", "since", "paused", "inFlight", "backendErrors", "reconnects", "losses", "lastError"}
 	memberFields = []string{"weight", "workers", "running", "waiting", "started", "busy", "share", "depth", "lag"}
 )
 
@@ -50,7 +50,7 @@ func fields(st *queue.Stats) map[string]string {
 		"lag": short(st.Lag), "paused": paused,
 		"enqueued": utoa(st.Enqueued), "acked": utoa(st.Acked), "retried": utoa(st.Retried),
 		"deadLettered": utoa(st.DeadLetteredTotal()),
-		"reachable":    reachable, "since": when(st.Health.Since), "reconnects": utoa(st.Health.Reconnects),
+		"reachable":    reachable, "since": when(st.Health.Since), "reconnects": utoa(st.Health.Reconnects), "losses": utoa(st.Health.Losses),
 		"backendErrors": utoa(st.BackendErrors), "lastError": lastErr,
 		"runs": utoa(st.Run.Count),
 	}

@@ -182,11 +182,15 @@ func TestOverviewShareSplit(t *testing.T) {
 	})
 }
 
-// down is an in-memory backend whose Stats fails with ErrUnavailable while down is set.
+// down is an in-memory backend whose Stats fails with ErrUnavailable while down is set, and
+// which reports the losses of stored jobs that losses counts.
 type down struct {
 	*memory.Backend
-	down atomic.Bool
+	down   atomic.Bool
+	losses atomic.Uint64
 }
+
+func (d *down) Losses() uint64 { return d.losses.Load() }
 
 func (d *down) Stats(ctx context.Context) (driver.Stats, error) {
 	if d.down.Load() {
@@ -196,7 +200,7 @@ func (d *down) Stats(ctx context.Context) (driver.Stats, error) {
 }
 
 // TestOverviewUnreachable: a queue whose backend cannot be reached shows unreachable, with the
-// error, and reachable again once it answers.
+// error, and reachable again once it answers; the losses the backend reports are shown.
 func TestOverviewUnreachable(t *testing.T) {
 	ctx := context.Background()
 	b := &down{Backend: memory.New()}
@@ -204,8 +208,15 @@ func TestOverviewUnreachable(t *testing.T) {
 	defer q.Close(ctx)
 	c := console.New([]console.Source{console.Of("mail", q)})
 	defer c.Close()
+	if got := overviewCells(t, c, `data-queue="mail"`)["losses"]; got != "0" {
+		t.Errorf("losses before any: %q, want 0", got)
+	}
 	b.down.Store(true)
+	b.losses.Store(1)
 	cells := overviewCells(t, c, `data-queue="mail"`)
+	if cells["losses"] != "1" {
+		t.Errorf("losses after one: %q, want 1", cells["losses"])
+	}
 	if cells["reachable"] != "unreachable" || !strings.HasPrefix(cells["lastError"], "broker gone: queue: backend unavailable (") {
 		t.Errorf("backend down: reachable %q, last error %q", cells["reachable"], cells["lastError"])
 	}

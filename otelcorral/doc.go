@@ -18,7 +18,8 @@
 // and dropped, counters of jobs, from [Queue.Hooks]; corral.queue.run, the handler's duration
 // by corral.job.outcome, from the hooks too; corral.queue.wait, from enqueue to the first run,
 // from [Handler]; corral.queue.depth (by corral.job.state) and corral.queue.lag, observable
-// gauges read from the queue's Stats ([ObserveQueue]). Pool: [Telemetry.ObservePool]. Retry:
+// gauges, and corral.queue.backend.reconnects and corral.queue.backend.losses, observable
+// counters, read from the queue's Stats ([ObserveQueue]). Pool: [Telemetry.ObservePool]. Retry:
 // [Telemetry.RetryHooks]. Durations are in seconds.
 //
 // # Spans

@@ -34,10 +34,11 @@ type queueInstruments struct {
 	wait, run                                            metric.Float64Histogram
 	depth                                                metric.Int64ObservableGauge
 	lag                                                  metric.Float64ObservableGauge
+	reconnects, losses                                   metric.Int64ObservableCounter
 }
 
 func (qi *queueInstruments) init(m metric.Meter) error {
-	var errs [10]error
+	var errs [12]error
 	counter := func(i int, name, desc string) metric.Int64Counter {
 		c, err := m.Int64Counter(name, metric.WithUnit("{job}"), metric.WithDescription(desc))
 		errs[i] = err
@@ -55,6 +56,10 @@ func (qi *queueInstruments) init(m metric.Meter) error {
 		metric.WithDescription("Jobs stored in the queue's backend, by state."))
 	qi.lag, errs[9] = m.Float64ObservableGauge("corral.queue.lag", metric.WithUnit("s"),
 		metric.WithDescription("Age of the oldest stored job."))
+	qi.reconnects, errs[10] = m.Int64ObservableCounter("corral.queue.backend.reconnects", metric.WithUnit("{reconnect}"),
+		metric.WithDescription("Times the backend re-established its connection to the broker (0 for a backend that keeps none)."))
+	qi.losses, errs[11] = m.Int64ObservableCounter("corral.queue.backend.losses", metric.WithUnit("{loss}"),
+		metric.WithDescription("Times the backend found that the broker had lost the queue's stored jobs, dead letters and leases (0 for a backend that cannot tell): each means jobs lost."))
 	return firstErr(errs[:])
 }
 
@@ -125,14 +130,18 @@ func (q *Queue) recordRun(ctx context.Context, d time.Duration, outcome string) 
 
 // ObserveQueue reports from's Stats as corral.queue.depth (jobs stored, by corral.job.state:
 // ready, in_flight, delayed, dead) and corral.queue.lag (the age of the oldest stored job, in
-// seconds), read once per collection of the meter provider's readers, with the collection's
-// context. With a broker backend, Stats asks the broker: each collection is a round trip, and
-// a collection during an outage reports the error to OpenTelemetry's error handler and no
-// value. Unregister the returned Registration before the queue is closed.
+// seconds), and the counts of its Health as corral.queue.backend.reconnects and
+// corral.queue.backend.losses (see queue.Health), read once per collection of the meter
+// provider's readers, with the collection's context. With a broker backend, Stats asks the
+// broker: each collection is a round trip, and a collection during an outage reports the
+// error to OpenTelemetry's error handler, and the two counts but no depth or lag. Unregister
+// the returned Registration before the queue is closed.
 func ObserveQueue[T any](q *Queue, from *queue.Queue[T]) (metric.Registration, error) {
 	qi := &q.t.q
 	return q.t.meter.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
-		s, err := from.Stats(ctx)
+		s, err := from.Stats(ctx) // with its Health even if it fails
+		o.ObserveInt64(qi.reconnects, int64(s.Health.Reconnects), q.at)
+		o.ObserveInt64(qi.losses, int64(s.Health.Losses), q.at)
 		if err != nil {
 			return err
 		}
@@ -144,5 +153,5 @@ func ObserveQueue[T any](q *Queue, from *queue.Queue[T]) (metric.Registration, e
 		}
 		o.ObserveFloat64(qi.lag, s.Lag.Seconds(), q.at)
 		return nil
-	}, qi.depth, qi.lag)
+	}, qi.depth, qi.lag, qi.reconnects, qi.losses)
 }

@@ -39,7 +39,8 @@
 //	       corral_queue_enqueue_rejected_total, corral_queue_jobs_dropped_total,
 //	       corral_queue_jobs_acked_total, corral_queue_jobs_retried_total,
 //	       corral_queue_jobs_dead_lettered_total{reason}, corral_queue_dead_letters_evicted_total,
-//	       corral_queue_backend_errors_total, corral_queue_job_wait_seconds,
+//	       corral_queue_backend_errors_total, corral_queue_backend_reconnects_total,
+//	       corral_queue_backend_losses_total, corral_queue_job_wait_seconds,
 //	       corral_queue_job_run_seconds, corral_queue_job_end_to_end_seconds,
 //	       corral_queue_stats_errors_total
 //	share  corral_share_slots_held, corral_share_slots_cap, corral_share_weight,

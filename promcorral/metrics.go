@@ -18,6 +18,7 @@ type descs struct {
 	queueEnqueued, queueDuplicates, queueRejected, queueDropped        *prometheus.Desc
 	queueAcked, queueRetried, queueDead, queueDeadEvicted, queueErrors *prometheus.Desc
 	queueWait, queueRun, queueEndToEnd, queueStatsErrors               *prometheus.Desc
+	queueReconnects, queueLosses                                       *prometheus.Desc
 
 	shareHeld, shareCap, shareWeight, shareWaiting, shareTurns *prometheus.Desc
 	shareBusy, shareRatio, shareStatsErrors                    *prometheus.Desc
@@ -56,6 +57,8 @@ func newDescs(ns string) descs {
 		queueDead:        d("queue", "jobs_dead_lettered_total", "Jobs this process dead-lettered, by reason.", append(q, "reason")...),
 		queueDeadEvicted: d("queue", "dead_letters_evicted_total", "Dead letters deleted to keep the dead letters within their limit.", q...),
 		queueErrors:      d("queue", "backend_errors_total", "Backend calls of this process's consumers that failed.", q...),
+		queueReconnects:  d("queue", "backend_reconnects_total", "Times the backend re-established its connection to the broker (0 for a backend that keeps none).", q...),
+		queueLosses:      d("queue", "backend_losses_total", "Times the backend found that the broker had lost the queue's stored jobs, dead letters and leases (0 for a backend that cannot tell): each means jobs lost.", q...),
 		queueWait:        d("queue", "job_wait_seconds", "Time from enqueue (or NotBefore) to handler start of this process's handler runs (a sample of about one run in 64; every run with queue.WithTimings).", q...),
 		queueRun:         d("queue", "job_run_seconds", "Time from handler start to end of this process's handler runs (a sample of about one run in 64; every run with queue.WithTimings).", q...),
 		queueEndToEnd:    d("queue", "job_end_to_end_seconds", "Time from enqueue (or NotBefore) to handler end of this process's handler runs (a sample of about one run in 64; every run with queue.WithTimings).", q...),
@@ -81,7 +84,7 @@ func (d *descs) all() []*prometheus.Desc {
 		d.poolRunning, d.poolQueued, d.poolWaiting, d.poolWorkers, d.poolWait, d.poolRun, d.poolEndToEnd,
 		d.queueJobs, d.queueLag, d.queueReachable, d.queueEnqueued, d.queueDuplicates, d.queueRejected,
 		d.queueDropped, d.queueAcked, d.queueRetried, d.queueDead, d.queueDeadEvicted, d.queueErrors,
-		d.queueWait, d.queueRun, d.queueEndToEnd, d.queueStatsErrors,
+		d.queueWait, d.queueRun, d.queueEndToEnd, d.queueStatsErrors, d.queueReconnects, d.queueLosses,
 		d.shareHeld, d.shareCap, d.shareWeight, d.shareWaiting, d.shareTurns, d.shareBusy, d.shareRatio,
 		d.shareStatsErrors, d.budgetTokens,
 	}
@@ -153,6 +156,8 @@ func (e emit) queue(d *descs, name string, s *queue.Stats) {
 	}
 	e.counter(d.queueDeadEvicted, s.DeadEvicted, name)
 	e.counter(d.queueErrors, s.BackendErrors, name)
+	e.counter(d.queueReconnects, s.Health.Reconnects, name)
+	e.counter(d.queueLosses, s.Health.Losses, name)
 	e.histogram(d.queueWait, &s.Wait, name)
 	e.histogram(d.queueRun, &s.Run, name)
 	e.histogram(d.queueEndToEnd, &s.EndToEnd, name)

@@ -24,6 +24,14 @@ type Health struct {
 	// Reconnects counts the times the backend re-established its
 	// connection to the broker, if it keeps one (see [driver.Reconnecter]).
 	Reconnects uint64
+	// Losses counts the times the backend found that the broker had lost
+	// what it stored for the queue (its jobs, dead letters and leases, which
+	// stay lost: a server restarted without persistence, a replica promoted
+	// before it had them) and set the queue up on it again, if the backend
+	// can tell (see [driver.LossCounter]; queue/redis can). Calls that find
+	// a loss at the same moment may each count it: a count that grows means
+	// jobs were lost, by how many it does not say.
+	Losses uint64
 	// LastError is the last backend call's failure: any error but the end
 	// of the caller's ctx and the outcomes the queue documents
 	// (ErrDuplicate, ErrFull, ErrDropped, ErrNotFound, ErrLeaseLost,
@@ -37,16 +45,19 @@ type Health struct {
 }
 
 // LogValue returns a group of reachable and the other fields that are not
-// zero (since, reconnects, last_error, last_error_at, paused), so that
+// zero (since, reconnects, losses, last_error, last_error_at, paused), so that
 // slog.WarnContext(ctx, "queue health", "health", h) logs it in one call.
 func (h Health) LogValue() slog.Value {
-	attrs := make([]slog.Attr, 0, 6)
+	attrs := make([]slog.Attr, 0, 7)
 	attrs = append(attrs, slog.Bool("reachable", h.Reachable))
 	if !h.Since.IsZero() {
 		attrs = append(attrs, slog.Time("since", h.Since))
 	}
 	if h.Reconnects != 0 {
 		attrs = append(attrs, slog.Uint64("reconnects", h.Reconnects))
+	}
+	if h.Losses != 0 {
+		attrs = append(attrs, slog.Uint64("losses", h.Losses))
 	}
 	if h.LastError != nil {
 		attrs = append(attrs, slog.Any("last_error", h.LastError))
@@ -66,9 +77,16 @@ func (q *Queue[T]) Health() Health {
 	if q.backend == nil {
 		panic(zeroQueue)
 	}
-	h := healthOf(q.hl.State())
+	return q.withCounts(healthOf(q.hl.State()))
+}
+
+// withCounts returns h with the counts the backend keeps filled in: Reconnects and Losses.
+func (q *Queue[T]) withCounts(h Health) Health {
 	if r, ok := q.backend.(driver.Reconnecter); ok {
 		h.Reconnects = r.Reconnects()
+	}
+	if l, ok := q.backend.(driver.LossCounter); ok {
+		h.Losses = l.Losses()
 	}
 	return h
 }
@@ -91,19 +109,14 @@ func (q *Queue[T]) observe(ctx context.Context, err error) {
 // Quiet is inlined in them.)
 func quiet(hl *health.Tracker, err error) bool { return hl.Quiet(err) }
 
-// healthOf returns the Health of s, its reconnect count not filled in.
+// healthOf returns the Health of s, without the backend's counts (see withCounts).
 func healthOf(s health.State) Health {
 	return Health{Reachable: s.Reachable, Since: s.Since, LastError: s.LastError, LastErrorAt: s.LastErrorAt, Paused: s.Paused}
 }
 
-// healthChanged calls the OnHealth hook, with the reconnect count filled in.
+// healthChanged calls the OnHealth hook, with the backend's counts filled in.
 func (q *Queue[T]) healthChanged(ctx context.Context, h Health) {
-	f := q.hooks.OnHealth
-	if f == nil {
-		return
+	if f := q.hooks.OnHealth; f != nil {
+		f(ctx, q.withCounts(h))
 	}
-	if r, ok := q.backend.(driver.Reconnecter); ok {
-		h.Reconnects = r.Reconnects()
-	}
-	f(ctx, h)
 }

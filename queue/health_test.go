@@ -20,6 +20,7 @@ type outage struct {
 	*memory.Backend
 	down       atomic.Bool
 	reconnects atomic.Uint64
+	losses     atomic.Uint64
 }
 
 var errOutage = fmt.Errorf("test broker: %w", ErrUnavailable)
@@ -47,12 +48,15 @@ func (b *outage) Stats(ctx context.Context) (driver.Stats, error) {
 
 func (b *outage) Reconnects() uint64 { return b.reconnects.Load() }
 
+func (b *outage) Losses() uint64 { return b.losses.Load() }
+
 type ctxKey struct{}
 
 // Health follows the backend's answers: an ErrUnavailable makes it
 // unreachable, with the error and the time, and the next answer (even an
 // ErrDuplicate) reachable again; OnHealth sees each change once, with the
-// ctx of the call that found it; the reconnect count comes from the backend.
+// ctx of the call that found it; the reconnect and loss counts come from the
+// backend, in Health, Stats and OnHealth.
 func TestHealthFollowsBackendAnswers(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := &outage{Backend: memory.New()}
@@ -80,6 +84,7 @@ func TestHealthFollowsBackendAnswers(t *testing.T) {
 		time.Sleep(time.Minute)
 		b.down.Store(true)
 		b.reconnects.Store(3)
+		b.losses.Store(2)
 		for range 2 {
 			if _, err := q.Enqueue(ctx, "b", WithID("b")); !errors.Is(err, ErrUnavailable) {
 				t.Fatalf("Enqueue during the outage: %v, want ErrUnavailable", err)
@@ -87,14 +92,15 @@ func TestHealthFollowsBackendAnswers(t *testing.T) {
 		}
 		down := time.Now()
 		h := q.Health()
-		if h.Reachable || !h.Since.Equal(down) || !errors.Is(h.LastError, ErrUnavailable) || !h.LastErrorAt.Equal(down) || h.Reconnects != 3 {
-			t.Fatalf("health during the outage %+v: want unreachable since %v, its error, 3 reconnects", h, down)
+		if h.Reachable || !h.Since.Equal(down) || !errors.Is(h.LastError, ErrUnavailable) || !h.LastErrorAt.Equal(down) || h.Reconnects != 3 || h.Losses != 2 {
+			t.Fatalf("health during the outage %+v: want unreachable since %v, its error, 3 reconnects, 2 losses", h, down)
 		}
-		if s, err := q.Stats(ctx); !errors.Is(err, ErrUnavailable) || s.Health.Reachable || s.Health.Reconnects != 3 {
+		if s, err := q.Stats(ctx); !errors.Is(err, ErrUnavailable) || s.Health.Reachable || s.Health.Reconnects != 3 || s.Health.Losses != 2 {
 			t.Errorf("Stats: %v, health %+v: want the outage", err, s.Health)
 		}
 		time.Sleep(time.Minute)
 		b.down.Store(false)
+		b.losses.Store(3)
 		if _, err := q.Enqueue(ctx, "a again", WithID("a")); !errors.Is(err, ErrDuplicate) {
 			t.Fatalf("Enqueue after the outage: %v, want ErrDuplicate", err)
 		}
@@ -106,6 +112,9 @@ func TestHealthFollowsBackendAnswers(t *testing.T) {
 		defer mu.Unlock()
 		if len(changes) != 2 || changes[0].Reachable || !changes[0].Since.Equal(down) || !changes[1].Reachable || !changes[1].Since.Equal(up) {
 			t.Fatalf("OnHealth saw %+v: want down at %v, then up at %v", changes, down, up)
+		}
+		if changes[0].Reconnects != 3 || changes[0].Losses != 2 || changes[1].Losses != 3 {
+			t.Errorf("OnHealth saw %+v: want the backend's counts as of each change (3 reconnects; 2, then 3 losses)", changes)
 		}
 	})
 }

@@ -190,13 +190,13 @@ func TestEventLogValue(t *testing.T) {
 	logger.Info("x", "e", queue.Event{ID: "j2", Reason: queue.ReasonEvicted})
 	logger.Info("x", "e", queue.Event{})
 	since := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	logger.Info("x", "h", queue.Health{Reachable: false, Since: since, Reconnects: 2,
+	logger.Info("x", "h", queue.Health{Reachable: false, Since: since, Reconnects: 2, Losses: 1,
 		LastError: queue.ErrUnavailable, LastErrorAt: since})
 	logger.Info("x", "h", queue.Health{Reachable: true, Since: since})
 	want := `{"level":"INFO","msg":"x","e":{"id":"j1","key":"k","attempt":3,"err":"boom","delay":2000000000,"reason":"attempts","duration":1500000000}}
 {"level":"INFO","msg":"x","e":{"id":"j2","reason":"evicted"}}
 {"level":"INFO","msg":"x"}
-{"level":"INFO","msg":"x","h":{"reachable":false,"since":"2026-01-02T03:04:05Z","reconnects":2,"last_error":"queue: backend unavailable","last_error_at":"2026-01-02T03:04:05Z"}}
+{"level":"INFO","msg":"x","h":{"reachable":false,"since":"2026-01-02T03:04:05Z","reconnects":2,"losses":1,"last_error":"queue: backend unavailable","last_error_at":"2026-01-02T03:04:05Z"}}
 {"level":"INFO","msg":"x","h":{"reachable":true,"since":"2026-01-02T03:04:05Z"}}
 `
 	if got := buf.String(); got != want {

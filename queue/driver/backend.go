@@ -298,6 +298,19 @@ type Reconnecter interface {
 	Reconnects() uint64
 }
 
+// LossCounter is implemented by a Backend that can tell when its broker
+// lost what it stored for the queue (a server restarted without
+// persistence, a replica promoted before it had the queue's data); the
+// queue's Health reports its count.
+type LossCounter interface {
+	// Losses returns how many times since the backend was created it found
+	// that the broker had lost the queue's stored jobs, dead letters and
+	// leases, and set the queue up on the broker again. What was lost stays
+	// lost. Calls that find the loss at the same moment may each count it,
+	// so one loss counts once or more.
+	Losses() uint64
+}
+
 // Stats are a backend's gauges at one instant.
 type Stats struct {
 	// Ready counts jobs waiting to be delivered now (including jobs queued

@@ -12,7 +12,7 @@
 // of the queue's: it gets a [Config], [Message]s and [Delivery]s, and
 // returns results, [Stats] and the errors below. The queue looks once, at
 // queue.New, for the optional interfaces a backend may implement:
-// [SharedLease], [Reconnecter] and [InProcess]; at Consume with a rate
+// [SharedLease], [Reconnecter], [LossCounter] and [InProcess]; at Consume with a rate
 // limit, for [RateLimiter]; at Consume without a rate limit or a Share, for
 // [ReceiveStarter]; the queue's operator verbs (Jobs, Inspect,
 // Cancel, Pause, ...) look for [Admin], and fail with errors.ErrUnsupported
@@ -49,7 +49,7 @@ package driver
 
 // Where things are: backend.go holds the Backend interface and what crosses
 // it (Message, Delivery, DeadMessage, the results, Stats, SharedLease,
-// Reconnecter, RateLimiter, ReceiveStarter); admin.go Admin, the operator's verbs, with
+// Reconnecter, LossCounter, RateLimiter, ReceiveStarter); admin.go Admin, the operator's verbs, with
 // Filter, Cursor, JobInfo and JobStatus, and Gather (and NewGather), List and Count
 // read in a backend's process; call.go Call, how a broker backend bounds, reports and waits
 // for its calls, and WithAbandon; lifecycle.go Lifecycle, its state from Open to Close; settings.go Shared, SettingsError, CompareSettings

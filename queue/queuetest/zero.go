@@ -16,8 +16,8 @@ import (
 // once, in the caller's goroutine, whatever its arguments, with a message that contains want
 // (for instance "mybackend: zero Backend: use mybackend.New", what [driver.Call.Made] says).
 // It calls the methods of [driver.Backend] and, where zero implements them, of
-// [driver.Admin], [driver.SharedLease], [driver.Reconnecter], [driver.RateLimiter] and
-// [driver.ReceiveStarter], with a zero Delivery where a method takes one, once with valid
+// [driver.Admin], [driver.SharedLease], [driver.Reconnecter], [driver.LossCounter],
+// [driver.RateLimiter] and [driver.ReceiveStarter], with a zero Delivery where a method takes one, once with valid
 // arguments and, where a method checks its arguments, once with invalid ones (a lease of 0, a
 // page size of -1, an empty ID): the check of the zero value comes first. extra holds the
 // backend's other exported methods, by name, to check the same way; an exported method that
@@ -55,6 +55,9 @@ func RunZeroBackend(t *testing.T, zero driver.Backend, want string, extra map[st
 	}
 	if r, ok := zero.(driver.Reconnecter); ok {
 		calls["Reconnects"] = func() { _ = r.Reconnects() }
+	}
+	if l, ok := zero.(driver.LossCounter); ok {
+		calls["Losses"] = func() { _ = l.Losses() }
 	}
 	if r, ok := zero.(driver.RateLimiter); ok {
 		calls["TakeStart"] = func() { _, _, _ = r.TakeStart(ctx, 1, time.Second) }

@@ -91,7 +91,8 @@
 // restart without persistence) has no consumer group: the next Receive or Stats records
 // again what Open and CheckLease recorded (the stream, its group, the shared settings and the
 // lease), and the queue goes on with the jobs enqueued since; what the server lost stays lost.
-// [Backend.Regroups] counts those recordings, for an operator to see the loss.
+// [Backend.Losses] counts those recordings, for an operator to see the loss (the queue's
+// Health reports it, as queue.Health.Losses).
 // A delivery taken before the loss went with it: its Start, Extend and settle calls return
 // queue.ErrLeaseLost and write nothing back.
 //

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/corral-go/corral/queue"
 	"github.com/corral-go/corral/queue/driver"
 	"github.com/corral-go/corral/queue/redis"
 	"github.com/corral-go/corral/queue/redis/internal/redistest"
@@ -14,7 +15,7 @@ import (
 // TestReceiveAfterKeysLost: a server that lost the queue's keys while its Backends were open
 // (a replica promoted before it had them, a restart without persistence) makes Stats, and
 // Receive, record them again as Open and CheckLease did (the consumer group, the shared
-// settings, the lease), each counted in Regroups; Receive delivers the jobs enqueued since, and
+// settings, the lease), each counted in Losses; Receive delivers the jobs enqueued since, and
 // what the server lost stays lost.
 func TestReceiveAfterKeysLost(t *testing.T) {
 	srv := redistest.Start(t, "always")
@@ -39,15 +40,15 @@ func TestReceiveAfterKeysLost(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if n := b.Regroups(); n != 0 {
-		t.Fatalf("Regroups before any loss = %d, want 0", n)
+	if n := b.Losses(); n != 0 {
+		t.Fatalf("Losses before any loss = %d, want 0", n)
 	}
 	lose("lost")
 	if st, err := b.Stats(ctx); err != nil || st != (driver.Stats{}) {
 		t.Fatalf("Stats after the keys were lost: %+v, %v; want zero stats", st, err)
 	}
-	if n := b.Regroups(); n != 1 {
-		t.Errorf("Regroups after Stats met a loss = %d, want 1", n)
+	if n := b.Losses(); n != 1 {
+		t.Errorf("Losses after Stats met a loss = %d, want 1", n)
 	}
 	lose("lost too")
 	if _, err := b.Enqueue(ctx, driver.Message{ID: "after", Body: []byte("y")}); err != nil {
@@ -57,8 +58,8 @@ func TestReceiveAfterKeysLost(t *testing.T) {
 	if err := b.Receive(ctx, time.Minute, &d); err != nil || d.ID != "after" {
 		t.Fatalf("Receive after the keys were lost: %q, %v; want the job enqueued since", d.ID, err)
 	}
-	if n := b.Regroups(); n != 2 {
-		t.Errorf("Regroups after Receive met a second loss = %d, want 2", n)
+	if n := b.Losses(); n != 2 {
+		t.Errorf("Losses after Receive met a second loss = %d, want 2", n)
 	}
 	if err := b.Ack(ctx, &d); err != nil {
 		t.Fatal(err)
@@ -68,8 +69,8 @@ func TestReceiveAfterKeysLost(t *testing.T) {
 	if err := b.Receive(rctx, time.Minute, &d); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Receive with nothing left: %q, %v; want the context's deadline", d.ID, err)
 	}
-	if n := b.Regroups(); n != 2 {
-		t.Errorf("Regroups after receives on the keys recorded again = %d, want 2", n)
+	if n := b.Losses(); n != 2 {
+		t.Errorf("Losses after receives on the keys recorded again = %d, want 2", n)
 	}
 	// The settings and the lease are the queue's again.
 	var se *driver.SettingsError
@@ -83,6 +84,40 @@ func TestReceiveAfterKeysLost(t *testing.T) {
 	t.Cleanup(func() { _ = other.Close(context.Background()) })
 	if err := other.CheckLease(ctx, 2*time.Minute); !errors.As(err, &se) || se.Setting != "lease" {
 		t.Errorf("CheckLease with another lease after the keys were recorded again: %v; want a SettingsError on lease", err)
+	}
+}
+
+// A queue's Health reports the losses its Backend found: none on a new queue, one after a
+// Stats that found the server without the queue's keys, in Health and in Stats.
+func TestQueueHealthReportsLosses(t *testing.T) {
+	srv := redistest.Start(t, "always")
+	c := newClient(t, srv.Addr())
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	q, err := queue.New[string](ctx, queue.WithBackend(redis.New(c, queueName(t))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := q.Close(ctx); err != nil {
+			t.Error(err)
+		}
+	}()
+	if _, err := q.Enqueue(ctx, "lost"); err != nil {
+		t.Fatal(err)
+	}
+	if h := q.Health(); h.Losses != 0 {
+		t.Fatalf("Health of a new queue: %+v; want no loss", h)
+	}
+	if err := c.FlushAll(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	s, err := q.Stats(ctx)
+	if err != nil || s.Ready != 0 || s.Health.Losses != 1 {
+		t.Errorf("Stats after the keys were lost: %d ready, health %+v, %v; want no job and one loss", s.Ready, s.Health, err)
+	}
+	if h := q.Health(); h.Losses != 1 || !h.Reachable {
+		t.Errorf("Health after the loss: %+v; want reachable, one loss", h)
 	}
 }
 

@@ -52,7 +52,7 @@ type Backend struct {
 
 	xs exchanges // the exchanges with the server running now (see within)
 
-	regroups atomic.Uint64 // see Regroups
+	regroups atomic.Uint64 // see Losses
 }
 
 // Option configures a Backend in New. An option given a setting no backend can honour panics
@@ -422,15 +422,18 @@ func (b *Backend) regroup(ctx context.Context, op string) error {
 	return nil
 }
 
-// Regroups returns how many times this Backend found the server without the queue's keys and
-// recorded them again (see the package doc): each time, the server had lost the jobs, dead
-// letters and leases it held for the queue, which stay lost. Calls that find the keys gone at
-// the same moment may each record them, so one loss counts once or more. A Backend counts the
-// losses that its own Receive and Stats calls found.
-func (b *Backend) Regroups() uint64 {
+// Losses implements driver.LossCounter: it returns how many times this Backend found the
+// server without the queue's keys and recorded them again (see the package doc); each time,
+// the server had lost the jobs, dead letters and leases it held for the queue, which stay
+// lost. Calls that find the keys gone at the same moment may each record them, so one loss
+// counts once or more. A Backend counts the losses that its own Receive and Stats calls
+// found. The queue's Health reports the count (queue.Health.Losses).
+func (b *Backend) Losses() uint64 {
 	calls.Made(b.client != nil)
 	return b.regroups.Load()
 }
+
+var _ driver.LossCounter = (*Backend)(nil)
 
 // noGroup reports whether err is the server's answer to a command on a consumer group it
 // does not have.
