@@ -7,7 +7,7 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	"go.opentelemetry.io/otel"
 
 	"github.com/corral-go/corral/otelcorral"
 	"github.com/corral-go/corral/queue"
@@ -34,8 +34,12 @@ func (b *flaky) Reconnects() uint64 { return b.reconnects.Load() }
 func (b *flaky) Losses() uint64     { return b.losses.Load() }
 
 // ObserveQueue reports the backend's reconnections and losses from the queue's Health, as
-// counters, at each collection; during an outage too, when depth and lag have no value.
+// counters, at each collection; during an outage too, when depth and lag have no value, the
+// error of Stats going to OpenTelemetry's error handler and the collection succeeding.
 func TestObserveQueueBackendCounts(t *testing.T) {
+	var handled []error
+	defer otel.SetErrorHandler(otel.GetErrorHandler())
+	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) { handled = append(handled, err) }))
 	tel, reader, _ := providers(t)
 	ctx := context.Background()
 	b := &flaky{Backend: memory.New()}
@@ -53,29 +57,34 @@ func TestObserveQueueBackendCounts(t *testing.T) {
 			t.Error(err)
 		}
 	}()
-	checkPoints(t, "a new queue", collect(t, reader), points{
+	exactly(t, "a new queue", collect(t, reader), points{
 		"corral.queue.backend.reconnects{}": 0, "corral.queue.backend.losses{}": 0,
-		"corral.queue.depth{corral.job.state=ready}": 0,
+		"corral.queue.depth{corral.job.state=ready}": 0, "corral.queue.depth{corral.job.state=in_flight}": 0,
+		"corral.queue.depth{corral.job.state=delayed}": 0, "corral.queue.depth{corral.job.state=dead}": 0,
+		"corral.queue.lag{}": 0,
 	})
 	b.reconnects.Store(4)
 	b.losses.Store(1)
 	b.down.Store(true)
-	var rm metricdata.ResourceMetrics
-	if err := reader.Collect(ctx, &rm); !errors.Is(err, queue.ErrUnavailable) {
-		t.Fatalf("collection during an outage: %v, want the Stats error", err)
+	exactly(t, "during an outage", collect(t, reader), points{
+		"corral.queue.backend.reconnects{}": 4, "corral.queue.backend.losses{}": 1,
+	})
+	if len(handled) != 1 || !errors.Is(handled[0], queue.ErrUnavailable) {
+		t.Errorf("error handler got %v; want the one Stats error", handled)
 	}
-	got := points{}
-	for _, sm := range rm.ScopeMetrics {
-		for _, m := range sm.Metrics {
-			if d, ok := m.Data.(metricdata.Sum[int64]); ok {
-				for _, p := range d.DataPoints {
-					got[key(m.Name, p.Attributes)] = float64(p.Value)
-				}
-			}
-			if _, ok := m.Data.(metricdata.Gauge[int64]); ok && m.Name == "corral.queue.depth" {
-				t.Errorf("depth reported during an outage: %+v", m.Data)
-			}
+}
+
+// exactly checks that got holds exactly the points of want, none missing and none more.
+func exactly(t *testing.T, what string, got, want points) {
+	t.Helper()
+	for k, v := range want {
+		if g, ok := got[k]; !ok || g != v {
+			t.Errorf("%s: %s = %v (reported: %v), want %v", what, k, g, ok, v)
 		}
 	}
-	checkPoints(t, "during an outage", got, points{"corral.queue.backend.reconnects{}": 4, "corral.queue.backend.losses{}": 1})
+	for k, v := range got {
+		if _, ok := want[k]; !ok {
+			t.Errorf("%s: %s = %v reported, want none", what, k, v)
+		}
+	}
 }

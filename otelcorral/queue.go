@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
@@ -59,7 +60,7 @@ func (qi *queueInstruments) init(m metric.Meter) error {
 	qi.reconnects, errs[10] = m.Int64ObservableCounter("corral.queue.backend.reconnects", metric.WithUnit("{reconnect}"),
 		metric.WithDescription("Times the backend re-established its connection to the broker (0 for a backend that keeps none)."))
 	qi.losses, errs[11] = m.Int64ObservableCounter("corral.queue.backend.losses", metric.WithUnit("{loss}"),
-		metric.WithDescription("Times the backend found that the broker had lost the queue's stored jobs, dead letters and leases (0 for a backend that cannot tell): each means jobs lost."))
+		metric.WithDescription("Times this process's backend found that the broker had lost what it stored for the queue (its jobs, if it had any, dead letters and leases); 0 for a backend that cannot tell."))
 	return firstErr(errs[:])
 }
 
@@ -133,9 +134,11 @@ func (q *Queue) recordRun(ctx context.Context, d time.Duration, outcome string) 
 // seconds), and the counts of its Health as corral.queue.backend.reconnects and
 // corral.queue.backend.losses (see queue.Health), read once per collection of the meter
 // provider's readers, with the collection's context. With a broker backend, Stats asks the
-// broker: each collection is a round trip, and a collection during an outage reports the
-// error to OpenTelemetry's error handler, and the two counts but no depth or lag. Unregister
-// the returned Registration before the queue is closed.
+// broker: each collection is a round trip. During an outage a collection gives the error of
+// Stats to OpenTelemetry's error handler (otel.Handle) and reports the two counts but no
+// depth or lag; the collection itself succeeds, so that the provider's other metrics are
+// exported all the same (a reader whose collection fails, such as the periodic one, exports
+// nothing). Unregister the returned Registration before the queue is closed.
 func ObserveQueue[T any](q *Queue, from *queue.Queue[T]) (metric.Registration, error) {
 	qi := &q.t.q
 	return q.t.meter.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
@@ -143,7 +146,8 @@ func ObserveQueue[T any](q *Queue, from *queue.Queue[T]) (metric.Registration, e
 		o.ObserveInt64(qi.reconnects, int64(s.Health.Reconnects), q.at)
 		o.ObserveInt64(qi.losses, int64(s.Health.Losses), q.at)
 		if err != nil {
-			return err
+			otel.Handle(err)
+			return nil
 		}
 		for _, g := range [...]struct {
 			state string

@@ -10,6 +10,7 @@ import (
 // read. It is safe for concurrent use.
 type cached[T any] struct {
 	read     func(ctx context.Context) (T, error)
+	keep     func(last *T, failed *T) // if not nil: what a failed read still gives, copied into last
 	timeout  time.Duration
 	interval time.Duration
 
@@ -23,8 +24,10 @@ type cached[T any] struct {
 	errors uint64    // reads that failed or timed out
 }
 
-func newCached[T any](read func(context.Context) (T, error), timeout, interval time.Duration) *cached[T] {
-	return &cached[T]{read: read, timeout: timeout, interval: interval, lock: make(chan struct{}, 1)}
+// newCached returns the cache of read; keep, if not nil, copies into the last values read
+// what a failed read returns all the same (a queue's Health).
+func newCached[T any](read func(context.Context) (T, error), keep func(last, failed *T), timeout, interval time.Duration) *cached[T] {
+	return &cached[T]{read: read, keep: keep, timeout: timeout, interval: interval, lock: make(chan struct{}, 1)}
 }
 
 // get returns the values to export, whether any read has succeeded yet, and the count of
@@ -39,10 +42,14 @@ func (c *cached[T]) get() (T, bool, uint64) {
 		ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
 		v, err := c.read(ctx)
 		cancel()
-		if err != nil {
-			c.errors++
-		} else {
+		switch {
+		case err == nil:
 			c.last, c.ok = v, true
+		case c.ok && c.keep != nil:
+			c.errors++
+			c.keep(&c.last, &v)
+		default:
+			c.errors++
 		}
 	}
 	return c.last, c.ok, c.errors

@@ -43,11 +43,11 @@ func New(opts ...Option) *Collector {
 	c := &Collector{d: newDescs(o.namespace), buckets: bucketBounds(o.buckets), pools: o.pools, budgets: o.budgets}
 	for _, q := range o.queues {
 		c.queues = append(c.queues, cachedSource[queue.Stats]{q.name,
-			newCached(q.q.Stats, o.timeout, o.interval)})
+			newCached(q.q.Stats, keepHealth, o.timeout, o.interval)})
 	}
 	for _, s := range o.shares {
 		c.shares = append(c.shares, cachedSource[[]queue.ShareStats]{s.name,
-			newCached(s.s.Stats, o.timeout, o.interval)})
+			newCached(s.s.Stats, nil, o.timeout, o.interval)})
 	}
 	unique("pool", o.pools, func(p namedPool) string { return p.name })
 	unique("queue", o.queues, func(q namedQueue) string { return q.name })
@@ -102,4 +102,15 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	for _, b := range c.budgets {
 		e.gauge(c.d.budgetTokens, b.b.Balance(), b.name)
 	}
+}
+
+// keepHealth takes into last, a queue's last Stats read, the Health of a read that failed
+// (queue.Queue's Stats returns it with the error): reachable or not as of that read, its
+// error, and its counts, which never go back (a Queue that returns no Health with its error
+// leaves them as they were).
+func keepHealth(last, failed *queue.Stats) {
+	h := failed.Health
+	h.Reconnects = max(h.Reconnects, last.Health.Reconnects)
+	h.Losses = max(h.Losses, last.Health.Losses)
+	last.Health = h
 }

@@ -25,7 +25,9 @@
 // Stats call per interval. A read that fails or times out is counted
 // (corral_queue_stats_errors_total, corral_share_stats_errors_total) and the values of the
 // last read that succeeded are exported again, so that a slow backend delays no scrape by
-// more than the deadline and a failing one leaves no gap in counters.
+// more than the deadline and a failing one leaves no gap in counters; but a queue's health is
+// the failed read's (queue.Queue's Stats returns its Health with the error):
+// corral_queue_reachable 0 during an outage, and the reconnect and loss counts as of then.
 //
 // The metrics, with the default namespace "corral" (see [WithNamespace]):
 //

@@ -58,7 +58,7 @@ func newDescs(ns string) descs {
 		queueDeadEvicted: d("queue", "dead_letters_evicted_total", "Dead letters deleted to keep the dead letters within their limit.", q...),
 		queueErrors:      d("queue", "backend_errors_total", "Backend calls of this process's consumers that failed.", q...),
 		queueReconnects:  d("queue", "backend_reconnects_total", "Times the backend re-established its connection to the broker (0 for a backend that keeps none).", q...),
-		queueLosses:      d("queue", "backend_losses_total", "Times the backend found that the broker had lost the queue's stored jobs, dead letters and leases (0 for a backend that cannot tell): each means jobs lost.", q...),
+		queueLosses:      d("queue", "backend_losses_total", "Times this process's backend found that the broker had lost what it stored for the queue (its jobs, if it had any, dead letters and leases); 0 for a backend that cannot tell.", q...),
 		queueWait:        d("queue", "job_wait_seconds", "Time from enqueue (or NotBefore) to handler start of this process's handler runs (a sample of about one run in 64; every run with queue.WithTimings).", q...),
 		queueRun:         d("queue", "job_run_seconds", "Time from handler start to end of this process's handler runs (a sample of about one run in 64; every run with queue.WithTimings).", q...),
 		queueEndToEnd:    d("queue", "job_end_to_end_seconds", "Time from enqueue (or NotBefore) to handler end of this process's handler runs (a sample of about one run in 64; every run with queue.WithTimings).", q...),

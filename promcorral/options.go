@@ -48,6 +48,7 @@ type (
 )
 
 // Queue is what the Collector reads of a queue: *queue.Queue[T] implements it, for any T.
+// Like queue.Queue's, a Stats that fails returns the queue's Health all the same.
 type Queue interface {
 	Stats(ctx context.Context) (queue.Stats, error)
 }

@@ -24,13 +24,15 @@ type Health struct {
 	// Reconnects counts the times the backend re-established its
 	// connection to the broker, if it keeps one (see [driver.Reconnecter]).
 	Reconnects uint64
-	// Losses counts the times the backend found that the broker had lost
-	// what it stored for the queue (its jobs, dead letters and leases, which
-	// stay lost: a server restarted without persistence, a replica promoted
-	// before it had them) and set the queue up on it again, if the backend
-	// can tell (see [driver.LossCounter]; queue/redis can). Calls that find
-	// a loss at the same moment may each count it: a count that grows means
-	// jobs were lost, by how many it does not say.
+	// Losses counts the times this queue's backend found that the broker
+	// had lost what it stored for the queue (its jobs, if it had any, dead
+	// letters and leases, which stay lost: a server restarted without
+	// persistence, a replica promoted before it had them) and set the queue
+	// up on it again, if the backend can tell (see [driver.LossCounter];
+	// queue/redis can). Calls that find a loss at the same moment may each
+	// count it, and the process whose call finds it first counts it: another
+	// process of the same queue may count none. Watch its growth in every
+	// process (the sum over processes, in a metric).
 	Losses uint64
 	// LastError is the last backend call's failure: any error but the end
 	// of the caller's ctx and the outcomes the queue documents

@@ -291,7 +291,9 @@ type SharedLease interface {
 }
 
 // Reconnecter is implemented by a Backend that keeps a connection to a
-// broker; the queue's Health reports its count.
+// broker; the queue's Health reports its count. Reconnects is called from
+// any goroutine (Health, the OnHealth hook) and must return at once,
+// without a call to the broker.
 type Reconnecter interface {
 	// Reconnects returns how many times the connection was re-established
 	// since the backend was created.
@@ -301,13 +303,16 @@ type Reconnecter interface {
 // LossCounter is implemented by a Backend that can tell when its broker
 // lost what it stored for the queue (a server restarted without
 // persistence, a replica promoted before it had the queue's data); the
-// queue's Health reports its count.
+// queue's Health reports its count. Losses is called from any goroutine
+// (Health, the OnHealth hook) and must return at once, without a call to
+// the broker.
 type LossCounter interface {
 	// Losses returns how many times since the backend was created it found
-	// that the broker had lost the queue's stored jobs, dead letters and
-	// leases, and set the queue up on the broker again. What was lost stays
-	// lost. Calls that find the loss at the same moment may each count it,
-	// so one loss counts once or more.
+	// that the broker had lost what it stored for the queue (its jobs, if it
+	// had any, dead letters and leases), and set the queue up on the broker
+	// again. What was lost stays lost. Calls that find the loss at the same
+	// moment may each count it, so one loss counts once or more; a backend
+	// of another process that finds the queue set up again counts none.
 	Losses() uint64
 }
 

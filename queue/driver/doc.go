@@ -10,9 +10,9 @@
 // call Receive, Start, Extend and the settling methods (Ack, Nack, Release,
 // Bury) from their own goroutines, concurrently. A backend calls nothing
 // of the queue's: it gets a [Config], [Message]s and [Delivery]s, and
-// returns results, [Stats] and the errors below. The queue looks once, at
-// queue.New, for the optional interfaces a backend may implement:
-// [SharedLease], [Reconnecter], [LossCounter] and [InProcess]; at Consume with a rate
+// returns results, [Stats] and the errors below. The queue looks for the
+// optional interfaces a backend may implement: at queue.New for [InProcess];
+// at Consume for [SharedLease]; in Health for [Reconnecter] and [LossCounter]; at Consume with a rate
 // limit, for [RateLimiter]; at Consume without a rate limit or a Share, for
 // [ReceiveStarter]; the queue's operator verbs (Jobs, Inspect,
 // Cancel, Pause, ...) look for [Admin], and fail with errors.ErrUnsupported

@@ -293,7 +293,9 @@ func (b *Backend) marks(ctx context.Context, filter string) (map[string]map[stri
 
 // List implements driver.Admin (see above for its cost).
 func (b *Backend) List(ctx context.Context, f driver.Filter) ([]driver.JobInfo, error) {
-	calls.Made(b.js != nil) // before the filter's check
+	if err := b.life.Check(calls); err != nil { // before the filter, as every method
+		return nil, err
+	}
 	return driver.NewGather(func() error { return b.life.Check(calls) }, b.DeadLetters, b.storedJobs).List(ctx, f)
 }
 

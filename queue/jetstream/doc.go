@@ -153,8 +153,9 @@
 // the Backend) deletes nothing; Delete does.
 //
 // Bad input panics, naming the package and the call: New with a nil JetStream, an invalid
-// name or a nil option, an option with an impossible setting (WithReplicas(0)), and the
-// methods of a zero Backend ("jetstream: zero Backend: use jetstream.New").
+// name or a nil option, an option with an impossible setting (WithReplicas(0)), and every
+// method of a zero Backend, whatever its arguments ("jetstream: zero Backend: use
+// jetstream.New").
 //
 // # Concurrency
 //

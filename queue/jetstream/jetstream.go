@@ -25,7 +25,8 @@ import (
 // the NATS client pulls messages in the background once a consumer receives. The queue's Close
 // closes the Backend (the queue owns it), which stops the pulls and waits, within its ctx, for
 // what follows the acks; the requests it then abandons end within a call timeout, and Delete
-// waits for them. Make one with New: the methods of a zero Backend panic.
+// waits for them. Make one with New: a method of a zero Backend panics at once, whatever its
+// arguments ("jetstream: zero Backend: use jetstream.New").
 type Backend struct {
 	js   natsjs.JetStream
 	nc   *nats.Conn

@@ -36,7 +36,9 @@ import (
 // retries after a backoff, and queue.Health reports it); when it is connected, it tidies the
 // queue at most once per lease, as Stats does (see resurrect.go).
 func (b *Backend) Receive(ctx context.Context, lease time.Duration, d *driver.Delivery) error {
-	calls.Made(b.js != nil)
+	if err := b.life.Check(calls); err != nil { // before the arguments, as every method
+		return err
+	}
 	if lease <= 0 {
 		return fmt.Errorf("jetstream: lease %v must be positive", lease)
 	}

@@ -26,8 +26,8 @@
 // RunAdminAcrossProcesses checks, on two backends of one queue as two processes open it, that
 // a cancel and a pause from one reach the consumer of the other.
 //
-// RunZeroBackend checks that the methods of a backend's zero value panic at once, saying what
-// to use, for a backend whose zero value is not usable.
+// RunZeroBackend checks that every exported method of a backend's zero value panics at once,
+// whatever its arguments, saying what to use, for a backend whose zero value is not usable.
 //
 // A backend that keeps its state in process runs the suite on the virtual
 // clock of testing/synctest; one that talks to a broker declares RealTime,

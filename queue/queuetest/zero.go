@@ -19,11 +19,12 @@ import (
 // [driver.Admin], [driver.SharedLease], [driver.Reconnecter], [driver.LossCounter],
 // [driver.RateLimiter] and [driver.ReceiveStarter], with a zero Delivery where a method takes one, once with valid
 // arguments and, where a method checks its arguments, once with invalid ones (a lease of 0, a
-// page size of -1, an empty ID): the check of the zero value comes first. extra holds the
-// backend's other exported methods, by name, to check the same way; an exported method that
-// is neither called here nor named in extra fails the test, so that a method added later
-// cannot escape the rule.
-func RunZeroBackend(t *testing.T, zero driver.Backend, want string, extra map[string]func()) {
+// page size of -1, an empty ID, a negative capacity): the check of the zero value comes
+// first. extra holds the backend's other exported methods, by name, to check the same way; an
+// exported method that is neither called here nor named in extra fails the test, so that a
+// method added later cannot escape the rule, and so does a name in extra that the kit calls
+// itself.
+func RunZeroBackend(t testing.TB, zero driver.Backend, want string, extra map[string]func()) {
 	t.Helper()
 	ctx := context.Background()
 	d := &driver.Delivery{}
@@ -67,6 +68,9 @@ func RunZeroBackend(t *testing.T, zero driver.Backend, want string, extra map[st
 	}
 	invalidArguments(calls, zero, d)
 	for name, call := range extra {
+		if calls[name] != nil {
+			t.Errorf("extra names %s, which RunZeroBackend calls itself", name)
+		}
 		calls[name] = call
 	}
 	checked := map[string]bool{}
@@ -88,6 +92,7 @@ func RunZeroBackend(t *testing.T, zero driver.Backend, want string, extra map[st
 // with arguments they refuse, named "Method(what is wrong)".
 func invalidArguments(calls map[string]func(), zero driver.Backend, d *driver.Delivery) {
 	ctx := context.Background()
+	calls["Open(negative capacity)"] = func() { _ = zero.Open(ctx, driver.Config{Capacity: -1}) }
 	calls["Enqueue(no ID)"] = func() { _, _ = zero.Enqueue(ctx, driver.Message{}) }
 	calls["Receive(lease 0)"] = func() { _ = zero.Receive(ctx, 0, d) }
 	calls["Extend(lease 0)"] = func() { _ = zero.Extend(ctx, d, 0) }

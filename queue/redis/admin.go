@@ -102,7 +102,9 @@ return 1
 
 // List implements driver.Admin.
 func (b *Backend) List(ctx context.Context, f driver.Filter) ([]driver.JobInfo, error) {
-	calls.Made(b.client != nil) // before the filter's check
+	if err := b.life.Check(calls); err != nil { // before the filter, as every method
+		return nil, err
+	}
 	return driver.NewGather(func() error { return b.life.Check(calls) }, b.DeadLetters, b.storedJobs).List(ctx, f)
 }
 

@@ -52,7 +52,7 @@ type Backend struct {
 
 	xs exchanges // the exchanges with the server running now (see within)
 
-	regroups atomic.Uint64 // see Losses
+	losses atomic.Uint64 // see Losses
 }
 
 // Option configures a Backend in New. An option given a setting no backend can honour panics
@@ -418,7 +418,7 @@ func (b *Backend) regroup(ctx context.Context, op string) error {
 			return err
 		}
 	}
-	b.regroups.Add(1)
+	b.losses.Add(1)
 	return nil
 }
 
@@ -430,7 +430,7 @@ func (b *Backend) regroup(ctx context.Context, op string) error {
 // found. The queue's Health reports the count (queue.Health.Losses).
 func (b *Backend) Losses() uint64 {
 	calls.Made(b.client != nil)
-	return b.regroups.Load()
+	return b.losses.Load()
 }
 
 var _ driver.LossCounter = (*Backend)(nil)
