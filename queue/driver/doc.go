@@ -11,12 +11,12 @@
 // Bury) from their own goroutines, concurrently. A backend calls nothing
 // of the queue's: it gets a [Config], [Message]s and [Delivery]s, and
 // returns results, [Stats] and the errors below. The queue looks for the
-// optional interfaces a backend may implement: at queue.New for [InProcess];
-// at Consume for [SharedLease]; in Health for [Reconnecter] and [LossCounter]; at Consume with a rate
-// limit, for [RateLimiter]; at Consume without a rate limit or a Share, for
-// [ReceiveStarter]; the queue's operator verbs (Jobs, Inspect,
-// Cancel, Pause, ...) look for [Admin], and fail with errors.ErrUnsupported
-// without it.
+// optional interfaces a backend may implement: at queue.New for
+// [InProcess]; at Consume for [SharedLease]; in Health for [Reconnecter]
+// and [LossCounter]; at Consume with a rate limit, for [RateLimiter]; at
+// Consume without a rate limit or a Share, for [ReceiveStarter]; the
+// queue's operator verbs (Jobs, Inspect, Cancel, Pause, ...) look for
+// [Admin], and fail with errors.ErrUnsupported without it.
 //
 // The sentinel errors ([ErrFull], [ErrDuplicate], ...) are the same values
 // that package queue exports under the same names, so a user's errors.Is
@@ -49,8 +49,8 @@ package driver
 
 // Where things are: backend.go holds the Backend interface and what crosses
 // it (Message, Delivery, DeadMessage, the results, Stats, SharedLease,
-// Reconnecter, LossCounter, RateLimiter, ReceiveStarter); admin.go Admin, the operator's verbs, with
-// Filter, Cursor, JobInfo and JobStatus, and Gather (and NewGather), List and Count
+// Reconnecter, LossCounter, RateLimiter, ReceiveStarter); admin.go Admin, the operator's verbs,
+// with Filter, Cursor, JobInfo and JobStatus, and Gather (and NewGather), List and Count
 // read in a backend's process; call.go Call, how a broker backend bounds, reports and waits
 // for its calls, and WithAbandon; lifecycle.go Lifecycle, its state from Open to Close; settings.go Shared, SettingsError, CompareSettings
 // and AgreeLease, the shared settings; config.go Config and Overflow;
