@@ -32,7 +32,8 @@ type Health struct {
 	// queue/redis can). Calls that find a loss at the same moment may each
 	// count it, and the process whose call finds it first counts it: another
 	// process of the same queue may count none. Watch its growth in every
-	// process (the sum over processes, in a metric).
+	// process (the sum over processes, in a metric). The OnHealth hook is
+	// called when it grows, and WithLogger logs it.
 	Losses uint64
 	// LastError is the last backend call's failure: any error but the end
 	// of the caller's ctx and the outcomes the queue documents
@@ -114,6 +115,22 @@ func quiet(hl *health.Tracker, err error) bool { return hl.Quiet(err) }
 // healthOf returns the Health of s, without the backend's counts (see withCounts).
 func healthOf(s health.State) Health {
 	return Health{Reachable: s.Reachable, Since: s.Since, LastError: s.LastError, LastErrorAt: s.LastErrorAt, Paused: s.Paused}
+}
+
+// noteLosses calls the OnHealth hook, with ctx, if the backend's Losses grew since the hook
+// last learned it: called after the backend calls that may find a loss (a consumer's Receive,
+// Stats). Of calls that find one growth at once, one calls the hook.
+func (q *Queue[T]) noteLosses(ctx context.Context) {
+	if q.losses == nil {
+		return
+	}
+	n := q.losses.Losses()
+	for seen := q.lossSeen.Load(); n > seen; seen = q.lossSeen.Load() {
+		if q.lossSeen.CompareAndSwap(seen, n) {
+			q.healthChanged(ctx, healthOf(q.hl.State()))
+			return
+		}
+	}
 }
 
 // healthChanged calls the OnHealth hook, with the backend's counts filled in.

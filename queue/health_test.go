@@ -1,9 +1,12 @@
 package queue
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -56,7 +59,8 @@ type ctxKey struct{}
 // unreachable, with the error and the time, and the next answer (even an
 // ErrDuplicate) reachable again; OnHealth sees each change once, with the
 // ctx of the call that found it; the reconnect and loss counts come from the
-// backend, in Health, Stats and OnHealth.
+// backend, in Health, Stats and OnHealth, and a Stats that finds the losses
+// grew calls OnHealth.
 func TestHealthFollowsBackendAnswers(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := &outage{Backend: memory.New()}
@@ -110,11 +114,14 @@ func TestHealthFollowsBackendAnswers(t *testing.T) {
 		}
 		mu.Lock()
 		defer mu.Unlock()
-		if len(changes) != 2 || changes[0].Reachable || !changes[0].Since.Equal(down) || !changes[1].Reachable || !changes[1].Since.Equal(up) {
-			t.Fatalf("OnHealth saw %+v: want down at %v, then up at %v", changes, down, up)
+		// down (found by the Enqueue), the losses found by Stats (2), up (found by the Enqueue,
+		// which does not look at the losses: 3 by then).
+		if len(changes) != 3 || changes[0].Reachable || !changes[0].Since.Equal(down) ||
+			changes[1].Reachable || changes[1].Losses != 2 || !changes[2].Reachable || !changes[2].Since.Equal(up) {
+			t.Fatalf("OnHealth saw %+v: want down at %v, the losses Stats found, then up at %v", changes, down, up)
 		}
-		if changes[0].Reconnects != 3 || changes[0].Losses != 2 || changes[1].Losses != 3 {
-			t.Errorf("OnHealth saw %+v: want the backend's counts as of each change (3 reconnects; 2, then 3 losses)", changes)
+		if changes[0].Reconnects != 3 || changes[0].Losses != 2 || changes[2].Losses != 3 {
+			t.Errorf("OnHealth saw %+v: want the backend's counts as of each change (3 reconnects; 2, 2, then 3 losses)", changes)
 		}
 	})
 }
@@ -155,6 +162,72 @@ func TestHealthSeesConsumerOutage(t *testing.T) {
 		}
 		if s, _ := q.Stats(context.Background()); s.BackendErrors == 0 {
 			t.Errorf("stats %+v: want the failed receives counted", s)
+		}
+	})
+}
+
+// A consumer's Receive after which the backend's Losses grew calls OnHealth once per growth,
+// with the counts, and WithLogger logs it at Error; calls that find no growth call nothing.
+func TestOnHealthWhenAReceiveFindsALoss(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := &outage{Backend: memory.New()}
+		var logged bytes.Buffer
+		logger := slog.New(slog.NewTextHandler(&logged, &slog.HandlerOptions{
+			Level: slog.LevelInfo,
+			ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
+				if a.Key == slog.TimeKey || a.Key == "since" {
+					return slog.Attr{}
+				}
+				return a
+			},
+		}))
+		var (
+			mu      sync.Mutex
+			changes []Health
+		)
+		q, err := New[string](context.Background(), WithBackend(b), WithLogger(logger), WithHooks(Hooks{OnHealth: func(ctx context.Context, h Health) {
+			mu.Lock()
+			changes = append(changes, h)
+			mu.Unlock()
+		}}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer q.Close(context.Background())
+		handled := make(chan string, 4)
+		c, err := q.Consume(context.Background(), func(ctx context.Context, j Job[string]) error {
+			handled <- j.Payload
+			return nil
+		}, WithWorkers(1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait() // the worker waits in Receive
+		b.losses.Store(1)
+		enqueueOK(t, q, "a")
+		enqueueOK(t, q, "b") // received after a Receive that finds no growth
+		for range 2 {
+			<-handled
+		}
+		synctest.Wait()
+		if _, err := q.Stats(context.Background()); err != nil { // no growth: no call
+			t.Fatal(err)
+		}
+		b.losses.Store(3)
+		enqueueOK(t, q, "c")
+		<-handled
+		if _, err := c.Close(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if len(changes) != 2 || changes[0].Losses != 1 || changes[1].Losses != 3 || !changes[0].Reachable || !changes[1].Reachable {
+			t.Errorf("OnHealth saw %+v: want two calls, reachable, with 1 then 3 losses", changes)
+		}
+		want := "level=ERROR msg=\"queue: broker lost stored jobs\" event.reachable=true event.losses=1\n" +
+			"level=ERROR msg=\"queue: broker lost stored jobs\" event.reachable=true event.losses=3\n"
+		if got := logged.String(); !strings.Contains(got, want) || strings.Count(got, "\n") != 2 {
+			t.Errorf("logged\n%s\nwant\n%s", got, want)
 		}
 	})
 }

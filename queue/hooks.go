@@ -64,10 +64,12 @@ type Hooks struct {
 	// calls') and the evicted dead letter's ID.
 	OnDeadEvicted func(ctx context.Context, e Event)
 	// OnHealth is called when the backend became unreachable or reachable
-	// again (see [Health]), with the ctx of the backend call that found it
-	// and the queue's Health right after the change. It runs on the
+	// again, and when Health.Losses grew (the backend found that the broker
+	// had lost what it stored for the queue: see [Health]), with the ctx of
+	// the backend call that found it (a consumer's Receive or a Stats, for
+	// a loss) and the queue's Health right after the change. It runs on the
 	// goroutine of that call; two changes found at once may be reported in
-	// either order, so read Health.Since to order them.
+	// either order, so read Health.Since and Health.Losses to order them.
 	OnHealth func(ctx context.Context, h Health)
 }
 

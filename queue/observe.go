@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"runtime/pprof"
+	"sync/atomic"
 
 	"github.com/corral-go/corral/internal/hooks"
 )
@@ -26,7 +27,7 @@ func WithName(name string) Option {
 //	slog.LevelDebug  "queue: job enqueued", "queue: job started", "queue: job succeeded"
 //	slog.LevelWarn   "queue: job retried", "queue: job dropped", "queue: dead letter evicted",
 //	                 "queue: backend unreachable"
-//	slog.LevelError  "queue: job dead"
+//	slog.LevelError  "queue: job dead", "queue: broker lost stored jobs" (Health.Losses grew)
 //	slog.LevelInfo   "queue: backend reachable"
 //
 // A record is logged where and when the [Hooks] field of the same event is called, with its
@@ -50,10 +51,14 @@ func (o *options) logHooks() Hooks {
 		return hooks.Log[Event](l, level, msg)
 	}
 	var onHealth func(context.Context, Health)
-	if l.Enabled(context.Background(), slog.LevelWarn) {
+	if l.Enabled(context.Background(), slog.LevelError) {
+		var logged atomic.Uint64 // the Losses logged last
 		onHealth = func(ctx context.Context, h Health) {
 			level, msg := slog.LevelInfo, "queue: backend reachable"
-			if !h.Reachable {
+			switch prev := logged.Load(); {
+			case h.Losses > prev && logged.CompareAndSwap(prev, h.Losses):
+				level, msg = slog.LevelError, "queue: broker lost stored jobs"
+			case !h.Reachable:
 				level, msg = slog.LevelWarn, "queue: backend unreachable"
 			}
 			l.LogAttrs(ctx, level, msg, slog.Any("event", h))

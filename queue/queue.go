@@ -50,6 +50,8 @@ type Queue[T any] struct {
 
 	hl       health.Tracker
 	onHealth func(context.Context, Health) // q.healthChanged, bound once
+	losses   driver.LossCounter            // the backend, if it counts losses (see noteLosses)
+	lossSeen atomic.Uint64                 // the backend's Losses as the hook last learned it
 
 	mu        sync.Mutex                // guards consumers and periodics
 	consumers map[*Consumer[T]]struct{} // not closed yet
@@ -100,6 +102,7 @@ func New[T any](ctx context.Context, opts ...Option) (*Queue[T], error) {
 	if ip, ok := o.backend.(driver.InProcess); ok && ip.Self() == o.backend {
 		q.fast, q.values = ip, true
 	}
+	q.losses, _ = o.backend.(driver.LossCounter)
 	q.ids.Init()
 	if err := o.backend.Open(ctx, o.cfg); err != nil {
 		return nil, err

@@ -166,6 +166,7 @@ func (q *Queue[T]) Stats(ctx context.Context) (Stats, error) {
 	if err == nil {
 		q.hl.SetPaused(bs.Paused)
 	}
+	q.noteLosses(ctx)
 	s.Health = q.Health()
 	s.Periodic = q.periodicStats()
 	return s, err

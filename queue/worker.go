@@ -276,10 +276,14 @@ func (c *Consumer[T]) receive(d *driver.Delivery) (time.Time, error) {
 	if c.fast != nil {
 		return c.fast.ReceiveAt(c.recv, c.backendLease(), d)
 	}
+	var err error
 	if c.startRecv != nil {
-		return time.Time{}, c.startRecv.ReceiveStart(c.recv, c.backendLease(), d)
+		err = c.startRecv.ReceiveStart(c.recv, c.backendLease(), d)
+	} else {
+		err = c.q.backend.Receive(c.recv, c.backendLease(), d)
 	}
-	return time.Time{}, c.q.backend.Receive(c.recv, c.backendLease(), d)
+	c.q.noteLosses(c.recv)
+	return time.Time{}, err
 }
 
 // receiveBackoff spaces a worker's retries of a failing Receive.

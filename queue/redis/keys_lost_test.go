@@ -3,6 +3,7 @@ package redis_test
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -88,13 +89,22 @@ func TestReceiveAfterKeysLost(t *testing.T) {
 }
 
 // A queue's Health reports the losses its Backend found: none on a new queue, one after a
-// Stats that found the server without the queue's keys, in Health and in Stats.
+// Stats that found the server without the queue's keys, in Health and in Stats, and that
+// Stats called the OnHealth hook with it.
 func TestQueueHealthReportsLosses(t *testing.T) {
 	srv := redistest.Start(t, "always")
 	c := newClient(t, srv.Addr())
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	q, err := queue.New[string](ctx, queue.WithBackend(redis.New(c, queueName(t))))
+	var seen atomic.Int64 // OnHealth calls, each with one loss
+	onHealth := func(_ context.Context, h queue.Health) {
+		if h.Losses == 1 && h.Reachable {
+			seen.Add(1)
+		} else {
+			t.Errorf("OnHealth with %+v; want reachable with one loss", h)
+		}
+	}
+	q, err := queue.New[string](ctx, queue.WithBackend(redis.New(c, queueName(t))), queue.WithHooks(queue.Hooks{OnHealth: onHealth}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,6 +128,9 @@ func TestQueueHealthReportsLosses(t *testing.T) {
 	}
 	if h := q.Health(); h.Losses != 1 || !h.Reachable {
 		t.Errorf("Health after the loss: %+v; want reachable, one loss", h)
+	}
+	if n := seen.Load(); n != 1 {
+		t.Errorf("OnHealth called %d times; want once, by the Stats that found the loss", n)
 	}
 }
 
