@@ -274,6 +274,14 @@ func (c *Consumer[T]) observe(ctx context.Context, err error) {
 	}
 }
 
+// noteLosses calls the OnHealth hook, as the consumer's hooks are called (see callHook), if the
+// backend's Losses grew: after a Receive or a Drain's Stats, once its outcome was observed.
+func (c *Consumer[T]) noteLosses(ctx context.Context) {
+	if c.q.losses != nil && c.q.lossesGrew() && c.q.onLoss != nil {
+		callHook(ctx, c, "OnHealth", c.q.lossFound, healthOf(c.q.hl.State()))
+	}
+}
+
 // backendLease is the lease asked of the backend: half again the handler's,
 // so that a handler winding down just after its deadline, or a renewal a
 // little late on a busy machine, never lets the job go to someone else.

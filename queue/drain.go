@@ -83,6 +83,7 @@ func (c *Consumer[T]) workOff(ctx context.Context) error {
 	for {
 		s, err := c.q.backend.Stats(ctx)
 		c.observe(ctx, err)
+		c.noteLosses(ctx)
 		switch {
 		case err == nil && s.Ready+s.Delayed+s.InFlight == 0:
 			return nil

@@ -33,7 +33,8 @@ type Health struct {
 	// count it, and the process whose call finds it first counts it: another
 	// process of the same queue may count none. Watch its growth in every
 	// process (the sum over processes, in a metric). The OnHealth hook is
-	// called when it grows, and WithLogger logs it.
+	// called when a consumer's Receive, a Drain or a Stats finds it grown,
+	// and WithLogger logs it.
 	Losses uint64
 	// LastError is the last backend call's failure: any error but the end
 	// of the caller's ctx and the outcomes the queue documents
@@ -117,19 +118,28 @@ func healthOf(s health.State) Health {
 	return Health{Reachable: s.Reachable, Since: s.Since, LastError: s.LastError, LastErrorAt: s.LastErrorAt, Paused: s.Paused}
 }
 
-// noteLosses calls the OnHealth hook, with ctx, if the backend's Losses grew since the hook
-// last learned it: called after the backend calls that may find a loss (a consumer's Receive,
-// Stats). Of calls that find one growth at once, one calls the hook.
-func (q *Queue[T]) noteLosses(ctx context.Context) {
+// lossesGrew reports whether the backend's Losses grew since the hook last learned them, and
+// takes the growth: of calls that find one growth at once, one reports it. It is asked after
+// the backend calls that may find a loss (a consumer's Receive, Stats, Drain's Stats), once
+// their outcome was observed.
+func (q *Queue[T]) lossesGrew() bool {
 	if q.losses == nil {
-		return
+		return false
 	}
 	n := q.losses.Losses()
 	for seen := q.lossSeen.Load(); n > seen; seen = q.lossSeen.Load() {
 		if q.lossSeen.CompareAndSwap(seen, n) {
-			q.healthChanged(ctx, healthOf(q.hl.State()))
-			return
+			return true
 		}
+	}
+	return false
+}
+
+// lossFound calls the OnHealth hook (after WithLogger's record of the loss) with the queue's
+// Health, the backend's counts filled in.
+func (q *Queue[T]) lossFound(ctx context.Context, h Health) {
+	if q.onLoss != nil {
+		q.onLoss(ctx, q.withCounts(h))
 	}
 }
 

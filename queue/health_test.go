@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -137,15 +138,7 @@ func TestHealthSeesConsumerOutage(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		handled := make(chan string, 1)
-		c, err := q.Consume(context.Background(), func(ctx context.Context, j Job[string]) error {
-			handled <- j.Payload
-			return nil
-		}, WithWorkers(1))
-		if err != nil {
-			t.Fatal(err)
-		}
-		synctest.Wait()
+		c, handled := recording(t, q)
 		if h := q.Health(); h.Reachable {
 			t.Fatalf("health %+v while Receive fails: want unreachable", h)
 		}
@@ -172,15 +165,7 @@ func TestOnHealthWhenAReceiveFindsALoss(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := &outage{Backend: memory.New()}
 		var logged bytes.Buffer
-		logger := slog.New(slog.NewTextHandler(&logged, &slog.HandlerOptions{
-			Level: slog.LevelInfo,
-			ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
-				if a.Key == slog.TimeKey || a.Key == "since" {
-					return slog.Attr{}
-				}
-				return a
-			},
-		}))
+		logger := textLogger(&logged)
 		var (
 			mu      sync.Mutex
 			changes []Health
@@ -194,15 +179,7 @@ func TestOnHealthWhenAReceiveFindsALoss(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer q.Close(context.Background())
-		handled := make(chan string, 4)
-		c, err := q.Consume(context.Background(), func(ctx context.Context, j Job[string]) error {
-			handled <- j.Payload
-			return nil
-		}, WithWorkers(1))
-		if err != nil {
-			t.Fatal(err)
-		}
-		synctest.Wait() // the worker waits in Receive
+		c, handled := recording(t, q)
 		b.losses.Store(1)
 		enqueueOK(t, q, "a")
 		enqueueOK(t, q, "b") // received after a Receive that finds no growth
@@ -227,6 +204,101 @@ func TestOnHealthWhenAReceiveFindsALoss(t *testing.T) {
 		want := "level=ERROR msg=\"queue: broker lost stored jobs\" event.reachable=true event.losses=1\n" +
 			"level=ERROR msg=\"queue: broker lost stored jobs\" event.reachable=true event.losses=3\n"
 		if got := logged.String(); !strings.Contains(got, want) || strings.Count(got, "\n") != 2 {
+			t.Errorf("logged\n%s\nwant\n%s", got, want)
+		}
+	})
+}
+
+// recording starts a consumer of q with one worker whose handler sends each job's payload on
+// the channel returned (of 4), and returns once the worker waits in Receive. Call it in a
+// synctest bubble.
+func recording(t *testing.T, q *Queue[string]) (*Consumer[string], <-chan string) {
+	t.Helper()
+	handled := make(chan string, 4)
+	c, err := q.Consume(context.Background(), func(ctx context.Context, j Job[string]) error {
+		handled <- j.Payload
+		return nil
+	}, WithWorkers(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	synctest.Wait()
+	return c, handled
+}
+
+// textLogger returns a logger of text records into buf, from Info up, without their time,
+// the health's since, and the attributes drop.
+func textLogger(buf *bytes.Buffer, drop ...string) *slog.Logger {
+	return slog.New(slog.NewTextHandler(buf, &slog.HandlerOptions{
+		Level: slog.LevelInfo,
+		ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
+			if a.Key == slog.TimeKey || a.Key == "since" || slices.Contains(drop, a.Key) {
+				return slog.Attr{}
+			}
+			return a
+		},
+	}))
+}
+
+// An OnHealth hook that panics on a loss a consumer's Receive found is the hook's panic, as
+// any consumer hook's: the job received is handled all the same, the worker goes on, and Close
+// re-raises the panic naming OnHealth.
+func TestOnHealthPanicOnALossSurfacesInClose(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := &outage{Backend: memory.New()}
+		q, err := New[string](context.Background(), WithBackend(b), WithHooks(Hooks{
+			OnHealth: func(context.Context, Health) { panic("health hook bug") },
+		}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer q.Close(context.Background())
+		c, handled := recording(t, q)
+		b.losses.Store(1)
+		enqueueOK(t, q, "a")
+		enqueueOK(t, q, "b")
+		if got := []string{<-handled, <-handled}; got[0] != "a" || got[1] != "b" {
+			t.Fatalf("handled %v; want a, b: the worker went on after the hook's panic", got)
+		}
+		synctest.Wait()
+		pe := closePanicError(t, c)
+		if pe == nil || pe.Where != "OnHealth" || pe.Value != "health hook bug" {
+			t.Fatalf("Close panicked with %+v, want the OnHealth hook's panic", pe)
+		}
+		if s, err := q.Stats(context.Background()); err != nil || s.Acked != 2 || s.InFlight != 0 || s.Ready != 0 {
+			t.Errorf("stats %+v, %v: want both jobs acked, none left", s, err)
+		}
+	})
+}
+
+// WithLogger records what happened, not what Health shows: a reachability change that carries
+// a loss not yet reported is logged as the change, and the loss, once reported, as a loss.
+func TestLoggerTellsALossFromAReachabilityChange(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := &outage{Backend: memory.New()}
+		var logged bytes.Buffer
+		logger := textLogger(&logged, "last_error", "last_error_at")
+		q, err := New[string](context.Background(), WithBackend(b), WithLogger(logger))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer q.Close(context.Background())
+		b.down.Store(true)
+		if _, err := q.Enqueue(context.Background(), "x"); !errors.Is(err, ErrUnavailable) {
+			t.Fatalf("Enqueue during the outage: %v", err)
+		}
+		b.down.Store(false)
+		b.losses.Store(1)
+		// The Enqueue finds the backend reachable again, its Health showing the loss; the Stats
+		// finds the loss.
+		enqueueOK(t, q, "y")
+		if _, err := q.Stats(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		want := "level=WARN msg=\"queue: backend unreachable\" event.reachable=false\n" +
+			"level=INFO msg=\"queue: backend reachable\" event.reachable=true event.losses=1\n" +
+			"level=ERROR msg=\"queue: broker lost stored jobs\" event.reachable=true event.losses=1\n"
+		if got := logged.String(); got != want {
 			t.Errorf("logged\n%s\nwant\n%s", got, want)
 		}
 	})

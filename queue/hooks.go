@@ -66,8 +66,9 @@ type Hooks struct {
 	// OnHealth is called when the backend became unreachable or reachable
 	// again, and when Health.Losses grew (the backend found that the broker
 	// had lost what it stored for the queue: see [Health]), with the ctx of
-	// the backend call that found it (a consumer's Receive or a Stats, for
-	// a loss) and the queue's Health right after the change. It runs on the
+	// the backend call that found it (for a loss: the consumer's Receive,
+	// Drain's or the caller's Stats after which the queue found the count
+	// grown) and the queue's Health right after the change. It runs on the
 	// goroutine of that call; two changes found at once may be reported in
 	// either order, so read Health.Since and Health.Losses to order them.
 	OnHealth func(ctx context.Context, h Health)

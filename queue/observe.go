@@ -4,7 +4,6 @@ import (
 	"context"
 	"log/slog"
 	"runtime/pprof"
-	"sync/atomic"
 
 	"github.com/corral-go/corral/internal/hooks"
 )
@@ -41,30 +40,29 @@ func WithLogger(l *slog.Logger) Option {
 	return optionFunc(func(o *options) { o.logger = l })
 }
 
-// logHooks returns the hooks that log to o.logger, each chained before o.hooks' own.
-func (o *options) logHooks() Hooks {
+// logHooks returns the hooks that log to o.logger, each chained before o.hooks' own, and
+// the hook to call, in place of OnHealth, when the backend's Losses grew: OnHealth chained
+// after the record of the loss.
+func (o *options) logHooks() (Hooks, func(context.Context, Health)) {
 	l := hooks.Named(o.logger, "queue", o.name)
 	if l == nil {
-		return o.hooks
+		return o.hooks, o.hooks.OnHealth
 	}
 	on := func(level slog.Level, msg string) func(context.Context, Event) {
 		return hooks.Log[Event](l, level, msg)
 	}
 	var onHealth func(context.Context, Health)
-	if l.Enabled(context.Background(), slog.LevelError) {
-		var logged atomic.Uint64 // the Losses logged last
+	if l.Enabled(context.Background(), slog.LevelWarn) {
 		onHealth = func(ctx context.Context, h Health) {
 			level, msg := slog.LevelInfo, "queue: backend reachable"
-			switch prev := logged.Load(); {
-			case h.Losses > prev && logged.CompareAndSwap(prev, h.Losses):
-				level, msg = slog.LevelError, "queue: broker lost stored jobs"
-			case !h.Reachable:
+			if !h.Reachable {
 				level, msg = slog.LevelWarn, "queue: backend unreachable"
 			}
 			l.LogAttrs(ctx, level, msg, slog.Any("event", h))
 		}
 	}
 	h := o.hooks
+	onLoss := hooks.Chain(hooks.Log[Health](l, slog.LevelError, "queue: broker lost stored jobs"), h.OnHealth)
 	return Hooks{
 		OnEnqueue:     hooks.Chain(on(slog.LevelDebug, "queue: job enqueued"), h.OnEnqueue),
 		OnStart:       hooks.Chain(on(slog.LevelDebug, "queue: job started"), h.OnStart),
@@ -74,7 +72,7 @@ func (o *options) logHooks() Hooks {
 		OnDrop:        hooks.Chain(on(slog.LevelWarn, "queue: job dropped"), h.OnDrop),
 		OnDeadEvicted: hooks.Chain(on(slog.LevelWarn, "queue: dead letter evicted"), h.OnDeadEvicted),
 		OnHealth:      hooks.Chain(onHealth, h.OnHealth),
-	}
+	}, onLoss
 }
 
 // labelled gives the calling goroutine the queue's pprof labels, if it is named. Called as a

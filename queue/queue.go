@@ -50,7 +50,8 @@ type Queue[T any] struct {
 
 	hl       health.Tracker
 	onHealth func(context.Context, Health) // q.healthChanged, bound once
-	losses   driver.LossCounter            // the backend, if it counts losses (see noteLosses)
+	onLoss   func(context.Context, Health) // OnHealth, for a loss, after WithLogger's record of it
+	losses   driver.LossCounter            // the backend, if it counts losses (see lossesGrew)
 	lossSeen atomic.Uint64                 // the backend's Losses as the hook last learned it
 
 	mu        sync.Mutex                // guards consumers and periodics
@@ -90,7 +91,7 @@ func New[T any](ctx context.Context, opts ...Option) (*Queue[T], error) {
 		consumers: make(map[*Consumer[T]]struct{}), horizon: o.cfg.DedupHorizon}
 	q.vers.Init(o.version, cmp.Or(o.versionWait, DefaultVersionWait), o.upgrades)
 	q.timed = o.timed || o.hooks.OnSuccess != nil || o.hooks.OnRetry != nil || o.hooks.OnDead != nil
-	q.hooks = o.logHooks() // after timed: logging does not time handler runs
+	q.hooks, q.onLoss = o.logHooks() // after timed: logging does not time handler runs
 	if o.name != "" {
 		q.labels = pprof.WithLabels(context.Background(), pprof.Labels("queue", o.name))
 	}
@@ -106,6 +107,9 @@ func New[T any](ctx context.Context, opts ...Option) (*Queue[T], error) {
 	q.ids.Init()
 	if err := o.backend.Open(ctx, o.cfg); err != nil {
 		return nil, err
+	}
+	if q.losses != nil {
+		q.lossSeen.Store(q.losses.Losses()) // the hook reports the losses found from now on
 	}
 	return q, nil
 }

@@ -139,8 +139,13 @@ func (q *Queue[T]) Stats(ctx context.Context) (Stats, error) {
 	var bs driver.Stats
 	if err == nil {
 		bs, err = q.backend.Stats(ctx)
+		q.observe(ctx, err)
+		if q.lossesGrew() { // a backend may find a loss and fail all the same
+			q.lossFound(ctx, healthOf(q.hl.State()))
+		}
+	} else {
+		q.observe(ctx, err)
 	}
-	q.observe(ctx, err)
 	if err != nil {
 		bs = driver.Stats{}
 	}
@@ -166,7 +171,6 @@ func (q *Queue[T]) Stats(ctx context.Context) (Stats, error) {
 	if err == nil {
 		q.hl.SetPaused(bs.Paused)
 	}
-	q.noteLosses(ctx)
 	s.Health = q.Health()
 	s.Periodic = q.periodicStats()
 	return s, err

@@ -146,6 +146,7 @@ func (w *worker[T]) serve() {
 			if !quiet(&c.q.hl, err) { // asked here: a call to observe costs every job
 				c.observe(c.recv, err)
 			}
+			c.noteLosses(c.recv)
 		}
 		if err != nil {
 			if c.recv.Err() != nil {
@@ -276,14 +277,10 @@ func (c *Consumer[T]) receive(d *driver.Delivery) (time.Time, error) {
 	if c.fast != nil {
 		return c.fast.ReceiveAt(c.recv, c.backendLease(), d)
 	}
-	var err error
 	if c.startRecv != nil {
-		err = c.startRecv.ReceiveStart(c.recv, c.backendLease(), d)
-	} else {
-		err = c.q.backend.Receive(c.recv, c.backendLease(), d)
+		return time.Time{}, c.startRecv.ReceiveStart(c.recv, c.backendLease(), d)
 	}
-	c.q.noteLosses(c.recv)
-	return time.Time{}, err
+	return time.Time{}, c.q.backend.Receive(c.recv, c.backendLease(), d)
 }
 
 // receiveBackoff spaces a worker's retries of a failing Receive.

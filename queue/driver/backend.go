@@ -303,9 +303,10 @@ type Reconnecter interface {
 // LossCounter is implemented by a Backend that can tell when its broker
 // lost what it stored for the queue (a server restarted without
 // persistence, a replica promoted before it had the queue's data); the
-// queue's Health reports its count. Losses is called from any goroutine
-// (Health, the OnHealth hook) and must return at once, without a call to
-// the broker.
+// queue's Health reports its count, and the queue calls its OnHealth hook
+// when a consumer's Receive or a Stats finds the count grown. Losses is
+// called from any goroutine (Health, the OnHealth hook, the consumers) and
+// must return at once, without a call to the broker.
 type LossCounter interface {
 	// Losses returns how many times since the backend was created it found
 	// that the broker had lost what it stored for the queue (its jobs, if it

@@ -12,8 +12,8 @@
 // of the queue's: it gets a [Config], [Message]s and [Delivery]s, and
 // returns results, [Stats] and the errors below. The queue looks for the
 // optional interfaces a backend may implement: at queue.New for
-// [InProcess]; at Consume for [SharedLease]; in Health for [Reconnecter]
-// and [LossCounter]; at Consume with a rate limit, for [RateLimiter]; at
+// [InProcess] and [LossCounter]; at Consume for [SharedLease]; in Health
+// for [Reconnecter]; at Consume with a rate limit, for [RateLimiter]; at
 // Consume without a rate limit or a Share, for [ReceiveStarter]; the
 // queue's operator verbs (Jobs, Inspect, Cancel, Pause, ...) look for
 // [Admin], and fail with errors.ErrUnsupported without it.
