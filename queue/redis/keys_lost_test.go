@@ -134,6 +134,71 @@ func TestQueueHealthReportsLosses(t *testing.T) {
 	}
 }
 
+// A consumer whose receive (ReceiveStart, on Redis) finds the queue's keys lost calls OnHealth
+// with the loss, once for the one loss its one worker found, and goes on: it handles the job
+// enqueued after the loss.
+func TestConsumerReportsLoss(t *testing.T) {
+	srv := redistest.Start(t, "always")
+	c := newClient(t, srv.Addr())
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	reported := make(chan queue.Health, 4)
+	q, err := queue.New[string](ctx, queue.WithBackend(redis.New(c, queueName(t), redis.WithPollInterval(10*time.Millisecond))),
+		queue.WithHooks(queue.Hooks{OnHealth: func(_ context.Context, h queue.Health) { reported <- h }}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := q.Close(context.Background()); err != nil {
+			t.Error(err)
+		}
+	}()
+	handled := make(chan string, 4)
+	cons, err := q.Consume(ctx, func(_ context.Context, j queue.Job[string]) error {
+		handled <- j.Payload
+		return nil
+	}, queue.WithWorkers(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := q.Enqueue(ctx, "before"); err != nil {
+		t.Fatal(err)
+	}
+	if p := recvOr(t, ctx, handled); p != "before" {
+		t.Fatalf("handled %q, want before", p)
+	}
+	if err := c.FlushAll(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := q.Enqueue(ctx, "after"); err != nil {
+		t.Fatal(err)
+	}
+	if p := recvOr(t, ctx, handled); p != "after" {
+		t.Fatalf("handled %q, want after", p)
+	}
+	if h := recvOr(t, ctx, reported); h.Losses != 1 || !h.Reachable {
+		t.Errorf("OnHealth with %+v; want reachable, one loss", h)
+	}
+	if _, err := cons.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(reported); n != 0 || q.Health().Losses != 1 {
+		t.Errorf("%d more OnHealth calls, %d losses; want none more, one loss", n, q.Health().Losses)
+	}
+}
+
+// recvOr returns what ch gives, or fails the test when ctx ends first.
+func recvOr[T any](t *testing.T, ctx context.Context, ch <-chan T) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-ctx.Done():
+		t.Fatalf("nothing received: %v", context.Cause(ctx))
+		panic("unreachable")
+	}
+}
+
 // TestSettleAfterKeysLost: a delivery taken before the server lost the queue's keys is gone
 // with them: settling or extending it, or starting its run, returns queue.ErrLeaseLost and
 // writes nothing back (no job, no dead letter); the admin calls find no job and no dead letter.
