@@ -89,8 +89,8 @@ func (q *Queue[T]) withCounts(h Health) Health {
 	if r, ok := q.backend.(driver.Reconnecter); ok {
 		h.Reconnects = r.Reconnects()
 	}
-	if l, ok := q.backend.(driver.LossCounter); ok {
-		h.Losses = l.Losses()
+	if q.losses != nil { // looked for once, by New
+		h.Losses = q.losses.Losses()
 	}
 	return h
 }
